@@ -1,0 +1,1 @@
+"""The command line: one subcommand per core verb, plus the auditor commands."""

@@ -1,0 +1,30 @@
+"""Shapes shared by several verbs' answers and requests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ledger import cards
+from ledger.cards import Cards
+from ledger.errors import InvalidRequest
+from ledger.keys import check_node_name
+from ledger.resources import Resource, held_cards
+from projections.node import NodeState
+
+
+def node_resources(state: NodeState) -> dict[str, Any]:
+    """``{"capacity": R, "usage": R}``, the upstream record shape."""
+    return {"capacity": Resource.of(state.capacity), "usage": Resource.of(state.usage)}
+
+
+def node_names(names: list[str] | None) -> list[str]:
+    """The request's node names, each checked; at least one is required."""
+    if not names:
+        raise InvalidRequest("node name is empty (nodenames lists no node)")
+    return [check_node_name(name) for name in names]
+
+
+def workloads_sum(workloads: list[Resource | None] | None) -> Cards:
+    return cards.sum_all(
+        held_cards(w, f"workloads_resource[{i}]") for i, w in enumerate(workloads or [])
+    )

@@ -1,0 +1,37 @@
+"""Verbs that need neither etcd nor a config file."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from commands.protocol import Session, verb
+
+PLUGIN_NAME = "resource-gpu"
+
+
+@verb("name")
+def name(session: Session) -> str:
+    """Print the plugin's name. Core names a plugin after its file, so this is informational."""
+    return PLUGIN_NAME
+
+
+@verb("verbs")
+def verbs(session: Session) -> list[str]:
+    """Print the JSON array of verbs this plugin offers to core (asked once at load)."""
+    from commands.cli import CORE_VERBS
+
+    return list(CORE_VERBS)
+
+
+@verb("get-metrics-description")
+def get_metrics_description(session: Session) -> list[Any]:
+    """Describe the gauges get-metrics emits: gpu_capacity and gpu_used per product."""
+    from projections.metrics import DESCRIPTIONS
+
+    return DESCRIPTIONS
+
+
+@verb("calculate-remap")
+def calculate_remap(session: Session) -> dict[str, None]:
+    """Not offered (cards are never re-pinned); answers an older core with no remap."""
+    return {"engine_params_map": None}

@@ -1,0 +1,138 @@
+"""How a core verb runs: one JSON object in on stdin, one JSON value out on stdout.
+
+On success only the answer is printed (older core reads stdout and stderr as one stream). On any
+failure one line goes to stderr, ``resource-gpu <verb>: node <node>: <reason>``, and the exit
+status is non-zero; by then nothing has been written, because every write is one transaction
+that comes last.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+
+import click
+import msgspec
+
+from ledger.errors import PluginError
+
+if TYPE_CHECKING:
+    from ledger.config import Config
+    from ledger.store import Store
+
+PROG = "resource-gpu"
+MAX_REQUEST_BYTES = 4 * 1024 * 1024
+EXIT_FAILURE = 1
+EXIT_INTERNAL = 70
+DEBUG_ENV = "RESOURCE_GPU_DEBUG"
+
+R = TypeVar("R")
+
+
+class Session:
+    """What a verb may need beyond its request; the config and etcd are opened on first use."""
+
+    def __init__(self, config_path: str | None) -> None:
+        self._config_path = config_path
+        self.node: str | None = None
+        """The node the request is about, once known: named in any error line."""
+
+    @cached_property
+    def config(self) -> Config:
+        from ledger import config
+
+        return config.load(self._config_path)
+
+    @cached_property
+    def store(self) -> Store:
+        from ledger.store import Store
+
+        return Store(self.config.etcd)
+
+    def close(self) -> None:
+        if "store" in self.__dict__:
+            self.store.close()
+
+
+def fail(verb: str, node: str | None, reason: str, status: int = EXIT_FAILURE) -> NoReturn:
+    where = f"node {node}: " if node else ""
+    line = f"{PROG} {verb}: {where}{reason}".replace("\n", " ")
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+    raise SystemExit(status)
+
+
+def read_request(request_type: type[R]) -> R:
+    raw = sys.stdin.buffer.read(MAX_REQUEST_BYTES + 1)
+    if len(raw) > MAX_REQUEST_BYTES:
+        raise PluginError(f"request is larger than {MAX_REQUEST_BYTES} bytes")
+    if not raw.strip():
+        raw = b"{}"
+    try:
+        return msgspec.json.decode(raw, type=request_type)
+    except msgspec.ValidationError as exc:
+        raise PluginError(f"invalid request: {exc}", node=_node_named_in(raw)) from None
+    except msgspec.DecodeError as exc:
+        raise PluginError(f"request is not valid JSON: {exc}") from None
+
+
+class _Named(msgspec.Struct):
+    nodename: Any = None
+
+
+def _node_named_in(raw: bytes) -> str | None:
+    """The node a malformed request is about, if it says so, to name it in the error."""
+    try:
+        node = msgspec.json.decode(raw, type=_Named).nodename
+    except msgspec.MsgspecError:
+        return None
+    return node if isinstance(node, str) and node else None
+
+
+def respond(answer: Any, *, text: bool = False) -> None:
+    """Print the answer: JSON, or (``text``) a string as it is, for people."""
+    body = answer.encode() if text else msgspec.json.encode(answer)
+    sys.stdout.buffer.write(body + b"\n")
+    sys.stdout.flush()
+
+
+def run(verb: str, handler: Callable[[Session], Any], *, text: bool = False) -> None:
+    """Run one verb: every failure becomes one stderr line and a non-zero exit."""
+    session = Session(click.get_current_context().find_root().params.get("config"))
+    try:
+        respond(handler(session), text=text)
+    except PluginError as exc:
+        fail(verb, exc.node or session.node, exc.reason)
+    except Exception as exc:  # a bug: still one line for core, the traceback only on request
+        if os.environ.get(DEBUG_ENV):
+            raise
+        fail(verb, session.node, f"internal error: {type(exc).__name__}: {exc}", EXIT_INTERNAL)
+    finally:
+        session.close()
+
+
+def verb(
+    name: str, request_type: type[R] | None = None
+) -> Callable[[Callable[..., Any]], click.Command]:
+    """Make a core verb from ``handler(request, session)`` (or ``handler(session)``).
+
+    The handler's docstring is the command's help; the request is read from stdin.
+    """
+
+    def decorate(handler: Callable[..., Any]) -> click.Command:
+        def call(session: Session) -> Any:
+            if request_type is None:
+                return handler(session)
+            request = read_request(request_type)
+            session.node = getattr(request, "nodename", None) or None
+            return handler(request, session)
+
+        def callback() -> None:
+            run(name, call)
+
+        return click.Command(name, callback=callback, help=handler.__doc__)
+
+    return decorate

@@ -1,0 +1,117 @@
+"""Verbs that only read: they never write to etcd."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from commands import requests
+from commands.answers import node_names, node_resources, workloads_sum
+from commands.protocol import Session, verb
+from ledger.errors import NodeNotFound
+from ledger.keys import check_node_name
+from ledger.resources import Resource, held_cards, positive_cards, signed_cards
+from projections import capacity, metrics
+from projections.diffs import usage_diffs
+from projections.node import NodeState
+
+
+def _state(session: Session, node: str) -> NodeState:
+    state = session.store.read(node).state
+    if state is None:
+        raise NodeNotFound(node)
+    return state
+
+
+def _states(session: Session, names: list[str]) -> dict[str, NodeState]:
+    """All named nodes' states, in the order given; an unknown node is an error."""
+    found = session.store.read_many(names)
+    for node in names:
+        if node not in found:
+            raise NodeNotFound(node)
+    return {node: found[node] for node in names}
+
+
+@verb("calculate-deploy", requests.CalculateDeploy)
+def calculate_deploy(request: requests.CalculateDeploy, session: Session) -> dict[str, Any]:
+    """Plan deploy_count workloads of the request on one node, or fail with "not enough"."""
+    node = check_node_name(request.nodename)
+    wanted = positive_cards(request.workload_resource_request, "workload_resource_request")
+    plan = capacity.plan_deploy(node, _state(session, node), wanted, request.deploy_count)
+    entries = [Resource.of(c) for c in plan]
+    return {"engines_params": entries, "workloads_resource": entries}
+
+
+@verb("calculate-realloc", requests.CalculateRealloc)
+def calculate_realloc(request: requests.CalculateRealloc, session: Session) -> dict[str, Any]:
+    """Merge a realloc request into a workload's cards (negative counts give cards back)."""
+    node = check_node_name(request.nodename)
+    current = held_cards(request.workload_resource, "workload_resource")
+    change = signed_cards(request.workload_resource_request, "workload_resource_request")
+    plan = capacity.plan_realloc(node, _state(session, node), current, change)
+    return {
+        "engine_params": Resource.of(plan.new),
+        "workload_resource": Resource.of(plan.new),
+        "delta_resource": Resource.of(plan.delta),
+    }
+
+
+@verb("get-nodes-deploy-capacity", requests.DeployCapacity)
+def get_nodes_deploy_capacity(request: requests.DeployCapacity, session: Session) -> dict[str, Any]:
+    """How many workloads of the request each node can host (nodes that fit none are left out)."""
+    names = node_names(request.nodenames)
+    wanted = positive_cards(request.workload_resource, "workload_resource")
+    found = {}
+    for node, state in _states(session, names).items():
+        entry = capacity.deploy_capacity(state, wanted)
+        if entry.capacity > 0:
+            found[node] = entry
+    return {
+        "nodes_deploy_capacity_map": found,
+        "total": sum(entry.capacity for entry in found.values()),
+    }
+
+
+@verb("get-node-resource-info", requests.NodeResourceInfo)
+def get_node_resource_info(request: requests.NodeResourceInfo, session: Session) -> Any:
+    """A node's capacity and usage, with every way usage disagrees with its workloads.
+
+    Prints null for a node the plugin does not know.
+    """
+    node = check_node_name(request.nodename)
+    held = workloads_sum(request.workloads_resource)
+    state = session.store.read(node).state
+    if state is None:
+        return None
+    return {**node_resources(state), "diffs": usage_diffs(state.usage, held)}
+
+
+@verb("get-nodes-resource-info", requests.NodesRequest)
+def get_nodes_resource_info(request: requests.NodesRequest, session: Session) -> dict[str, Any]:
+    """Capacity and usage of many nodes at once; unknown nodes are left out."""
+    names = [check_node_name(name) for name in request.nodenames or []]
+    states = session.store.read_many(names)
+    return {"node_resource_info_map": {n: node_resources(s) for n, s in states.items()}}
+
+
+@verb("get-most-idle-node", requests.NodesRequest)
+def get_most_idle_node(request: requests.NodesRequest, session: Session) -> dict[str, Any]:
+    """The node with the lowest share of cards in use (first by name on a tie), priority 100."""
+    states = _states(session, node_names(request.nodenames))
+    return {"nodename": capacity.most_idle(states), "priority": capacity.IDLE_PRIORITY}
+
+
+@verb("get-metrics", requests.Metrics)
+def get_metrics(request: requests.Metrics, session: Session) -> list[metrics.Metric]:
+    """gpu_capacity and gpu_used per product of a node; or, given "nodes", of many nodes
+    (unknown nodes in a batch are skipped)."""
+    if request.nodes is None:
+        node = check_node_name(request.nodename)
+        return metrics.node_metrics(request.podname or "", node, _state(session, node))
+    wanted = [(item.podname or "", check_node_name(item.nodename)) for item in request.nodes]
+    states = session.store.read_many(node for _, node in wanted)
+    return [
+        metric
+        for podname, node in wanted
+        if node in states
+        for metric in metrics.node_metrics(podname, node, states[node])
+    ]

@@ -1,0 +1,140 @@
+"""Verbs that change a node: each appends at most one event, in one etcd transaction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from commands import requests
+from commands.answers import node_resources, workloads_sum
+from commands.protocol import Session, verb
+from ledger import cards
+from ledger.cards import Cards
+from ledger.errors import InvalidRequest
+from ledger.events import UsageRebuilt
+from ledger.keys import check_node_name
+from ledger.resources import Resource, held_cards, positive_cards, signed_cards
+from projections import decide
+from projections.node import NodeState
+
+ENGINE_INFO_KEYS = ("resource-gpu", "gpu")
+"""Where a VM engine's node report carries its GPU cards, in order of preference."""
+
+
+def _capacity_from_info(info: requests.EngineInfo | None) -> Cards:
+    for key in ENGINE_INFO_KEYS:
+        raw = (info.resources or {}).get(key) if info else None
+        if raw:
+            what = f"info.Resources[{key!r}]"
+            try:
+                reported = msgspec.json.decode(raw, type=Resource)
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                raise InvalidRequest(f"{what} is not a GPU map: {exc}") from None
+            return positive_cards(reported, what)
+    return {}
+
+
+@verb("add-node", requests.AddNode)
+def add_node(request: requests.AddNode, session: Session) -> dict[str, Any]:
+    """Register a node with its cards (from the request, else from the engine's report)."""
+    node = check_node_name(request.nodename)
+    given = positive_cards(request.resource, "resource") or _capacity_from_info(request.info)
+    appended = session.store.append(node, "add-node", lambda s: decide.add_node(node, s, given))
+    assert appended.after is not None
+    return node_resources(appended.after)
+
+
+@verb("remove-node", requests.NodeRequest)
+def remove_node(request: requests.NodeRequest, session: Session) -> dict[str, Any]:
+    """Forget a node (its event stream stays for auditors). Removing a missing node succeeds."""
+    node = check_node_name(request.nodename)
+    session.store.append(node, "remove-node", decide.remove_node)
+    return {}
+
+
+def _input(request: requests.SetCapacity, workloads: Cards | None = None) -> Resource | None:
+    """One input wins: resource_request, then resource (then, for usage, the workloads)."""
+    if request.resource_request is not None:
+        return request.resource_request
+    if request.resource is not None:
+        return request.resource
+    return None if workloads is None else Resource.of(workloads)
+
+
+def _before_after(before: Cards, after: Cards) -> dict[str, Resource]:
+    return {"before": Resource.of(before), "after": Resource.of(after)}
+
+
+def _checked(resource: Resource | None, what: str, *, delta: bool) -> Cards:
+    return signed_cards(resource, what) if delta else held_cards(resource, what)
+
+
+@verb("set-node-resource-capacity", requests.SetCapacity)
+def set_node_resource_capacity(request: requests.SetCapacity, session: Session) -> dict[str, Any]:
+    """Change a node's cards: add/subtract with delta=true, replace with delta=false."""
+    node = check_node_name(request.nodename)
+    delta = bool(request.delta)
+    given = _checked(_input(request), "capacity", delta=delta)
+    appended = session.store.append(
+        node,
+        "set-node-resource-capacity",
+        lambda s: decide.set_capacity(node, s, given, delta=delta, incr=bool(request.incr)),
+    )
+    return _before_after(_existing(appended.before).capacity, _existing(appended.after).capacity)
+
+
+@verb("set-node-resource-usage", requests.SetUsage)
+def set_node_resource_usage(request: requests.SetUsage, session: Session) -> dict[str, Any]:
+    """Take or give back cards: deploy and realloc add (incr=true), release subtracts."""
+    node = check_node_name(request.nodename)
+    delta = bool(request.delta)
+    workloads = [
+        _checked(w, f"workloads_resource[{i}]", delta=delta)
+        for i, w in enumerate(request.workloads_resource or [])
+    ]
+    given = _checked(_input(request, cards.sum_all(workloads)), "usage", delta=delta)
+    from_workloads = request.resource_request is None and request.resource is None
+    appended = session.store.append(
+        node,
+        "set-node-resource-usage",
+        lambda s: decide.set_usage(
+            node,
+            s,
+            given,
+            workloads=workloads if from_workloads and workloads else None,
+            delta=delta,
+            incr=bool(request.incr),
+        ),
+    )
+    return _before_after(_existing(appended.before).usage, _existing(appended.after).usage)
+
+
+@verb("set-node-resource-info", requests.SetNodeInfo)
+def set_node_resource_info(request: requests.SetNodeInfo, session: Session) -> dict[str, Any]:
+    """Overwrite a node's capacity and usage; creates the node if it is missing."""
+    node = check_node_name(request.nodename)
+    capacity = held_cards(request.capacity, "capacity")
+    usage = held_cards(request.usage, "usage")
+    session.store.append(
+        node, "set-node-resource-info", lambda s: decide.set_info(s, capacity, usage)
+    )
+    return {}
+
+
+@verb("fix-node-resource", requests.NodeResourceInfo)
+def fix_node_resource(request: requests.NodeResourceInfo, session: Session) -> dict[str, Any]:
+    """Set usage to the sum of the workloads core reports, if they differ; report the diffs."""
+    node = check_node_name(request.nodename)
+    held = workloads_sum(request.workloads_resource)
+    appended = session.store.append(
+        node, "fix-node-resource", lambda s: decide.rebuild_usage(node, s, held)
+    )
+    rebuilt = [e.change for e in appended.events if isinstance(e.change, UsageRebuilt)]
+    diffs = rebuilt[0].diffs if rebuilt else []
+    return {**node_resources(_existing(appended.after)), "diffs": diffs}
+
+
+def _existing(state: NodeState | None) -> NodeState:
+    assert state is not None, "a verb that requires the node returned without it"
+    return state

@@ -1,0 +1,76 @@
+"""The plugin's configuration: core's ``gpu.yaml`` format, plus two optional tuning knobs.
+
+Looked up in this order: an explicit path (``--config``), ``$ERU_RESOURCE_CONFIG_PATH``,
+``gpu.yaml`` in the working directory (core runs plugins from their directory).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import msgspec
+
+from ledger.errors import PluginError
+
+ENV_VAR = "ERU_RESOURCE_CONFIG_PATH"
+DEFAULT_FILE = "gpu.yaml"
+
+
+class Auth(msgspec.Struct, kw_only=True):
+    username: str = ""
+    password: str = ""
+
+
+class EtcdConfig(msgspec.Struct, kw_only=True):
+    machines: Annotated[list[str], msgspec.Meta(min_length=1)]
+    prefix: str = "/eru"
+    auth: Auth = msgspec.field(default_factory=Auth)
+    ca: str = ""
+    cert: str = ""
+    key: str = ""
+    timeout: Annotated[float, msgspec.Meta(gt=0, le=25)] = 5.0
+    """Seconds one call may spend on etcd in all, retries and fail-over included."""
+    max_attempts: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 64
+    """How many times a write re-reads and retries after losing a compare-and-swap."""
+
+    @property
+    def tls(self) -> bool:
+        return bool(self.ca and self.cert and self.key)
+
+
+class Config(msgspec.Struct, kw_only=True):
+    etcd: EtcdConfig
+
+
+def config_path(explicit: str | None) -> Path:
+    return Path(explicit or os.environ.get(ENV_VAR) or DEFAULT_FILE)
+
+
+def load(explicit: str | None = None) -> Config:
+    path = config_path(explicit)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise PluginError(
+            f"config file {str(path)!r} not found (pass --config or set {ENV_VAR})"
+        ) from None
+    except OSError as exc:
+        raise PluginError(f"cannot read config file {str(path)!r}: {exc.strerror}") from None
+    return parse(text, source=str(path))
+
+
+def parse(text: str, *, source: str = "config") -> Config:
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        raw = yaml.load(text, Loader=loader)
+    except yaml.YAMLError as exc:
+        reason = str(exc).replace("\n", " ")
+        raise PluginError(f"config {source!r} is not valid YAML: {reason}") from None
+    try:
+        return msgspec.convert(raw, Config)
+    except msgspec.ValidationError as exc:
+        raise PluginError(f"config {source!r}: {exc}") from None

@@ -1,0 +1,87 @@
+"""Capacity math: how many workloads fit, deploy and realloc plans, the most idle node."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import msgspec
+
+from ledger import cards
+from ledger.cards import Cards
+from ledger.errors import NotEnoughResource
+from projections.node import NodeState
+
+UNBOUNDED = 1_000_000
+"""What a node reports for a request without cards: GPU never limits such a workload."""
+
+IDLE_PRIORITY = 100
+
+
+def fits(state: NodeState, request: Cards) -> int:
+    """How many copies of ``request`` the node's available cards can host."""
+    if not request:
+        return UNBOUNDED
+    available = state.available
+    return min(max(available.get(product, 0), 0) // count for product, count in request.items())
+
+
+def _ratio(part: int, whole: int) -> float:
+    return part / whole if whole > 0 else 0.0
+
+
+class DeployCapacity(msgspec.Struct, frozen=True, rename="pascal"):
+    """One node's entry in ``nodes_deploy_capacity_map`` (core expects capitalised keys)."""
+
+    capacity: int
+    usage: float
+    rate: float
+    weight: float = 1.0
+
+
+def deploy_capacity(state: NodeState, request: Cards) -> DeployCapacity:
+    total_cards = cards.total(state.capacity)
+    return DeployCapacity(
+        capacity=fits(state, request),
+        usage=_ratio(cards.total(state.usage), total_cards),
+        rate=_ratio(cards.total(request), total_cards),
+    )
+
+
+def plan_deploy(node: str, state: NodeState, request: Cards, count: int) -> list[Cards]:
+    """``count`` copies of the request, or NotEnoughResource when they do not all fit."""
+    if request and fits(state, request) < count:
+        raise NotEnoughResource(
+            f"not enough resource: {count} x ({cards.describe(request)}) requested, "
+            f"available {cards.describe(cards.clamped(state.available))}",
+            node=node,
+        )
+    return [dict(request) for _ in range(count)]
+
+
+class ReallocPlan(msgspec.Struct, frozen=True):
+    new: Cards
+    delta: Cards
+
+
+def plan_realloc(node: str, state: NodeState, current: Cards, request: Cards) -> ReallocPlan:
+    """Merge the request into the workload's cards, clamp at zero, check the growth fits."""
+    new = cards.clamped(cards.add(current, request))
+    delta = cards.subtract(new, current)
+    available = state.available
+    short = {p: n for p, n in delta.items() if n > 0 and n > available.get(p, 0)}
+    if short:
+        raise NotEnoughResource(
+            f"not enough resource: realloc needs {cards.describe(short)} more, "
+            f"available {cards.describe(cards.clamped(available))}",
+            node=node,
+        )
+    return ReallocPlan(new=new, delta=delta)
+
+
+def idleness(state: NodeState) -> float:
+    return _ratio(cards.total(state.usage), cards.total(state.capacity))
+
+
+def most_idle(states: Mapping[str, NodeState]) -> str:
+    """The node with the lowest used/total ratio; on a tie, the first by name."""
+    return min(states, key=lambda node: (idleness(states[node]), node))

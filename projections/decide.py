@@ -1,0 +1,98 @@
+"""Decisions: from a node's current state and a validated request, the change to append.
+
+Each function is pure. It raises a :class:`~ledger.errors.PluginError` when the request cannot be
+applied (nothing is written) and returns ``None`` when the request would change nothing (nothing
+is appended).
+"""
+
+from __future__ import annotations
+
+from ledger import cards
+from ledger.cards import Cards
+from ledger.errors import InvalidRequest, NodeExists, NodeNotFound
+from ledger.events import (
+    CapacityChanged,
+    CapacitySet,
+    Change,
+    NodeAdded,
+    NodeInfoSet,
+    NodeRemoved,
+    UsageChanged,
+    UsageRebuilt,
+    UsageSet,
+)
+from projections.diffs import usage_diffs
+from projections.node import NodeState
+
+
+def existing(node: str, state: NodeState | None) -> NodeState:
+    if state is None:
+        raise NodeNotFound(node)
+    return state
+
+
+def add_node(node: str, state: NodeState | None, capacity: Cards) -> Change:
+    if state is not None:
+        raise NodeExists(node)
+    return NodeAdded(capacity=capacity)
+
+
+def remove_node(state: NodeState | None) -> Change | None:
+    return None if state is None else NodeRemoved()
+
+
+def _refuse_negative(node: str, what: str, before: Cards, change: Cards) -> None:
+    negative = cards.below_zero(cards.add(before, change))
+    if negative:
+        product, count = next(iter(negative.items()))
+        raise InvalidRequest(
+            f"{what} of {product!r} would fall below zero "
+            f"({before.get(product, 0)} {change[product]:+d} = {count})",
+            node=node,
+        )
+
+
+def set_capacity(
+    node: str, state: NodeState | None, given: Cards, *, delta: bool, incr: bool
+) -> Change | None:
+    """``given`` is signed when ``delta`` (validated so by the caller), non-negative otherwise."""
+    current = existing(node, state)
+    if not delta:
+        return None if given == current.capacity else CapacitySet(capacity=given)
+    change = given if incr else cards.negate(given)
+    if not change:
+        return None
+    _refuse_negative(node, "capacity", current.capacity, change)
+    return CapacityChanged(delta=cards.normalised(change))
+
+
+def set_usage(
+    node: str,
+    state: NodeState | None,
+    given: Cards,
+    *,
+    workloads: list[Cards] | None,
+    delta: bool,
+    incr: bool,
+) -> Change | None:
+    current = existing(node, state)
+    if not delta:
+        return None if given == current.usage else UsageSet(usage=given)
+    change = given if incr else cards.negate(given)
+    if not change:
+        return None
+    _refuse_negative(node, "usage", current.usage, change)
+    return UsageChanged(delta=cards.normalised(change), workloads=workloads)
+
+
+def set_info(state: NodeState | None, capacity: Cards, usage: Cards) -> Change | None:
+    if state == NodeState(capacity=capacity, usage=usage):
+        return None
+    return NodeInfoSet(capacity=capacity, usage=usage)
+
+
+def rebuild_usage(node: str, state: NodeState | None, workloads_sum: Cards) -> Change | None:
+    current = existing(node, state)
+    if current.usage == workloads_sum:
+        return None
+    return UsageRebuilt(usage=workloads_sum, diffs=usage_diffs(current.usage, workloads_sum))

