@@ -44,7 +44,8 @@ def summary(change: Change) -> str:
     if isinstance(change, CapacityChanged):
         return f"capacity {_signed(change.delta)}"
     if isinstance(change, UsageChanged):
-        workloads = f" ({len(change.workloads)} workloads)" if change.workloads else ""
+        count = len(change.workloads or [])
+        workloads = f" ({count} workload{'s' * (count != 1)})" if count else ""
         return f"usage {_signed(change.delta)}{workloads}"
     if isinstance(change, UsageSet):
         return f"usage = {cards.describe(change.usage)}"
@@ -62,7 +63,7 @@ def as_json(event: Event) -> dict[str, Any]:
 
 
 def table(events: list[Event]) -> str:
-    rows = [("SEQ", "AT (UTC)", "VERB", "KIND", "CHANGE", "CAPACITY AFTER", "USAGE AFTER")]
+    rows = [("SEQ", "AT (UTC)", "VERB", "KIND", "CAPACITY AFTER", "USAGE AFTER", "CHANGE")]
     state: NodeState | None = None
     for event in events:
         state = apply(state, event.change)
@@ -72,9 +73,9 @@ def table(events: list[Event]) -> str:
                 event.at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z",
                 event.verb,
                 event.kind,
-                summary(event.change),
                 cards.describe(state.capacity) if state else "-",
                 cards.describe(state.usage) if state else "-",
+                summary(event.change),
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
