@@ -48,9 +48,10 @@ class Session:
 
     @cached_property
     def store(self) -> Store:
+        settings = self.config.etcd  # a config error must not cost the etcd client's import
         from ledger.store import Store
 
-        return Store(self.config.etcd)
+        return Store(settings)
 
     def close(self) -> None:
         if "store" in self.__dict__:

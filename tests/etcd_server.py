@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
@@ -52,9 +53,17 @@ def etcd_binary() -> str:
     )
 
 
-def healthy(client_url: str, timeout: float = 1.0) -> bool:
+def etcdctl_binary() -> str:
+    """The etcdctl shipped beside the etcd binary in use."""
+    beside = Path(etcd_binary()).with_name("etcdctl")
+    return str(beside) if beside.is_file() else shutil.which("etcdctl") or "etcdctl"
+
+
+def healthy(client_url: str, timeout: float = 1.0, context: ssl.SSLContext | None = None) -> bool:
     try:
-        with urllib.request.urlopen(f"{client_url}/health", timeout=timeout) as reply:
+        with urllib.request.urlopen(
+            f"{client_url}/health", timeout=timeout, context=context
+        ) as reply:
             return b'"health":"true"' in reply.read()
     except OSError:
         return False
@@ -71,10 +80,13 @@ class Member:
     initial_cluster: str = ""
     process: subprocess.Popen[bytes] | None = None
     extra_args: list[str] = field(default_factory=list)
+    scheme: str = "http"
+    """``https`` when ``extra_args`` set up TLS for clients; ``health_context`` then verifies."""
+    health_context: ssl.SSLContext | None = None
 
     @property
     def client_url(self) -> str:
-        return f"http://127.0.0.1:{self.client_port}"
+        return f"{self.scheme}://127.0.0.1:{self.client_port}"
 
     @property
     def peer_url(self) -> str:
@@ -110,7 +122,7 @@ class Member:
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
                 break
-            if healthy(self.client_url):
+            if healthy(self.client_url, context=self.health_context):
                 return
             time.sleep(0.1)
         log = (self.data_dir.parent / f"{self.name}.log").read_text(errors="replace")[-2000:]
