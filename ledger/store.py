@@ -87,6 +87,10 @@ class _Ambiguous(Exception):
     """A write's request went out but no answer came back."""
 
 
+class _OutOfTime(StoreError):
+    """The call's etcd time budget (``etcd.timeout``) is spent."""
+
+
 def _endpoint(url: str) -> tuple[str, int]:
     parts = urlsplit(url if "://" in url else f"http://{url}")
     if not parts.hostname:
@@ -142,7 +146,7 @@ class Store:
     def _attempt_timeout(self) -> float:
         remaining = self._deadline - time.monotonic()
         if remaining <= 0:
-            raise StoreError(
+            raise _OutOfTime(
                 f"etcd did not answer within {self._config.timeout:g}s "
                 f"(etcd.machines: {', '.join(self._config.machines)})"
             )
@@ -328,41 +332,47 @@ class Store:
         record = self.read(node)
         sent_from: NodeRecord | None = None  # the read before the first unanswered write
         for attempt in range(self._config.max_attempts):
-            if sent_from is not None:
-                landed = self._landed(node, op, sent_from)
-                if landed is not None:
-                    return landed
-            change = decide(record.state)
-            if change is None:
-                return Appended(before=record.state, after=record.state, events=[])
-            events = self._events_for(record, verb, op, change)
-            after = apply(record.state, change)
             try:
-                reply = self._rpc("Txn", self._append_txn(node, record, events, after), write=True)
-            except _Ambiguous as exc:
-                sent_from = sent_from or record
-                record = self._reread_after_ambiguity(node, op, exc)
-                continue
-            if reply.succeeded:
-                return Appended(before=record.state, after=after, events=events)
-            head, last = (r.response_range for r in reply.responses)
-            record = self._record(node, head, last)
-            time.sleep(random.uniform(0, min(0.002 * 2**attempt, 0.05)))
+                if sent_from is not None:
+                    landed = self._landed(node, op, sent_from)
+                    if landed is not None:
+                        return landed
+                change = decide(record.state)
+                if change is None:
+                    return Appended(before=record.state, after=record.state, events=[])
+                events = self._events_for(record, verb, op, change)
+                after = apply(record.state, change)
+                try:
+                    txn = self._append_txn(node, record, events, after)
+                    reply = self._rpc("Txn", txn, write=True)
+                except _Ambiguous:
+                    sent_from = sent_from or record
+                    record = self.read(node)
+                    continue
+                if reply.succeeded:
+                    return Appended(before=record.state, after=after, events=events)
+                head, last = (r.response_range for r in reply.responses)
+                record = self._record(node, head, last)
+                time.sleep(random.uniform(0, min(0.002 * 2**attempt, 0.05)))
+            except StoreError as exc:
+                if sent_from is not None:
+                    raise OutcomeUnknown(
+                        f"write {op} was sent but its answer was lost, and etcd could not be "
+                        f"asked whether it was applied: {exc.reason}",
+                        node=node,
+                    ) from None
+                if attempt and isinstance(exc, _OutOfTime):
+                    raise Contention(
+                        f"gave up after {attempt} lost compare-and-swap races in "
+                        f"{self._config.timeout:g}s: other writers kept changing the node first",
+                        node=node,
+                    ) from None
+                raise
         raise Contention(
-            f"gave up after {self._config.max_attempts} attempts: other writers kept changing "
-            "the node first (contention)",
+            f"gave up after {self._config.max_attempts} lost compare-and-swap races: other "
+            "writers kept changing the node first",
             node=node,
         )
-
-    def _reread_after_ambiguity(self, node: str, op: str, exc: _Ambiguous) -> NodeRecord:
-        try:
-            return self.read(node)
-        except StoreError as read_error:
-            raise OutcomeUnknown(
-                f"write {op} was sent but its answer was lost ({exc}); it may or may not "
-                f"have been applied, and etcd cannot be asked: {read_error.reason}",
-                node=node,
-            ) from None
 
     def _landed(self, node: str, op: str, base: NodeRecord) -> Appended | None:
         """If operation ``op`` was applied after ``base`` was read, what it did."""
