@@ -35,43 +35,44 @@ def own_etcd() -> Iterator[Cluster]:
     cluster.stop()
 
 
-def test_a_write_whose_answer_is_lost_is_applied_exactly_once(
+@pytest.fixture
+def proxied(
     etcd_endpoints: list[str], tmp_path: Path
-) -> None:
+) -> Iterator[tuple[Plugin, AnswerDroppingProxy]]:
+    """A plugin that reaches etcd through the answer-dropping proxy, with node n1 added."""
     proxy = AnswerDroppingProxy(etcd_endpoints[0])
-    try:
-        plugin = Plugin([proxy.url], tmp_path)
-        plugin.add("n1", {"nvidia-3090": 8})
-        for _ in range(5):
-            proxy.arm()
-            result = take(plugin, "n1")
-            assert result.status == 0, result.stderr
-            assert result.stderr == ""
-        assert proxy.faults_injected == 5
-        assert counts(plugin.info("n1")["usage"]) == {"nvidia-3090": 5}
-        assert_one_event_per_call(plugin, "n1", 1 + 5)
-    finally:
-        proxy.close()
+    plugin = Plugin([proxy.url], tmp_path)
+    plugin.add("n1", {"nvidia-3090": 8})
+    yield plugin, proxy
+    proxy.close()
+
+
+def test_a_write_whose_answer_is_lost_is_applied_exactly_once(
+    proxied: tuple[Plugin, AnswerDroppingProxy],
+) -> None:
+    plugin, proxy = proxied
+    for _ in range(5):
+        proxy.arm()
+        result = take(plugin, "n1")
+        assert result.status == 0, result.stderr
+        assert result.stderr == ""
+    assert proxy.faults_injected == 5
+    assert counts(plugin.info("n1")["usage"]) == {"nvidia-3090": 5}
+    assert_one_event_per_call(plugin, "n1", 1 + 5)
 
 
 def test_the_answer_of_a_retried_write_reports_what_it_did(
-    etcd_endpoints: list[str], tmp_path: Path
+    proxied: tuple[Plugin, AnswerDroppingProxy],
 ) -> None:
-    proxy = AnswerDroppingProxy(etcd_endpoints[0])
-    try:
-        plugin = Plugin([proxy.url], tmp_path)
-        plugin.add("n1", {"nvidia-3090": 8})
-        proxy.arm()
-        answer = plugin.ok(
-            "set-node-resource-usage",
-            {"nodename": "n1", "resource_request": R({"nvidia-3090": 3}), "delta": True,
-             "incr": True},
-        )  # fmt: skip
-        assert proxy.faults_injected == 1
-        assert counts(answer["before"]) == {}
-        assert counts(answer["after"]) == {"nvidia-3090": 3}
-    finally:
-        proxy.close()
+    plugin, proxy = proxied
+    proxy.arm()
+    answer = plugin.ok(
+        "set-node-resource-usage",
+        {"nodename": "n1", "resource_request": R({"nvidia-3090": 3}), "delta": True, "incr": True},
+    )
+    assert proxy.faults_injected == 1
+    assert counts(answer["before"]) == {}
+    assert counts(answer["after"]) == {"nvidia-3090": 3}
 
 
 @pytest.mark.parametrize("kind", ["refused", "silent"])
