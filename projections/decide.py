@@ -42,14 +42,15 @@ def remove_node(state: NodeState | None) -> Change | None:
 
 
 def _refuse_negative(node: str, what: str, before: Cards, change: Cards) -> None:
-    negative = cards.below_zero(cards.add(before, change))
-    if negative:
-        product, count = next(iter(negative.items()))
-        raise InvalidRequest(
-            f"{what} of {product!r} would fall below zero "
-            f"({before.get(product, 0)} {change[product]:+d} = {count})",
-            node=node,
-        )
+    """Refuse a change that takes a product it touches below zero."""
+    after = cards.add(before, change)
+    for product in sorted(change):
+        if after.get(product, 0) < 0:
+            raise InvalidRequest(
+                f"{what} of {product!r} would fall below zero "
+                f"({before.get(product, 0)} {change[product]:+d} = {after[product]})",
+                node=node,
+            )
 
 
 def set_capacity(

@@ -1,0 +1,361 @@
+"""Decisions: from a state and a validated request, the change to append: projections/decide.py."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+
+from ledger import cards
+from ledger.cards import Cards
+from ledger.errors import InvalidRequest, NodeExists, NodeNotFound, PluginError
+from ledger.events import (
+    CapacityChanged,
+    CapacitySet,
+    NodeAdded,
+    NodeInfoSet,
+    NodeRemoved,
+    UsageChanged,
+    UsageRebuilt,
+    UsageSet,
+)
+from projections import decide
+from projections.diffs import usage_diffs
+from projections.node import NodeState, apply
+from tests.unit.strategies import FAST, held_maps, signed_maps
+
+P70, P90 = "nvidia-3070", "nvidia-3090"
+EIGHT = NodeState(capacity={P70: 4, P90: 4})
+R: Cards = {P70: 1}
+NONE: Cards = {}
+
+
+# --- existing / add / remove -----------------------------------------------------------------
+
+
+def test_existing_returns_the_state() -> None:
+    assert decide.existing("n1", EIGHT) is EIGHT
+
+
+def test_existing_of_a_missing_node_is_node_not_found() -> None:
+    with pytest.raises(NodeNotFound) as info:
+        decide.existing("n1", None)
+    assert info.value.node == "n1"
+    assert info.value.reason == "node not exists"
+
+
+def test_add_node() -> None:
+    assert decide.add_node("n1", None, {P70: 2}) == NodeAdded(capacity={P70: 2})
+    assert decide.add_node("n1", None, {}) == NodeAdded(capacity={})
+
+
+@pytest.mark.parametrize("state", [EIGHT, NodeState()])
+def test_add_existing_node_is_node_exists(state: NodeState) -> None:
+    with pytest.raises(NodeExists) as info:
+        decide.add_node("n1", state, {P70: 2})
+    assert info.value.node == "n1"
+    assert info.value.reason == "node already exists"
+
+
+def test_remove_node() -> None:
+    assert decide.remove_node(EIGHT) == NodeRemoved()
+    assert decide.remove_node(NodeState()) == NodeRemoved()
+
+
+def test_remove_missing_node_is_a_no_op() -> None:
+    assert decide.remove_node(None) is None
+
+
+# --- set_capacity ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("delta", [True, False])
+def test_set_capacity_of_a_missing_node_is_node_not_found(delta: bool) -> None:
+    with pytest.raises(NodeNotFound):
+        decide.set_capacity("n1", None, {P70: 1}, delta=delta, incr=True)
+
+
+@pytest.mark.parametrize("incr", [True, False])
+def test_set_capacity_absolute(incr: bool) -> None:
+    change = decide.set_capacity("n1", EIGHT, {P90: 2}, delta=False, incr=incr)
+    assert change == CapacitySet(capacity={P90: 2})
+
+
+def test_set_capacity_absolute_to_nothing() -> None:
+    assert decide.set_capacity("n1", EIGHT, {}, delta=False, incr=False) == CapacitySet(capacity={})
+
+
+@pytest.mark.parametrize("incr", [True, False])
+def test_set_capacity_absolute_to_the_same_cards_is_a_no_op(incr: bool) -> None:
+    assert decide.set_capacity("n1", EIGHT, dict(EIGHT.capacity), delta=False, incr=incr) is None
+
+
+def test_set_capacity_increment() -> None:
+    change = decide.set_capacity("n1", EIGHT, {P70: 1, "a100": 2}, delta=True, incr=True)
+    assert change == CapacityChanged(delta={P70: 1, "a100": 2})
+
+
+def test_set_capacity_decrement_negates() -> None:
+    change = decide.set_capacity("n1", EIGHT, {P70: 1}, delta=True, incr=False)
+    assert change == CapacityChanged(delta={P70: -1})
+
+
+def test_set_capacity_negative_counts_with_incr_take_away() -> None:
+    change = decide.set_capacity("n1", EIGHT, {P70: -4, P90: 1}, delta=True, incr=True)
+    assert change == CapacityChanged(delta={P70: -4, P90: 1})
+
+
+@pytest.mark.parametrize("incr", [True, False])
+def test_set_capacity_empty_delta_is_a_no_op(incr: bool) -> None:
+    assert decide.set_capacity("n1", EIGHT, {}, delta=True, incr=incr) is None
+
+
+@pytest.mark.parametrize(
+    ("given", "incr"), [({P70: 5}, False), ({P70: -5}, True), ({"a100": -1}, True)]
+)
+def test_set_capacity_below_zero_is_invalid_and_names_the_product(given: Cards, incr: bool) -> None:
+    product = next(iter(given))
+    with pytest.raises(InvalidRequest) as info:
+        decide.set_capacity("n1", EIGHT, given, delta=True, incr=incr)
+    assert repr(product) in info.value.reason
+    assert "capacity" in info.value.reason
+    assert "below zero" in info.value.reason
+    assert info.value.node == "n1"
+
+
+def test_set_capacity_below_usage_is_allowed() -> None:
+    state = NodeState(capacity={P70: 4}, usage={P70: 3})
+    change = decide.set_capacity("n1", state, {P70: -3}, delta=True, incr=True)
+    assert change == CapacityChanged(delta={P70: -3})
+    assert decide.set_capacity("n1", state, {}, delta=False, incr=True) == CapacitySet(capacity={})
+
+
+# The upstream set-node-resource-capacity table, run in order from an 8-card node. Each row is
+# (winning input, delta, incr, total after); the winning input is resource_request, else resource.
+CAPACITY_TABLE: list[tuple[Cards, bool, bool, int]] = [
+    (NONE, True, True, 8),  # (null, null, delta, incr)
+    (NONE, True, False, 8),  # (null, null, delta, decr)
+    (R, True, True, 9),  # (null, R, delta, incr)
+    (R, True, False, 8),  # (null, R, delta, decr)
+    (R, True, True, 9),  # (R, null, delta, incr)
+    (R, True, False, 8),  # (null, R, delta, decr)
+    (R, False, False, 1),  # (null, R, absolute, decr)
+    (R, False, False, 1),  # (R, null, absolute, decr)
+    (R, False, False, 1),  # (R, R, absolute, decr)
+    (NONE, False, False, 0),  # (null, null, absolute, decr)
+    ({P70: 1}, True, True, 1),  # (null, {3070:1}, delta, incr)
+    ({P70: -1}, True, True, 0),  # (null, {3070:-1}, delta, incr)
+]
+
+
+def test_upstream_capacity_table() -> None:
+    state: NodeState | None = EIGHT
+    for row, (cards_in, delta, incr, after) in enumerate(CAPACITY_TABLE):
+        change = decide.set_capacity("n1", state, cards_in, delta=delta, incr=incr)
+        if change is not None:
+            state = apply(state, change)
+        assert state is not None
+        assert cards.total(state.capacity) == after, f"row {row}"
+
+
+# --- set_usage -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("delta", [True, False])
+def test_set_usage_of_a_missing_node_is_node_not_found(delta: bool) -> None:
+    with pytest.raises(NodeNotFound):
+        decide.set_usage("n1", None, {P70: 1}, workloads=None, delta=delta, incr=True)
+
+
+def test_set_usage_absolute() -> None:
+    change = decide.set_usage("n1", EIGHT, {P70: 2}, workloads=[{P70: 2}], delta=False, incr=False)
+    assert change == UsageSet(usage={P70: 2})
+
+
+def test_set_usage_absolute_to_the_same_cards_is_a_no_op() -> None:
+    state = NodeState(capacity=EIGHT.capacity, usage={P70: 1})
+    assert decide.set_usage("n1", state, {P70: 1}, workloads=None, delta=False, incr=True) is None
+
+
+def test_set_usage_increment_records_the_workloads() -> None:
+    workloads: list[Cards] = [{P70: 1}, {P70: 1, P90: 1}]
+    change = decide.set_usage(
+        "n1", EIGHT, {P70: 2, P90: 1}, workloads=workloads, delta=True, incr=True
+    )
+    assert change == UsageChanged(delta={P70: 2, P90: 1}, workloads=workloads)
+
+
+def test_set_usage_decrement_negates() -> None:
+    state = NodeState(capacity=EIGHT.capacity, usage={P70: 2})
+    change = decide.set_usage("n1", state, {P70: 1}, workloads=None, delta=True, incr=False)
+    assert change == UsageChanged(delta={P70: -1}, workloads=None)
+
+
+def test_set_usage_realloc_delta_with_negative_counts() -> None:
+    state = NodeState(capacity=EIGHT.capacity, usage={P90: 1})
+    change = decide.set_usage(
+        "n1", state, {P70: 1, P90: -1}, workloads=[{P70: 1, P90: -1}], delta=True, incr=True
+    )
+    assert change == UsageChanged(delta={P70: 1, P90: -1}, workloads=[{P70: 1, P90: -1}])
+
+
+@pytest.mark.parametrize("incr", [True, False])
+def test_set_usage_empty_delta_is_a_no_op(incr: bool) -> None:
+    assert decide.set_usage("n1", EIGHT, {}, workloads=None, delta=True, incr=incr) is None
+
+
+@pytest.mark.parametrize(("given", "incr"), [({P90: 1}, False), ({P90: -1}, True)])
+def test_set_usage_below_zero_is_invalid_and_names_the_product(given: Cards, incr: bool) -> None:
+    with pytest.raises(InvalidRequest) as info:
+        decide.set_usage("n1", EIGHT, given, workloads=None, delta=True, incr=incr)
+    assert repr(P90) in info.value.reason
+    assert "usage" in info.value.reason
+    assert info.value.node == "n1"
+
+
+def test_set_usage_may_exceed_capacity() -> None:
+    """Usage is what core says is held; the fit check belongs to calculate-deploy."""
+    change = decide.set_usage("n1", EIGHT, {P70: 9}, workloads=None, delta=True, incr=True)
+    assert change == UsageChanged(delta={P70: 9})
+
+
+# The upstream set-node-resource-usage table, run in order from usage 0 on an 8-card node.
+# Each row is (winning input, delta, incr, total usage after); the winning input is
+# resource_request, else resource, else the sum of workloads_resource (W = [{3070: 1}]).
+USAGE_TABLE: list[tuple[Cards, bool, bool, int]] = [
+    (NONE, True, True, 0),  # (null,null,null,Δ,+)
+    (NONE, True, False, 0),  # (null,null,null,Δ,-)
+    (R, True, True, 1),  # (null,R,null,Δ,+)
+    (R, True, False, 0),  # (null,R,null,Δ,-)
+    (R, True, True, 1),  # (R,null,null,Δ,+)
+    (R, True, False, 0),  # (R,null,null,Δ,-)
+    (R, True, True, 1),  # (null,null,W,Δ,+)
+    (R, True, False, 0),  # (null,null,W,Δ,-)
+    (NONE, True, False, 0),  # (null,null,null,Δ,-)
+    (R, False, False, 1),  # (null,R,null,abs,-)
+    (R, False, False, 1),  # (R,null,null,abs,-)
+    (R, False, False, 1),  # (null,null,W,abs,-)
+    (R, False, True, 1),  # (R,R,null,abs,+)
+    (R, False, True, 1),  # (null,R,W,abs,+)
+    (R, False, True, 1),  # (R,null,W,abs,+)
+    (R, False, True, 1),  # (R,R,W,abs,+)
+    (R, True, False, 0),  # (R,R,W,Δ,-)
+    ({P70: 1}, True, True, 1),  # (null,{3070:1},null,Δ,+)
+    ({P70: -1}, True, True, 0),  # (null,{3070:-1},null,Δ,+)
+]
+
+
+def test_upstream_usage_table() -> None:
+    state: NodeState | None = EIGHT
+    for row, (cards_in, delta, incr, after) in enumerate(USAGE_TABLE):
+        change = decide.set_usage("n1", state, cards_in, workloads=None, delta=delta, incr=incr)
+        if change is not None:
+            state = apply(state, change)
+        assert state is not None
+        assert cards.total(state.usage) == after, f"row {row}"
+        assert state.capacity == EIGHT.capacity
+
+
+def test_usage_with_an_adopted_negative_count_is_not_an_internal_error() -> None:
+    """A state adopted from an upstream record may hold a negative count (the Go plugin's
+    decoder accepts it). A valid change to another product must end in a PluginError or a
+    change, never in an internal error."""
+    state = NodeState(capacity={P70: 4}, usage={P90: -1})
+    try:
+        change = decide.set_usage("n1", state, {P70: 1}, workloads=None, delta=True, incr=True)
+    except PluginError:
+        return
+    assert change == UsageChanged(delta={P70: 1})
+
+
+def test_capacity_with_an_adopted_negative_count_is_not_an_internal_error() -> None:
+    state = NodeState(capacity={P70: 4, P90: -1})
+    try:
+        change = decide.set_capacity("n1", state, {P70: 1}, delta=True, incr=True)
+    except PluginError:
+        return
+    assert change == CapacityChanged(delta={P70: 1})
+
+
+@FAST
+@given(usage=held_maps, given_=signed_maps)
+def test_set_usage_delta_never_leaves_negative_usage(usage: Cards, given_: Cards) -> None:
+    state = NodeState(capacity={P70: 4}, usage=cards.normalised(usage))
+    given_ = cards.normalised(given_)
+    try:
+        change = decide.set_usage("n1", state, given_, workloads=None, delta=True, incr=True)
+    except InvalidRequest:
+        assert cards.below_zero(cards.add(state.usage, given_))
+        return
+    after = apply(state, change) if change is not None else state
+    assert after is not None
+    assert not cards.below_zero(after.usage)
+    assert after.usage == cards.add(state.usage, given_)
+
+
+# --- set_info --------------------------------------------------------------------------------
+
+
+def test_set_info_creates_a_missing_node() -> None:
+    assert decide.set_info(None, {P70: 1}, {}) == NodeInfoSet(capacity={P70: 1}, usage={})
+    assert decide.set_info(None, {}, {}) == NodeInfoSet(capacity={}, usage={})
+
+
+def test_set_info_overwrites_both() -> None:
+    change = decide.set_info(EIGHT, {P90: 2}, {P90: 1})
+    assert change == NodeInfoSet(capacity={P90: 2}, usage={P90: 1})
+
+
+def test_set_info_to_the_same_state_is_a_no_op() -> None:
+    state = NodeState(capacity={P70: 4}, usage={P70: 1})
+    assert decide.set_info(state, {P70: 4}, {P70: 1}) is None
+
+
+def test_set_info_may_set_usage_above_capacity() -> None:
+    change = decide.set_info(EIGHT, {P70: 1}, {P70: 3})
+    assert change == NodeInfoSet(capacity={P70: 1}, usage={P70: 3})
+
+
+# --- rebuild_usage ---------------------------------------------------------------------------
+
+
+def test_rebuild_usage_of_a_missing_node_is_node_not_found() -> None:
+    with pytest.raises(NodeNotFound):
+        decide.rebuild_usage("n1", None, {P70: 1})
+
+
+def test_rebuild_usage_when_equal_is_a_no_op() -> None:
+    assert decide.rebuild_usage("n1", EIGHT, {}) is None
+    state = NodeState(capacity=EIGHT.capacity, usage={P70: 1})
+    assert decide.rebuild_usage("n1", state, {P70: 1}) is None
+
+
+def test_rebuild_usage_upstream_vector() -> None:
+    change = decide.rebuild_usage("n1", EIGHT, {P70: 1, P90: 1})
+    assert isinstance(change, UsageRebuilt)
+    assert change.usage == {P70: 1, P90: 1}
+    assert len(change.diffs) == 3
+    assert change.diffs == usage_diffs({}, {P70: 1, P90: 1})
+    after = apply(EIGHT, change)
+    assert after is not None
+    assert cards.total(after.usage) == 2
+
+
+def test_rebuild_usage_to_nothing() -> None:
+    state = NodeState(capacity=EIGHT.capacity, usage={P70: 2})
+    change = decide.rebuild_usage("n1", state, {})
+    assert isinstance(change, UsageRebuilt)
+    assert change.usage == {}
+    assert change.diffs
+
+
+@FAST
+@given(usage=held_maps, held=held_maps)
+def test_rebuild_usage_changes_exactly_when_maps_differ(usage: Cards, held: Cards) -> None:
+    usage, held = cards.normalised(usage), cards.normalised(held)
+    state = NodeState(capacity={P70: 4}, usage=usage)
+    change = decide.rebuild_usage("n1", state, held)
+    if usage == held:
+        assert change is None
+    else:
+        assert change == UsageRebuilt(usage=held, diffs=usage_diffs(usage, held))
+        assert change.diffs

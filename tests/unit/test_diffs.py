@@ -1,0 +1,81 @@
+"""Where stored usage disagrees with the workloads: projections/diffs.py."""
+
+from __future__ import annotations
+
+from hypothesis import given
+
+from ledger import cards
+from ledger.cards import Cards
+from projections.diffs import usage_diffs
+from tests.unit.strategies import FAST, held_maps
+
+P70, P90 = "nvidia-3070", "nvidia-3090"
+
+
+def test_upstream_vector_three_diffs() -> None:
+    diffs = usage_diffs({}, {P70: 1, P90: 1})
+    assert len(diffs) == 3
+    assert "0" in diffs[0] and "2" in diffs[0]  # the totals come first, with both numbers
+    assert P70 in diffs[1] and "not in node usage" in diffs[1]
+    assert P90 in diffs[2] and "not in node usage" in diffs[2]
+
+
+def test_equal_maps_have_no_diffs() -> None:
+    assert usage_diffs({}, {}) == []
+    assert usage_diffs({P70: 1, P90: 2}, {P90: 2, P70: 1}) == []
+
+
+def test_existing_node_without_workloads_has_no_diffs() -> None:
+    assert usage_diffs({}, cards.sum_all([])) == []
+
+
+def test_count_mismatch_names_both_numbers() -> None:
+    diffs = usage_diffs({P70: 3}, {P70: 5})
+    assert len(diffs) == 2
+    assert diffs[0] == "node usage total 3 != workloads total 5"
+    assert P70 in diffs[1]
+    assert "3" in diffs[1] and "5" in diffs[1]
+
+
+def test_equal_totals_but_different_products() -> None:
+    diffs = usage_diffs({P70: 2}, {P70: 1, P90: 1})
+    assert len(diffs) == 2
+    assert not any("total" in line for line in diffs)
+    assert any(P70 in line and "1" in line and "2" in line for line in diffs)
+    assert any(P90 in line and "not in node usage" in line for line in diffs)
+
+
+def test_a_product_only_in_usage_shows_in_the_total() -> None:
+    diffs = usage_diffs({P70: 1, P90: 1}, {P70: 1})
+    assert diffs == ["node usage total 2 != workloads total 1"]
+
+
+def test_workload_products_are_reported_by_name() -> None:
+    diffs = usage_diffs({}, {"zz": 1, "aa": 1, "mm": 1})
+    assert [line.split()[0] for line in diffs[1:]] == ["aa", "mm", "zz"]
+
+
+def test_usage_without_workloads() -> None:
+    assert usage_diffs({P70: 2}, {}) == ["node usage total 2 != workloads total 0"]
+
+
+def test_every_line_is_one_line() -> None:
+    for line in usage_diffs({P70: 3, "x": 1}, {P70: 1, P90: 4}):
+        assert line
+        assert "\n" not in line
+
+
+@FAST
+@given(usage=held_maps, held=held_maps)
+def test_diffs_are_non_empty_iff_the_maps_differ(usage: Cards, held: Cards) -> None:
+    usage, held = cards.normalised(usage), cards.normalised(held)
+    assert bool(usage_diffs(usage, held)) == (usage != held)
+
+
+@FAST
+@given(usage=held_maps, held=held_maps)
+def test_one_line_per_disagreeing_workload_product_plus_total(usage: Cards, held: Cards) -> None:
+    usage, held = cards.normalised(usage), cards.normalised(held)
+    disagreeing = [p for p, n in held.items() if usage.get(p) != n]
+    totals_differ = cards.total(usage) != cards.total(held)
+    assert len(usage_diffs(usage, held)) == len(disagreeing) + int(totals_differ)

@@ -1,0 +1,219 @@
+"""Events and heads on the wire: ledger/events.py."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import msgspec
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ledger.cards import Cards
+from ledger.events import (
+    SCHEMA_VERSION,
+    Adopted,
+    CapacityChanged,
+    CapacitySet,
+    Change,
+    Event,
+    Head,
+    NodeAdded,
+    NodeInfoSet,
+    NodeRemoved,
+    UsageChanged,
+    UsageRebuilt,
+    UsageSet,
+    decode_event,
+    decode_head,
+    encode,
+)
+from ledger.resources import Resource
+from tests.unit.strategies import FAST, held_maps, signed_maps
+
+AT = datetime(2024, 5, 17, 12, 30, 45, 123456, tzinfo=timezone.utc)
+
+CHANGES: list[tuple[str, Change]] = [
+    ("node_added", NodeAdded(capacity={"nvidia-3070": 4, "nvidia-3090": 4})),
+    ("adopted", Adopted(capacity={"nvidia-3070": 4}, usage={"nvidia-3070": 1})),
+    ("capacity_set", CapacitySet(capacity={"nvidia-3090": 2})),
+    ("capacity_changed", CapacityChanged(delta={"nvidia-3090": -1, "nvidia-3070": 2})),
+    ("usage_changed", UsageChanged(delta={"nvidia-3070": 1})),
+    (
+        "usage_changed",
+        UsageChanged(
+            delta={"nvidia-3070": 2, "nvidia-3090": -1},
+            workloads=[{"nvidia-3070": 1}, {"nvidia-3070": 1, "nvidia-3090": -1}],
+        ),
+    ),
+    ("usage_set", UsageSet(usage={})),
+    ("node_info_set", NodeInfoSet(capacity={"a": 1}, usage={"a": 1})),
+    (
+        "usage_rebuilt",
+        UsageRebuilt(usage={"nvidia-3070": 1}, diffs=["node usage total 0 != workloads total 1"]),
+    ),
+    ("node_removed", NodeRemoved()),
+]
+CHANGE_IDS = [f"{kind}-{i}" for i, (kind, _) in enumerate(CHANGES)]
+
+
+def event(change: Change, *, seq: int = 7) -> Event:
+    return Event(seq=seq, at=AT, verb="set-node-resource-usage", op="op-123", change=change)
+
+
+def test_every_change_kind_is_covered() -> None:
+    covered = {type(change) for _, change in CHANGES}
+    assert covered == set(Change.__args__)
+
+
+@pytest.mark.parametrize(("kind", "change"), CHANGES, ids=CHANGE_IDS)
+def test_event_round_trips(kind: str, change: Change) -> None:
+    original = event(change)
+    decoded = decode_event(encode(original))
+    assert decoded == original
+    assert type(decoded.change) is type(change)
+    assert decoded.kind == kind
+    assert decoded.at == AT
+
+
+@pytest.mark.parametrize(("kind", "change"), CHANGES, ids=CHANGE_IDS)
+def test_event_json_names_the_kind_inside_change(kind: str, change: Change) -> None:
+    data = json.loads(encode(event(change)))
+    assert data["change"]["kind"] == kind
+    assert "kind" not in data
+    assert data["seq"] == 7
+    assert data["verb"] == "set-node-resource-usage"
+    assert data["op"] == "op-123"
+    assert data["v"] == SCHEMA_VERSION
+
+
+def test_usage_changed_json_shape() -> None:
+    change = UsageChanged(delta={"nvidia-3070": 1}, workloads=[{"nvidia-3070": 1}])
+    data = json.loads(encode(event(change)))
+    assert data["change"] == {
+        "kind": "usage_changed",
+        "delta": {"nvidia-3070": 1},
+        "workloads": [{"nvidia-3070": 1}],
+    }
+
+
+def test_event_defaults_schema_version() -> None:
+    assert event(NodeRemoved()).v == SCHEMA_VERSION == 1
+
+
+def test_event_without_v_decodes_with_current_version() -> None:
+    raw = (
+        b'{"seq":1,"at":"2024-05-17T12:30:45Z","verb":"add-node","op":"x",'
+        b'"change":{"kind":"node_added","capacity":{"a":1}}}'
+    )
+    decoded = decode_event(raw)
+    assert decoded.v == SCHEMA_VERSION
+    assert decoded.change == NodeAdded(capacity={"a": 1})
+    assert decoded.at == datetime(2024, 5, 17, 12, 30, 45, tzinfo=timezone.utc)
+
+
+def test_event_time_with_offset_keeps_the_instant() -> None:
+    offset = timezone(timedelta(hours=2))
+    original = event(NodeRemoved())
+    shifted = Event(
+        seq=1, at=AT.astimezone(offset), verb="remove-node", op="o", change=NodeRemoved()
+    )
+    assert decode_event(encode(shifted)).at == original.at
+
+
+def test_unknown_change_kind_is_rejected() -> None:
+    raw = b'{"seq":1,"at":"2024-05-17T12:30:45Z","verb":"v","op":"o","change":{"kind":"boom"}}'
+    with pytest.raises(msgspec.ValidationError):
+        decode_event(raw)
+
+
+def test_change_without_kind_is_rejected() -> None:
+    raw = b'{"seq":1,"at":"2024-05-17T12:30:45Z","verb":"v","op":"o","change":{"capacity":{}}}'
+    with pytest.raises(msgspec.ValidationError):
+        decode_event(raw)
+
+
+def test_event_missing_a_required_field_is_rejected() -> None:
+    raw = b'{"seq":1,"verb":"v","op":"o","change":{"kind":"node_removed"}}'
+    with pytest.raises(msgspec.ValidationError):
+        decode_event(raw)
+
+
+def test_garbage_is_a_decode_error() -> None:
+    with pytest.raises(msgspec.DecodeError):
+        decode_event(b"not json")
+    with pytest.raises(msgspec.DecodeError):
+        decode_head(b"{")
+
+
+@FAST
+@given(
+    seq=st.integers(min_value=0, max_value=10**12 - 1),
+    delta=signed_maps,
+    workloads=st.none() | st.lists(signed_maps, max_size=3),
+)
+def test_usage_changed_round_trips(seq: int, delta: Cards, workloads: list[Cards] | None) -> None:
+    original = event(UsageChanged(delta=delta, workloads=workloads), seq=seq)
+    assert decode_event(encode(original)) == original
+
+
+# --- Head ------------------------------------------------------------------------------------
+
+
+def test_head_round_trips() -> None:
+    head = Head(
+        capacity=Resource.of({"nvidia-3070": 4, "nvidia-3090": 4}),
+        usage=Resource.of({"nvidia-3070": 1}),
+        seq=12,
+    )
+    assert decode_head(encode(head)) == head
+
+
+def test_head_json_keeps_the_upstream_shape_plus_seq() -> None:
+    head = Head(capacity=Resource.of({"a": 2}), usage=Resource.of({}), seq=3)
+    assert json.loads(encode(head)) == {
+        "capacity": {"prod_count_map": {"a": 2}},
+        "usage": {"prod_count_map": {}},
+        "seq": 3,
+    }
+
+
+def test_head_without_seq_omits_it() -> None:
+    head = Head(capacity=Resource.of({"a": 2}), usage=Resource.of({}))
+    data = json.loads(encode(head))
+    assert "seq" not in data
+    assert data["capacity"] == {"prod_count_map": {"a": 2}}
+
+
+def test_head_reads_an_upstream_go_record() -> None:
+    raw = (
+        b'{"capacity":{"prod_count_map":{"nvidia-3070":4,"nvidia-3090":4}},'
+        b'"usage":{"prod_count_map":null}}'
+    )
+    head = decode_head(raw)
+    assert head.seq is None
+    assert head.capacity.prod_count_map == {"nvidia-3070": 4, "nvidia-3090": 4}
+    assert head.usage.prod_count_map is None
+
+
+def test_head_reads_an_upstream_record_with_missing_parts() -> None:
+    head = decode_head(b"{}")
+    assert head.seq is None
+    assert head.capacity.prod_count_map is None
+    assert head.usage.prod_count_map is None
+    head = decode_head(b'{"capacity":{"prod_count_map":{"a":1}},"unknown":true}')
+    assert head.capacity.prod_count_map == {"a": 1}
+    assert head.usage.prod_count_map is None
+
+
+def test_head_rejects_invalid_counts() -> None:
+    with pytest.raises(msgspec.ValidationError):
+        decode_head(b'{"capacity":{"prod_count_map":{"a":"4"}},"usage":{"prod_count_map":null}}')
+
+
+@FAST
+@given(capacity=held_maps, usage=held_maps, seq=st.none() | st.integers(0, 10**9))
+def test_head_round_trips_property(capacity: Cards, usage: Cards, seq: int | None) -> None:
+    head = Head(capacity=Resource.of(capacity), usage=Resource.of(usage), seq=seq)
+    assert decode_head(encode(head)) == head
