@@ -90,7 +90,12 @@ def _node_named_in(raw: bytes) -> str | None:
         node = msgspec.json.decode(raw, type=_Named).nodename
     except msgspec.MsgspecError:
         return None
-    return node if isinstance(node, str) and node else None
+    return _named(node)
+
+
+def _named(node: Any) -> str | None:
+    """A node name worth putting in an error line (not blank, whatever else is wrong)."""
+    return node if isinstance(node, str) and node.strip() else None
 
 
 def respond(answer: Any, *, text: bool = False) -> None:
@@ -128,7 +133,7 @@ def verb(
             if request_type is None:
                 return handler(session)
             request = read_request(request_type)
-            session.node = getattr(request, "nodename", None) or None
+            session.node = _named(getattr(request, "nodename", None))
             return handler(request, session)
 
         def callback() -> None:

@@ -100,8 +100,8 @@ class Head(msgspec.Struct, kw_only=True, omit_defaults=True):
     read each other's records; ``seq`` is the stream position (absent in upstream records).
     """
 
-    capacity: Resource = msgspec.field(default_factory=Resource)
-    usage: Resource = msgspec.field(default_factory=Resource)
+    capacity: Resource | None = None
+    usage: Resource | None = None
     seq: int | None = None
 
 

@@ -229,7 +229,7 @@ class Store:
         try:
             return decode_head(raw)
         except msgspec.DecodeError as exc:
-            raise StoreError(f"node {node}: stored record is not readable: {exc}") from None
+            raise StoreError(f"stored record is not readable: {exc}", node=node) from None
 
     def read(self, node: str) -> NodeRecord:
         """The node's state and stream position, in one round trip."""
@@ -296,7 +296,7 @@ class Store:
                     yield decode_event(kv.value)
                 except msgspec.DecodeError as exc:
                     raise StoreError(
-                        f"node {node}: event {kv.key.decode()} is not readable: {exc}"
+                        f"event {kv.key.decode()} is not readable: {exc}", node=node
                     ) from None
             if not reply.more:
                 return
@@ -444,6 +444,11 @@ class Store:
 
 def _state_of(head: Head) -> NodeState:
     return NodeState(
-        capacity=cards.normalised(head.capacity.prod_count_map or {}),
-        usage=cards.normalised(head.usage.prod_count_map or {}),
+        capacity=_cards_of(head.capacity),
+        usage=_cards_of(head.usage),
     )
+
+
+def _cards_of(resource: Resource | None) -> cards.Cards:
+    """An upstream record may hold ``null`` for a map, or for the whole value."""
+    return cards.normalised(resource.prod_count_map or {}) if resource else {}

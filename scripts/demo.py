@@ -15,7 +15,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.etcd_server import Cluster  # noqa: E402  (the same local etcd the tests use)
+from tests.etcd_server import Cluster  # the same throwaway etcd the tests use
 
 NODE = "gpu-node-1"
 
@@ -54,7 +54,8 @@ def main() -> None:
 
 def drive(config: Path) -> None:
     print("\n# 1. core adds a node with 4 RTX 3090 and 2 RTX 3070")
-    call(config, "add-node", {"nodename": NODE, "resource": R({"nvidia-3090": 4, "nvidia-3070": 2})})
+    capacity = R({"nvidia-3090": 4, "nvidia-3070": 2})
+    call(config, "add-node", {"nodename": NODE, "resource": capacity})
 
     print("\n# 2. core deploys two workloads of one 3090 each")
     one_3090 = R({"nvidia-3090": 1})

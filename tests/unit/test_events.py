@@ -197,14 +197,16 @@ def test_head_reads_an_upstream_go_record() -> None:
     assert head.usage.prod_count_map is None
 
 
-def test_head_reads_an_upstream_record_with_missing_parts() -> None:
-    head = decode_head(b"{}")
-    assert head.seq is None
-    assert head.capacity.prod_count_map is None
-    assert head.usage.prod_count_map is None
+def test_head_reads_an_upstream_record_with_missing_or_null_parts() -> None:
+    for raw in (b"{}", b'{"capacity": null, "usage": null}'):
+        head = decode_head(raw)
+        assert head.seq is None
+        assert head.capacity is None
+        assert head.usage is None
     head = decode_head(b'{"capacity":{"prod_count_map":{"a":1}},"unknown":true}')
+    assert head.capacity is not None
     assert head.capacity.prod_count_map == {"a": 1}
-    assert head.usage.prod_count_map is None
+    assert head.usage is None
 
 
 def test_head_rejects_invalid_counts() -> None:

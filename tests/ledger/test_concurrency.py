@@ -1,0 +1,217 @@
+"""Many plugin processes on one node at once, with no lock: compare-and-swap keeps the ledger exact.
+
+Each worker thread runs the real binary (a separate OS process per call) in a loop, as core does
+when several deploys and removals land on one node together.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Any
+
+from tests.ledger.etcdkv import Etcd, upstream_head
+from tests.plugin import Plugin, R, counts
+
+WORKERS = 6
+CALLS_PER_WORKER = 20
+PRODUCTS = ("nvidia-3090", "nvidia-a100", "nvidia-t4")
+
+Cards = dict[str, int]
+
+
+def add(left: Cards, right: Cards, sign: int = 1) -> Cards:
+    merged = dict(left)
+    for product, count in right.items():
+        merged[product] = merged.get(product, 0) + sign * count
+    return {p: n for p, n in sorted(merged.items()) if n != 0}
+
+
+def total(maps: list[Cards]) -> Cards:
+    result: Cards = {}
+    for cards in maps:
+        result = add(result, cards)
+    return result
+
+
+def frozen(cards: Cards) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted(cards.items()))
+
+
+@dataclass
+class Call:
+    delta: Cards
+    """The signed change the call asked for."""
+    ok: bool
+    before: Cards | None = None
+    after: Cards | None = None
+
+
+def check_clean_failure(result: Any) -> None:
+    assert result.status != 0
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("resource-gpu "), lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def worker(plugin: Plugin, node: str, seed: int, start: threading.Barrier) -> list[Call]:
+    """Deploy random workloads and release some of the ones this worker took."""
+    rng = random.Random(seed)
+    held: list[Cards] = []
+    calls: list[Call] = []
+    start.wait()
+    for _ in range(CALLS_PER_WORKER):
+        if held and rng.random() < 0.4:
+            how_many = rng.randint(1, min(2, len(held)))
+            workloads = [held.pop(rng.randrange(len(held))) for _ in range(how_many)]
+            incr = False
+        else:
+            workloads = [
+                {p: rng.randint(1, 3) for p in rng.sample(PRODUCTS, rng.randint(1, 2))}
+                for _ in range(rng.randint(1, 2))
+            ]
+            incr = True
+        request = {
+            "nodename": node,
+            "workloads_resource": [R(w) for w in workloads],
+            "delta": True,
+            "incr": incr,
+        }
+        result = plugin.run("set-node-resource-usage", request)
+        delta = total(workloads) if incr else add({}, total(workloads), -1)
+        if result.status == 0:
+            assert result.stderr == ""
+            answer = result.answer
+            call = Call(delta, True, counts(answer["before"]), counts(answer["after"]))
+            assert call.after == add(call.before or {}, delta)
+            if incr:
+                held.extend(workloads)
+        else:
+            check_clean_failure(result)
+            call = Call(delta, False)
+            if not incr:
+                held.extend(workloads)  # not released: still ours
+        calls.append(call)
+    return calls
+
+
+def test_concurrent_deploys_and_releases_on_one_node(plugin: Plugin, etcd: Etcd) -> None:
+    node = "hot"
+    plugin.add(node, {p: 8 for p in PRODUCTS})
+    start = threading.Barrier(WORKERS)
+    with ThreadPoolExecutor(WORKERS) as pool:
+        futures = [pool.submit(worker, plugin, node, seed, start) for seed in range(WORKERS)]
+        calls = [call for future in futures for call in future.result()]
+
+    succeeded = [c for c in calls if c.ok]
+    assert len(calls) == WORKERS * CALLS_PER_WORKER
+    assert succeeded, "no call succeeded"
+    expected_usage = total([c.delta for c in succeeded])
+    assert all(n > 0 for n in expected_usage.values())
+
+    info = plugin.info(node)
+    assert counts(info["usage"]) == expected_usage
+    assert counts(info["capacity"]) == {p: 8 for p in PRODUCTS}
+
+    events = etcd.event_docs(node)
+    changed = [c for c in succeeded if c.delta]
+    assert len(events) == len(changed) + 1
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert [kv.key for kv in etcd.events(node)] == [
+        etcd.event_key(node, s) for s in range(1, len(events) + 1)
+    ]
+    ops = [e["op"] for e in events]
+    assert len(set(ops)) == len(ops), "two events share an op"
+    head = etcd.head(node)
+    assert head is not None
+    assert head.json()["seq"] == len(events)
+    assert counts(head.json()["usage"]) == expected_usage
+
+    # Every successful call is exactly one event, and the calls' before/after pairs are the
+    # consecutive states of the stream: the writes were serialised, none lost or doubled.
+    assert events[0]["change"]["kind"] == "node_added"
+    assert all(e["change"]["kind"] == "usage_changed" for e in events[1:])
+    assert Counter(frozen(e["change"]["delta"]) for e in events[1:]) == Counter(
+        frozen(c.delta) for c in changed
+    )
+    states: list[Cards] = [{}]
+    for event in events[1:]:
+        states.append(add(states[-1], event["change"]["delta"]))
+    assert states[-1] == expected_usage
+    assert Counter(pairwise(map(frozen, states))) == Counter(
+        (frozen(c.before or {}), frozen(c.after or {})) for c in changed
+    )
+
+
+def test_concurrent_add_node_of_one_new_node(plugin: Plugin, etcd: Etcd) -> None:
+    for round_ in range(3):
+        node = f"new-{round_}"
+        start = threading.Barrier(WORKERS)
+
+        def add_node(i: int, node: str = node, start: threading.Barrier = start) -> Any:
+            start.wait()
+            request = {"nodename": node, "resource": R({"nvidia-3090": i + 1})}
+            return plugin.run("add-node", request)
+
+        with ThreadPoolExecutor(WORKERS) as pool:
+            results = list(pool.map(add_node, range(WORKERS)))
+
+        winners = [i for i, r in enumerate(results) if r.status == 0]
+        assert len(winners) == 1, [r.stderr for r in results]
+        for i, result in enumerate(results):
+            if i in winners:
+                assert result.stderr == ""
+                continue
+            check_clean_failure(result)
+            assert result.stderr.startswith(f"resource-gpu add-node: node {node}: ")
+            assert "node already exists" in result.stderr
+        events = etcd.event_docs(node)
+        assert [(e["seq"], e["change"]["kind"]) for e in events] == [(1, "node_added")]
+        winner_capacity = {"nvidia-3090": winners[0] + 1}
+        assert counts(plugin.info(node)["capacity"]) == winner_capacity
+        assert counts(results[winners[0]].answer["capacity"]) == winner_capacity
+
+
+def test_concurrent_first_writes_adopt_an_upstream_record_once(plugin: Plugin, etcd: Etcd) -> None:
+    node = "legacy"
+    etcd.put_upstream_head(node, upstream_head({"nvidia-3090": 100}, None))
+    start = threading.Barrier(WORKERS)
+
+    def deploy(i: int) -> list[Any]:
+        start.wait()
+        request = {
+            "nodename": node,
+            "workloads_resource": [R({"nvidia-3090": i + 1})],
+            "delta": True,
+            "incr": True,
+        }
+        return [plugin.run("set-node-resource-usage", request) for _ in range(3)]
+
+    with ThreadPoolExecutor(WORKERS) as pool:
+        results = list(pool.map(deploy, range(WORKERS)))
+
+    taken = 0
+    successes = 0
+    for i, runs in enumerate(results):
+        for result in runs:
+            if result.status == 0:
+                assert result.stderr == ""
+                taken += i + 1
+                successes += 1
+            else:
+                check_clean_failure(result)
+    assert successes > 0
+    events = etcd.event_docs(node)
+    assert [e["seq"] for e in events] == list(range(1, successes + 2))
+    assert events[0]["change"]["kind"] == "adopted"
+    assert events[0]["change"]["capacity"] == {"nvidia-3090": 100}
+    assert [e["change"]["kind"] for e in events[1:]] == ["usage_changed"] * successes
+    assert events[0]["op"] == events[1]["op"]
+    assert len({e["op"] for e in events[1:]}) == successes
+    assert counts(plugin.info(node)["usage"]) == {"nvidia-3090": taken}
