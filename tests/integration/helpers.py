@@ -5,9 +5,9 @@ from __future__ import annotations
 import base64
 import json
 import re
-import urllib.request
 from typing import Any
 
+from tests.etcdkv import Etcd, upstream_head
 from tests.plugin import Plugin, R, counts
 
 P3070 = "nvidia-3070"
@@ -78,25 +78,18 @@ def engine_resource(value: Any) -> str:
     return base64.b64encode(json.dumps(value).encode()).decode()
 
 
-def etcd_put(endpoint: str, key: str, value: str) -> None:
-    """Write one key through etcd's JSON gateway (used to lay down upstream-format records)."""
-    body = json.dumps(
-        {
-            "key": base64.b64encode(key.encode()).decode(),
-            "value": base64.b64encode(value.encode()).decode(),
-        }
-    ).encode()
-    request = urllib.request.Request(
-        f"{endpoint}/v3/kv/put", data=body, headers={"Content-Type": "application/json"}
-    )
-    with urllib.request.urlopen(request, timeout=10) as reply:
-        assert reply.status == 200
-
-
-def put_upstream_record(
-    plugin: Plugin, node: str, capacity: dict[str, int], usage: dict[str, int]
+def put_upstream_records(
+    plugin: Plugin, records: dict[str, tuple[dict[str, int], dict[str, int]]]
 ) -> None:
-    """A node record as the upstream Go plugin writes it (contract §4): at
-    ``<prefix>/resource/gpu/<node>``, the JSON ``{"capacity": R, "usage": R}``."""
-    record = json.dumps({"capacity": R(capacity), "usage": R(usage)})
-    etcd_put(plugin.endpoints[0], f"{plugin.prefix}/resource/gpu/{node}", record)
+    """Node records as the upstream Go plugin writes them (contract §4): at
+    ``<prefix>/resource/gpu/<node>``, the JSON ``{"capacity": R, "usage": R}``, no stream."""
+    etcd = Etcd(plugin.endpoints, plugin.prefix)
+    try:
+        etcd.put_many(
+            {
+                etcd.head_key(node): json.dumps(upstream_head(capacity, usage)).encode()
+                for node, (capacity, usage) in records.items()
+            }
+        )
+    finally:
+        etcd.close()

@@ -3,7 +3,7 @@ by the upstream Go plugin (contract §4: the same key, the JSON {"capacity": R, 
 
 from __future__ import annotations
 
-from tests.integration.helpers import EIGHT, RG, G, put_upstream_record, state
+from tests.integration.helpers import EIGHT, RG, G, put_upstream_records, state
 from tests.plugin import Plugin, counts
 
 
@@ -90,7 +90,7 @@ def test_node_deploy_realloc_remove_repair_flow(plugin: Plugin) -> None:
 
 
 def test_upstream_records_are_read_and_written(plugin: Plugin) -> None:
-    put_upstream_record(plugin, "old", EIGHT, G({3090: 1}) or {})
+    put_upstream_records(plugin, {"old": (EIGHT, G({3090: 1}) or {})})
     info = plugin.info("old", [RG({3090: 1})])
     assert (counts(info["capacity"]), counts(info["usage"]), info["diffs"]) == (
         EIGHT,

@@ -12,7 +12,7 @@ from tests.integration.helpers import (
     G,
     Spec,
     fails_on,
-    put_upstream_record,
+    put_upstream_records,
     set_capacity,
     set_usage,
 )
@@ -142,8 +142,8 @@ def test_more_than_128_nodes_in_one_call(plugin: Plugin) -> None:
     """Contract §2.6: upstream breaks above 128 nodes (one etcd txn); ours must not. The 300
     records are laid down in the upstream format (contract §4) to keep set-up fast."""
     names = [f"node-{i:03d}" for i in range(300)]
-    for i, node in enumerate(names):
-        put_upstream_record(plugin, node, {"nvidia-3070": 1 + i % 4}, {"nvidia-3070": i % 2})
+    records = {n: ({"nvidia-3070": 1 + i % 4}, {"nvidia-3070": i % 2}) for i, n in enumerate(names)}
+    put_upstream_records(plugin, records)
     request = {"nodenames": names, "workload_resource": R({"nvidia-3070": 1})}
     answer = plugin.ok("get-nodes-deploy-capacity", request)
     expected = {n: 1 + i % 4 - i % 2 for i, n in enumerate(names)}

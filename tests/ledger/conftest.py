@@ -4,7 +4,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.ledger.etcdkv import Etcd
+from tests.etcdkv import Etcd
 from tests.plugin import Plugin
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.etcd_server import free_port
-from tests.ledger.etcdkv import Etcd, no_write
+from tests.etcdkv import Etcd, no_write
 from tests.plugin import Plugin, R, binary
 
 G = "nvidia-3090"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
-from tests.ledger.etcdkv import Etcd, upstream_head
+from tests.etcdkv import Etcd, upstream_head
 from tests.plugin import Plugin, R, counts
 
 WORKERS = 6

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.ledger.etcdkv import KV, Etcd, no_write, upstream_head
+from tests.etcdkv import KV, Etcd, no_write, upstream_head
 from tests.plugin import Plugin, R, counts
 
 RFC3339_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.ledger.etcdkv import Etcd, no_write, upstream_head
+from tests.etcdkv import Etcd, no_write, upstream_head
 from tests.plugin import Plugin, R, counts
 
 NODES = 1500

@@ -193,8 +193,8 @@ def test_head_reads_an_upstream_go_record() -> None:
     )
     head = decode_head(raw)
     assert head.seq is None
-    assert head.capacity.prod_count_map == {"nvidia-3070": 4, "nvidia-3090": 4}
-    assert head.usage.prod_count_map is None
+    assert head.capacity == Resource({"nvidia-3070": 4, "nvidia-3090": 4})
+    assert head.usage == Resource(None)
 
 
 def test_head_reads_an_upstream_record_with_missing_or_null_parts() -> None:
