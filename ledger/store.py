@@ -122,20 +122,10 @@ class Store:
         self._clients: dict[int, etcd3.Etcd3Client] = {}
         self._deadline = time.monotonic() + config.timeout
 
-    @property
-    def keys(self) -> KeyLayout:
-        return self._keys
-
     def close(self) -> None:
         for client in self._clients.values():
             client.close()
         self._clients.clear()
-
-    def __enter__(self) -> Store:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
 
     # -- transport ----------------------------------------------------------------------------
 
@@ -157,14 +147,13 @@ class Store:
         client = self._clients.get(self._current)
         if client is None:
             host, port = self._endpoints[self._current]
-            tls = self._config
-            auth = self._config.auth
+            settings, auth = self._config, self._config.auth
             client = etcd3.client(
                 host=host,
                 port=port,
-                ca_cert=tls.ca if tls.tls else None,
-                cert_key=tls.key if tls.tls else None,
-                cert_cert=tls.cert if tls.tls else None,
+                ca_cert=settings.ca if settings.tls else None,
+                cert_key=settings.key if settings.tls else None,
+                cert_cert=settings.cert if settings.tls else None,
                 timeout=self._attempt_timeout(),
                 user=auth.username or None,
                 password=auth.password or None,
@@ -172,6 +161,12 @@ class Store:
             )
             self._clients[self._current] = client
         return client
+
+    def _drop_client(self) -> None:
+        """Forget the current endpoint's connection: the next call there dials afresh."""
+        client = self._clients.pop(self._current, None)
+        if client is not None:
+            client.close()
 
     def _fail_over(self) -> None:
         self._current = (self._current + 1) % len(self._endpoints)
@@ -195,7 +190,7 @@ class Store:
                         f"etcd at {where} refused the request: {_describe(exc)}"
                     ) from None
                 failures.append(f"{where}: {_describe(exc)}")
-                self._clients.pop(self._current, None)
+                self._drop_client()
                 self._fail_over()
                 if write:
                     raise _Ambiguous("; ".join(failures)) from None
@@ -300,22 +295,6 @@ class Store:
                     ) from None
             if not reply.more:
                 return
-            start = reply.kvs[-1].key + b"\x00"
-
-    def nodes(self) -> list[str]:
-        """Every node with a head, by name (keys only, paged)."""
-        root = self._keys.root
-        start, end, revision = root, range_end(root), 0
-        found: list[str] = []
-        while True:
-            request = etcdrpc.RangeRequest(
-                key=start, range_end=end, limit=EVENT_PAGE, revision=revision, keys_only=True
-            )
-            reply = self._rpc("Range", request)
-            revision = reply.header.revision
-            found.extend(n for kv in reply.kvs if (n := self._keys.node_of(kv.key)) is not None)
-            if not reply.more:
-                return found
             start = reply.kvs[-1].key + b"\x00"
 
     # -- writes -------------------------------------------------------------------------------
