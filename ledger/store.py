@@ -342,14 +342,14 @@ class Store:
                     ) from None
                 if attempt and isinstance(exc, _OutOfTime):
                     raise Contention(
-                        f"gave up after {attempt} lost compare-and-swap races in "
-                        f"{self._config.timeout:g}s: other writers kept changing the node first",
+                        f"contention: other writers changed the node first {attempt} times "
+                        f"and etcd.timeout ({self._config.timeout:g}s) ran out",
                         node=node,
                     ) from None
                 raise
         raise Contention(
-            f"gave up after {self._config.max_attempts} lost compare-and-swap races: other "
-            "writers kept changing the node first",
+            f"contention: other writers changed the node first {self._config.max_attempts} "
+            "times (etcd.max_attempts); nothing was written",
             node=node,
         )
 

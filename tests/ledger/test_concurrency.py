@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
+import pytest
+
 from tests.etcdkv import Etcd, upstream_head
 from tests.plugin import Plugin, R, counts
 
@@ -49,6 +51,7 @@ class Call:
     ok: bool
     before: Cards | None = None
     after: Cards | None = None
+    error: str = ""
 
 
 def check_clean_failure(result: Any) -> None:
@@ -94,14 +97,20 @@ def worker(plugin: Plugin, node: str, seed: int, start: threading.Barrier) -> li
                 held.extend(workloads)
         else:
             check_clean_failure(result)
-            call = Call(delta, False)
+            call = Call(delta, False, error=result.stderr)
             if not incr:
                 held.extend(workloads)  # not released: still ours
         calls.append(call)
     return calls
 
 
-def test_concurrent_deploys_and_releases_on_one_node(plugin: Plugin, etcd: Etcd) -> None:
+@pytest.mark.parametrize("max_attempts", [64, 1])
+def test_concurrent_deploys_and_releases_on_one_node(
+    plugin: Plugin, etcd: Etcd, max_attempts: int
+) -> None:
+    """With the default retry bound every call lands; with one attempt, lost races must fail
+    clearly ("contention") and leave nothing behind, and the ledger stays exact either way."""
+    plugin.write_config(max_attempts=max_attempts)
     node = "hot"
     plugin.add(node, {p: 8 for p in PRODUCTS})
     start = threading.Barrier(WORKERS)
@@ -112,6 +121,12 @@ def test_concurrent_deploys_and_releases_on_one_node(plugin: Plugin, etcd: Etcd)
     succeeded = [c for c in calls if c.ok]
     assert len(calls) == WORKERS * CALLS_PER_WORKER
     assert succeeded, "no call succeeded"
+    failures = [c.error for c in calls if not c.ok]
+    if max_attempts > 1:
+        assert failures == []
+    else:  # 120 racing calls with no retry: some lose (a miss is ~1e-9 likely)
+        assert failures, "no call lost a race: the contention path went untested"
+        assert all("contention" in line for line in failures), failures
     expected_usage = total([c.delta for c in succeeded])
     assert all(n > 0 for n in expected_usage.values())
 
