@@ -17,7 +17,7 @@ def name(session: Session) -> str:
 
 @verb("verbs")
 def verbs(session: Session) -> list[str]:
-    """Print the JSON array of verbs this plugin offers to core (asked once at load)."""
+    """Print the JSON array of the verbs offered to core (asked once at load)."""
     from commands.cli import CORE_VERBS
 
     return list(CORE_VERBS)
@@ -25,7 +25,7 @@ def verbs(session: Session) -> list[str]:
 
 @verb("get-metrics-description")
 def get_metrics_description(session: Session) -> list[Any]:
-    """Describe the gauges get-metrics emits: gpu_capacity and gpu_used per product."""
+    """Describe the gauges get-metrics emits: gpu_capacity and gpu_used, per product."""
     from projections.metrics import DESCRIPTIONS
 
     return DESCRIPTIONS

@@ -31,6 +31,12 @@ DEBUG_ENV = "RESOURCE_GPU_DEBUG"
 
 R = TypeVar("R")
 
+REQUEST_EPILOG = (
+    'R is {"prod_count_map": {"<product>": <count>}}; null stands for empty. The verb reads '
+    "one JSON object on stdin and prints one JSON value on stdout. On failure it prints one "
+    "line on stderr, exits 1, and has written nothing."
+)
+
 
 class Session:
     """What a verb may need beyond its request; the config and etcd are opened on first use."""
@@ -139,6 +145,7 @@ def verb(
         def callback() -> None:
             run(name, call)
 
-        return click.Command(name, callback=callback, help=handler.__doc__)
+        epilog = REQUEST_EPILOG if request_type is not None else None
+        return click.Command(name, callback=callback, help=handler.__doc__, epilog=epilog)
 
     return decorate

@@ -33,7 +33,15 @@ def _states(session: Session, names: list[str]) -> dict[str, NodeState]:
 
 @verb("calculate-deploy", requests.CalculateDeploy)
 def calculate_deploy(request: requests.CalculateDeploy, session: Session) -> dict[str, Any]:
-    """Plan deploy_count workloads of the request on one node, or fail with "not enough"."""
+    """Plan deploy_count workloads of one request on a node (never writes).
+
+    \b
+    stdin   {"nodename": "n1", "deploy_count": 2, "workload_resource_request": R}
+    stdout  {"engines_params": [R, ...], "workloads_resource": [R, ...]}
+
+    Both lists hold deploy_count copies of the request. Fails with "not enough resource" when
+    they do not all fit the node's available cards (capacity minus usage).
+    """
     node = check_node_name(request.nodename)
     wanted = positive_cards(request.workload_resource_request, "workload_resource_request")
     plan = capacity.plan_deploy(node, _state(session, node), wanted, request.deploy_count)
@@ -43,7 +51,16 @@ def calculate_deploy(request: requests.CalculateDeploy, session: Session) -> dic
 
 @verb("calculate-realloc", requests.CalculateRealloc)
 def calculate_realloc(request: requests.CalculateRealloc, session: Session) -> dict[str, Any]:
-    """Merge a realloc request into a workload's cards (negative counts give cards back)."""
+    """Plan a workload's new cards (never writes).
+
+    \b
+    stdin   {"nodename": "n1", "workload_resource": R, "workload_resource_request": R}
+    stdout  {"engine_params": R, "workload_resource": R, "delta_resource": R}
+
+    The request is merged into the workload's cards: negative counts give cards back, and a
+    product that falls to zero or below disappears. The growth must fit the node's available
+    cards. delta_resource = new - current (negative counts kept).
+    """
     node = check_node_name(request.nodename)
     current = held_cards(request.workload_resource, "workload_resource")
     change = signed_cards(request.workload_resource_request, "workload_resource_request")
@@ -57,7 +74,17 @@ def calculate_realloc(request: requests.CalculateRealloc, session: Session) -> d
 
 @verb("get-nodes-deploy-capacity", requests.DeployCapacity)
 def get_nodes_deploy_capacity(request: requests.DeployCapacity, session: Session) -> dict[str, Any]:
-    """How many workloads of the request each node can host (nodes that fit none are left out)."""
+    """How many workloads of a request each node can host (never writes).
+
+    \b
+    stdin   {"nodenames": ["n1", ...], "workload_resource": R}
+    stdout  {"nodes_deploy_capacity_map": {"n1": {"Capacity": 2, "Usage": 0.25,
+             "Rate": 0.125, "Weight": 1}}, "total": 2}
+
+    Capacity is the smallest available[p] // k[p] over the requested products, or 1000000
+    for a request without cards; Usage is used/total cards, Rate requested/total cards.
+    Nodes that fit none are left out; an unknown node is an error.
+    """
     names = node_names(request.nodenames)
     wanted = positive_cards(request.workload_resource, "workload_resource")
     found = {}
@@ -75,7 +102,9 @@ def get_nodes_deploy_capacity(request: requests.DeployCapacity, session: Session
 def get_node_resource_info(request: requests.NodeResourceInfo, session: Session) -> Any:
     """A node's capacity and usage, with every way usage disagrees with its workloads.
 
-    Prints null for a node the plugin does not know.
+    \b
+    stdin   {"nodename": "n1", "workloads_resource": [R, ...]}
+    stdout  {"capacity": R, "usage": R, "diffs": ["...", ...]}, or null for an unknown node
     """
     node = check_node_name(request.nodename)
     held = workloads_sum(request.workloads_resource)
@@ -87,7 +116,12 @@ def get_node_resource_info(request: requests.NodeResourceInfo, session: Session)
 
 @verb("get-nodes-resource-info", requests.NodesRequest)
 def get_nodes_resource_info(request: requests.NodesRequest, session: Session) -> dict[str, Any]:
-    """Capacity and usage of many nodes at once; unknown nodes are left out."""
+    """Capacity and usage of many nodes at once (unknown nodes are left out).
+
+    \b
+    stdin   {"nodenames": ["n1", ...]}
+    stdout  {"node_resource_info_map": {"n1": {"capacity": R, "usage": R}}}
+    """
     names = [check_node_name(name) for name in request.nodenames or []]
     states = session.store.read_many(names)
     return {"node_resource_info_map": {n: node_resources(s) for n, s in states.items()}}
@@ -95,15 +129,31 @@ def get_nodes_resource_info(request: requests.NodesRequest, session: Session) ->
 
 @verb("get-most-idle-node", requests.NodesRequest)
 def get_most_idle_node(request: requests.NodesRequest, session: Session) -> dict[str, Any]:
-    """The node with the lowest share of cards in use (first by name on a tie), priority 100."""
+    """The node with the lowest share of cards in use, for a build.
+
+    \b
+    stdin   {"nodenames": ["n1", ...]}
+    stdout  {"nodename": "n1", "priority": 100}
+
+    A node without cards counts as idle (0); on a tie the first by name wins. An unknown node
+    is an error.
+    """
     states = _states(session, node_names(request.nodenames))
     return {"nodename": capacity.most_idle(states), "priority": capacity.IDLE_PRIORITY}
 
 
 @verb("get-metrics", requests.Metrics)
 def get_metrics(request: requests.Metrics, session: Session) -> list[metrics.Metric]:
-    """gpu_capacity and gpu_used per product of a node; or, given "nodes", of many nodes
-    (unknown nodes in a batch are skipped)."""
+    """The gpu_capacity and gpu_used gauges of a node, per product in its capacity.
+
+    \b
+    stdin   {"podname": "p", "nodename": "n1"}   or   {"nodes": [{"podname", "nodename"}, ...]}
+    stdout  [{"name": "gpu_capacity", "labels": [pod, node, product],
+              "key": "core.node.<node>.gpu.<product>.capacity", "value": "4"}, ...]
+
+    Dots in the node and product become underscores in the statsd key. In the batched form
+    unknown nodes are skipped.
+    """
     if request.nodes is None:
         node = check_node_name(request.nodename)
         return metrics.node_metrics(request.podname or "", node, _state(session, node))

@@ -37,7 +37,16 @@ def _capacity_from_info(info: requests.EngineInfo | None) -> Cards:
 
 @verb("add-node", requests.AddNode)
 def add_node(request: requests.AddNode, session: Session) -> dict[str, Any]:
-    """Register a node with its cards (from the request, else from the engine's report)."""
+    """Register a node and its cards.
+
+    \b
+    stdin   {"nodename": "n1", "resource": R, "info": {"Resources": {"gpu": "<base64 R>"}}}
+    stdout  {"capacity": R, "usage": R}
+
+    The cards come from "resource"; when it has none, from the engine's report (a VM engine
+    sends "resource-gpu" or "gpu" in info.Resources); otherwise the node has no GPU. Fails if
+    the node exists. Appends a node_added event.
+    """
     node = check_node_name(request.nodename)
     given = positive_cards(request.resource, "resource") or _capacity_from_info(request.info)
     appended = session.store.append(node, "add-node", lambda s: decide.add_node(node, s, given))
@@ -47,7 +56,15 @@ def add_node(request: requests.AddNode, session: Session) -> dict[str, Any]:
 
 @verb("remove-node", requests.NodeRequest)
 def remove_node(request: requests.NodeRequest, session: Session) -> dict[str, Any]:
-    """Forget a node (its event stream stays for auditors). Removing a missing node succeeds."""
+    """Forget a node; its event stream stays for auditors.
+
+    \b
+    stdin   {"nodename": "n1"}
+    stdout  {}
+
+    Removing a missing node succeeds and appends nothing. Adding the node again continues its
+    stream.
+    """
     node = check_node_name(request.nodename)
     session.store.append(node, "remove-node", decide.remove_node)
     return {}
@@ -72,7 +89,18 @@ def _checked(resource: Resource | None, what: str, *, delta: bool) -> Cards:
 
 @verb("set-node-resource-capacity", requests.SetCapacity)
 def set_node_resource_capacity(request: requests.SetCapacity, session: Session) -> dict[str, Any]:
-    """Change a node's cards: add/subtract with delta=true, replace with delta=false."""
+    """Change a node's cards: add or subtract, or replace.
+
+    \b
+    stdin   {"nodename": "n1", "resource_request": R, "resource": R,
+             "delta": true, "incr": true}
+    stdout  {"before": R, "after": R}            (capacity)
+
+    One input wins: resource_request, then resource. delta=true adds (incr=true) or subtracts
+    (incr=false), and negative counts subtract; delta=false replaces the capacity (core's
+    rollback sends the "before" it got back). No product may end below zero; capacity below
+    usage is allowed.
+    """
     node = check_node_name(request.nodename)
     delta = bool(request.delta)
     given = _checked(_input(request), "capacity", delta=delta)
@@ -86,7 +114,18 @@ def set_node_resource_capacity(request: requests.SetCapacity, session: Session) 
 
 @verb("set-node-resource-usage", requests.SetUsage)
 def set_node_resource_usage(request: requests.SetUsage, session: Session) -> dict[str, Any]:
-    """Take or give back cards: deploy and realloc add (incr=true), release subtracts."""
+    """Take or give back cards on a node.
+
+    \b
+    stdin   {"nodename": "n1", "workloads_resource": [R, ...], "resource_request": R,
+             "resource": R, "delta": true, "incr": true}
+    stdout  {"before": R, "after": R}            (usage)
+
+    One input wins: resource_request, then resource, then the sum of workloads_resource.
+    Deploy adds the new workloads (delta, incr=true); realloc adds its delta_resource, which
+    may hold negative counts; release and rollback of a failed deploy subtract (incr=false);
+    a partial-failure rollback replaces usage (delta=false). No product may end below zero.
+    """
     node = check_node_name(request.nodename)
     delta = bool(request.delta)
     workloads = [
@@ -112,7 +151,12 @@ def set_node_resource_usage(request: requests.SetUsage, session: Session) -> dic
 
 @verb("set-node-resource-info", requests.SetNodeInfo)
 def set_node_resource_info(request: requests.SetNodeInfo, session: Session) -> dict[str, Any]:
-    """Overwrite a node's capacity and usage; creates the node if it is missing."""
+    """Overwrite a node's capacity and usage; creates the node if it is missing.
+
+    \b
+    stdin   {"nodename": "n1", "capacity": R, "usage": R}
+    stdout  {}
+    """
     node = check_node_name(request.nodename)
     capacity = held_cards(request.capacity, "capacity")
     usage = held_cards(request.usage, "usage")
@@ -124,7 +168,16 @@ def set_node_resource_info(request: requests.SetNodeInfo, session: Session) -> d
 
 @verb("fix-node-resource", requests.NodeResourceInfo)
 def fix_node_resource(request: requests.NodeResourceInfo, session: Session) -> dict[str, Any]:
-    """Set usage to the sum of the workloads core reports, if they differ; report the diffs."""
+    """Rebuild a node's usage from the workloads core knows on it.
+
+    \b
+    stdin   {"nodename": "n1", "workloads_resource": [R, ...]}
+    stdout  {"capacity": R, "usage": R, "diffs": ["...", ...]}
+
+    When usage differs from the sum of the workloads it is set to that sum, in a
+    usage_rebuilt event that records the diffs. A write that fails fails the verb, so core
+    keeps its repair entry. An unknown node is an error.
+    """
     node = check_node_name(request.nodename)
     held = workloads_sum(request.workloads_resource)
     appended = session.store.append(
