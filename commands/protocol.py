@@ -66,7 +66,7 @@ class Session:
 
 def fail(verb: str, node: str | None, reason: str, status: int = EXIT_FAILURE) -> NoReturn:
     where = f"node {node}: " if node else ""
-    line = f"{PROG} {verb}: {where}{reason}".replace("\n", " ")
+    line = " ".join(f"{PROG} {verb}: {where}{reason}".splitlines())
     sys.stderr.write(line + "\n")
     sys.stderr.flush()
     raise SystemExit(status)

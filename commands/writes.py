@@ -29,7 +29,7 @@ def _capacity_from_info(info: requests.EngineInfo | None) -> Cards:
             what = f"info.Resources[{key!r}]"
             try:
                 reported = msgspec.json.decode(raw, type=Resource)
-            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            except msgspec.DecodeError as exc:  # ValidationError included
                 raise InvalidRequest(f"{what} is not a GPU map: {exc}") from None
             return positive_cards(reported, what)
     return {}
