@@ -70,7 +70,7 @@ def table(events: list[Event]) -> str:
         rows.append(
             (
                 str(event.seq),
-                event.at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z",
+                event.at.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
                 event.verb,
                 event.kind,
                 cards.describe(state.capacity) if state else "-",

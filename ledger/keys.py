@@ -43,13 +43,6 @@ class KeyLayout:
     def seq_of(self, node: str, key: bytes) -> int:
         return int(key[len(self.events(node)) :])
 
-    def node_of(self, key: bytes) -> str | None:
-        """The node a head key belongs to, or None for an event key."""
-        rest = key[len(self.root) :]
-        if b"/" in rest:
-            return None
-        return rest.decode()
-
 
 MAX_NODE_NAME = 253
 

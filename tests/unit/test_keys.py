@@ -73,18 +73,6 @@ def test_lexical_order_for_values_that_differ_in_digit_count() -> None:
     assert keys == sorted(keys)
 
 
-def test_node_of_a_head_key() -> None:
-    layout = KeyLayout("/p")
-    assert layout.node_of(layout.head("node-1.example")) == "node-1.example"
-    assert layout.node_of(layout.head("nœud")) == "nœud"
-
-
-def test_node_of_an_event_key_is_none() -> None:
-    layout = KeyLayout("/p")
-    assert layout.node_of(layout.event("n1", 3)) is None
-    assert layout.node_of(layout.events("n1")) is None
-
-
 # --- range_end -------------------------------------------------------------------------------
 
 
