@@ -1,4 +1,4 @@
-"""Shared Hypothesis strategies and settings for the unit tests."""
+"""Shared data for the unit tests: the upstream fixture node, Hypothesis strategies and settings."""
 
 from __future__ import annotations
 
@@ -6,6 +6,11 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from ledger.cards import Cards
+from projections.node import NodeState
+
+P70, P90 = "nvidia-3070", "nvidia-3090"
+EIGHT = NodeState(capacity={P70: 4, P90: 4})
+"""The upstream tests' fixture: 4 cards each of two models, none in use."""
 
 # Modest example counts: the whole unit suite must stay fast on a 2-core machine.
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

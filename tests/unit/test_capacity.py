@@ -25,10 +25,17 @@ from projections.capacity import (
     plan_realloc,
 )
 from projections.node import NodeState
-from tests.unit.strategies import FAST, PRODUCTS, held_maps, nonempty_positive_maps, signed_maps
+from tests.unit.strategies import (
+    EIGHT,
+    FAST,
+    P70,
+    P90,
+    PRODUCTS,
+    held_maps,
+    nonempty_positive_maps,
+    signed_maps,
+)
 
-P70, P90 = "nvidia-3070", "nvidia-3090"
-EIGHT = NodeState(capacity={P70: 4, P90: 4})
 EMPTY = NodeState()
 
 

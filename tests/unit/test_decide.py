@@ -21,10 +21,8 @@ from ledger.events import (
 from projections import decide
 from projections.diffs import usage_diffs
 from projections.node import NodeState, apply
-from tests.unit.strategies import FAST, held_maps, signed_maps
+from tests.unit.strategies import EIGHT, FAST, P70, P90, held_maps, signed_maps
 
-P70, P90 = "nvidia-3070", "nvidia-3090"
-EIGHT = NodeState(capacity={P70: 4, P90: 4})
 R: Cards = {P70: 1}
 NONE: Cards = {}
 

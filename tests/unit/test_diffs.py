@@ -7,9 +7,7 @@ from hypothesis import given
 from ledger import cards
 from ledger.cards import Cards
 from projections.diffs import usage_diffs
-from tests.unit.strategies import FAST, held_maps
-
-P70, P90 = "nvidia-3070", "nvidia-3090"
+from tests.unit.strategies import FAST, P70, P90, held_maps
 
 
 def test_upstream_vector_three_diffs() -> None:

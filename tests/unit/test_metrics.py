@@ -12,10 +12,7 @@ from ledger import cards
 from ledger.cards import Cards
 from projections.metrics import DESCRIPTIONS, LABELS, Metric, node_metrics, statsd_safe
 from projections.node import NodeState
-from tests.unit.strategies import FAST, held_maps
-
-P70, P90 = "nvidia-3070", "nvidia-3090"
-EIGHT = NodeState(capacity={P70: 4, P90: 4})
+from tests.unit.strategies import EIGHT, FAST, P70, P90, held_maps
 
 
 def test_two_descriptions_with_three_labels() -> None:
