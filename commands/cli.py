@@ -41,7 +41,13 @@ HIDDEN_VERBS: dict[str, str] = {
 
 AUDITOR_COMMANDS: dict[str, str] = {
     "history": "commands.history:history",
+    "show": "commands.state:show",
+    "nodes": "commands.state:nodes",
+    "verify": "commands.verify:verify",
+    "export": "commands.history:export",
+    "compact": "commands.verify:compact",
 }
+"""Commands for people (auditors, operators); not offered to core."""
 
 COMMANDS = {**CORE_VERBS, **HIDDEN_VERBS, **AUDITOR_COMMANDS}
 
@@ -50,7 +56,7 @@ class LazyGroup(click.Group):
     """A group whose subcommands are imported on first use (click's lazy-loading pattern)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(CORE_VERBS) + sorted(AUDITOR_COMMANDS)
+        return sorted(CORE_VERBS) + list(AUDITOR_COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)
@@ -74,11 +80,20 @@ def cli(config: str | None) -> None:
 
     \b
     Core runs one verb per call:  resource-gpu VERB < request.json
-    Auditors read a node's events: resource-gpu history NODE [--json]
 
     Every change to a node is an event under <prefix>/resource/gpu/<node>/events/, appended
     with compare-and-swap; capacity and usage are their fold. Verbs print one JSON answer on
     success and one line on stderr (exit 1) on failure.
+
+    \b
+    Auditors and operators:
+      resource-gpu nodes                           every node, its state and stream length
+      resource-gpu history NODE [--since/--until POINT] [--kind K] [--limit N] [--json]
+      resource-gpu show NODE [--at POINT] [--json] capacity and usage then
+      resource-gpu verify NODE... | --all [--repair]   do heads match their streams?
+      resource-gpu export NODE > NODE.jsonl        the stream as JSON lines
+      resource-gpu compact NODE... | --all --keep N [--export-dir DIR]
+    POINT is a seq or an RFC 3339 time. Run "resource-gpu COMMAND --help" for each.
     """
 
 

@@ -1,4 +1,4 @@
-"""``history``: a node's events, for auditors."""
+"""``history`` and ``export``: a node's events, for auditors."""
 
 from __future__ import annotations
 
@@ -11,11 +11,13 @@ from commands.protocol import Session, run
 from ledger import cards
 from ledger.errors import PluginError
 from ledger.events import (
+    KINDS,
     Adopted,
     CapacityChanged,
     CapacitySet,
-    Change,
+    Checkpoint,
     Event,
+    HeadRepaired,
     NodeAdded,
     NodeInfoSet,
     NodeRemoved,
@@ -24,15 +26,19 @@ from ledger.events import (
     UsageSet,
 )
 from ledger.keys import check_node_name
-from projections.node import NodeState, apply
+from projections import audit
+from projections.node import NodeState
+
+POINT_HELP = "a seq (42) or an RFC 3339 time (2026-11-29T03:00:00Z; no offset means UTC)"
 
 
 def _signed(delta: cards.Cards) -> str:
     return ", ".join(f"{p}:{n:+d}" for p, n in sorted(delta.items())) or "none"
 
 
-def summary(change: Change) -> str:
-    """What one change did, in a few words."""
+def summary(event: Event) -> str:
+    """What one event did, in a few words."""
+    change = event.change
     if isinstance(change, NodeAdded):
         return f"capacity = {cards.describe(change.capacity)}"
     if isinstance(change, (Adopted, NodeInfoSet)):
@@ -53,6 +59,10 @@ def summary(change: Change) -> str:
         return f"usage = {cards.describe(change.usage)}; diffs: {'; '.join(change.diffs)}"
     if isinstance(change, NodeRemoved):
         return "node removed"
+    if isinstance(change, Checkpoint):
+        return f"stands for events {change.first}..{event.seq}, exported to {change.export}"
+    if isinstance(change, HeadRepaired):
+        return f"head rewritten from the stream; it was: {change.found}"
     return repr(change)
 
 
@@ -62,56 +72,132 @@ def as_json(event: Event) -> dict[str, Any]:
     return {"seq": event.seq, "kind": event.kind, **data}
 
 
-def table(events: list[Event]) -> str:
-    rows = [("SEQ", "AT (UTC)", "VERB", "KIND", "CAPACITY AFTER", "USAGE AFTER", "CHANGE")]
-    state: NodeState | None = None
-    for event in events:
-        state = apply(state, event.change)
-        rows.append(
+def table(rows: list[tuple[Event, NodeState | None]]) -> str:
+    lines = [("SEQ", "AT (UTC)", "VERB", "KIND", "CAPACITY AFTER", "USAGE AFTER", "CHANGE")]
+    for event, state in rows:
+        lines.append(
             (
                 str(event.seq),
-                event.at.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+                audit.rfc3339(event.at),
                 event.verb,
                 event.kind,
                 cards.describe(state.capacity) if state else "-",
                 cards.describe(state.usage) if state else "-",
-                summary(event.change),
+                summary(event),
             )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
     widths[-1] = 0  # the last column is not padded
     return "\n".join(
-        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-        for row in rows
+        "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip()
+        for line in lines
     )
+
+
+def _within(event: Event, since: audit.Point | None, until: audit.Point | None) -> bool:
+    def key(point: audit.Point) -> Any:
+        return event.seq if isinstance(point, int) else audit.written_at(event)
+
+    return (since is None or key(since) >= since) and (until is None or key(until) <= until)
+
+
+NOT_ADOPTED = (
+    "no events yet: the record was written by the upstream plugin; it is adopted (as event 1) "
+    "on its first write"
+)
+
+
+def stream_of(session: Session, node: str) -> list[Event]:
+    """The node's events: empty for an upstream record not adopted yet; an error if the plugin
+    has never known the node."""
+    session.node = check_node_name(node)
+    events = session.store.events(node)
+    if not events and session.store.read(node).state is None:
+        raise PluginError("no events: the plugin has never known this node")
+    return events
 
 
 @click.command("history")
 @click.argument("node")
+@click.option("--since", metavar="POINT", help=f"From this event on: {POINT_HELP}.")
+@click.option("--until", metavar="POINT", help="Up to this event, included (same forms).")
+@click.option(
+    "--kind",
+    "kinds",
+    multiple=True,
+    type=click.Choice(KINDS),
+    help="Only events of this kind (repeat for several).",
+)
+@click.option(
+    "--limit", type=click.IntRange(min=1), help="Only the newest N of the events selected."
+)
 @click.option("--json", "as_json_output", is_flag=True, help="Print a JSON array, oldest first.")
-def history(node: str, as_json_output: bool) -> None:
+def history(
+    node: str,
+    since: str | None,
+    until: str | None,
+    kinds: tuple[str, ...],
+    limit: int | None,
+    as_json_output: bool,
+) -> None:
     """Print NODE's events, oldest first: when, which verb, what changed, and the capacity and
     usage after each.
 
     \b
-    Each event has: seq (1, 2, 3, ...), at (RFC 3339, UTC), verb (the core verb that caused
-    it), op (the operation id of that call), kind, and the change itself.
+    Each event has: seq (1, 2, 3, ...), at (RFC 3339, UTC), verb (the core verb or auditor
+    command that caused it), op (the operation id of that call), by (user@host), kind, the
+    change itself, and v (its schema version).
+
+    A compacted stream starts with a checkpoint: the state after the events it replaced, and
+    the export file those events were written to. Filters never change the capacity and usage
+    shown: those are always folded from the start of the stream.
     """
 
     def show(session: Session) -> Any:
-        session.node = node
-        events = session.store.events(check_node_name(node))
+        start = audit.parse_point(since, "--since") if since else None
+        end = audit.parse_point(until, "--until") if until else None
+        events = stream_of(session, node)
         if not events:
-            record = session.store.read(node)
-            if record.state is None:
-                raise PluginError("no events: the plugin has never known this node")
-            if not as_json_output:
-                return (
-                    "no events yet: the record was written by the upstream plugin; "
-                    "it is adopted (as event 1) on its first write"
-                )
+            return [] if as_json_output else NOT_ADOPTED
+        rows = list(zip(events, audit.states(events), strict=True))
+        first = events[0]
+        if (
+            end is not None
+            and isinstance(first.change, Checkpoint)
+            and not _within(first, None, end)
+        ):
+            raise PluginError(f"nothing left up to {until}: {audit.compacted_note(first)}")
+        rows = [
+            (e, s) for e, s in rows if _within(e, start, end) and (not kinds or e.kind in kinds)
+        ]
+        if limit is not None:
+            rows = rows[-limit:]
         if as_json_output:
-            return [as_json(e) for e in events]
-        return table(events)
+            return [as_json(e) for e, _ in rows]
+        return table(rows) if rows else "no events match"
 
     run("history", show, text=not as_json_output)
+
+
+@click.command("export")
+@click.argument("node")
+def export(node: str) -> None:
+    """Print NODE's whole stream as JSON lines: one event per line, exactly as stored (each
+    line decodes as an event, schema version included).
+
+    \b
+    Keep it before compacting by hand:
+      resource-gpu export n1 > n1.jsonl && resource-gpu compact n1 --keep 100 --export-dir DIR
+    (compact also writes the events it removes to DIR first). A compacted stream starts with
+    its checkpoint, which names the export holding the events before it.
+    """
+
+    def lines(session: Session) -> str:
+        from ledger.export import json_lines
+
+        events = stream_of(session, node)
+        if not events:
+            raise PluginError(NOT_ADOPTED)
+        return json_lines(events).decode().rstrip("\n")
+
+    run("export", lines, text=True)

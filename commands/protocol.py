@@ -8,6 +8,7 @@ that comes last.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable
@@ -21,7 +22,9 @@ from ledger.errors import PluginError
 
 if TYPE_CHECKING:
     from ledger.config import Config
-    from ledger.store import Store
+    from ledger.events import Change
+    from ledger.store import Appended, Store
+    from projections.node import NodeState
 
 PROG = "resource-gpu"
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
@@ -58,6 +61,24 @@ class Session:
         from ledger.store import Store
 
         return Store(settings)
+
+    def append(
+        self, node: str, verb: str, decide: Callable[[NodeState | None], Change | None]
+    ) -> Appended:
+        """``store.append``, then keep the stream within ``streams.max_events``.
+
+        Compaction here is best effort and quiet: the verb has succeeded, and stdout and stderr
+        belong to its answer. If it fails (say the export directory is not writable) the stream
+        stays longer and the next append tries again; ``resource-gpu compact`` shows why.
+        """
+        appended = self.store.append(node, verb, decide)
+        bounds = self.config.streams
+        if appended.events and bounds.compact_over and appended.length > bounds.compact_over:
+            from ledger.compaction import compact
+
+            with contextlib.suppress(PluginError):
+                compact(self.store, node, keep=bounds.max_events - 1, export_dir=bounds.export_dir)
+        return appended
 
     def close(self) -> None:
         if "store" in self.__dict__:

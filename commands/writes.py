@@ -49,7 +49,7 @@ def add_node(request: requests.AddNode, session: Session) -> dict[str, Any]:
     """
     node = check_node_name(request.nodename)
     given = positive_cards(request.resource, "resource") or _capacity_from_info(request.info)
-    appended = session.store.append(node, "add-node", lambda s: decide.add_node(node, s, given))
+    appended = session.append(node, "add-node", lambda s: decide.add_node(node, s, given))
     assert appended.after is not None
     return node_resources(appended.after)
 
@@ -66,7 +66,7 @@ def remove_node(request: requests.NodeRequest, session: Session) -> dict[str, An
     stream.
     """
     node = check_node_name(request.nodename)
-    session.store.append(node, "remove-node", decide.remove_node)
+    session.append(node, "remove-node", decide.remove_node)
     return {}
 
 
@@ -104,7 +104,7 @@ def set_node_resource_capacity(request: requests.SetCapacity, session: Session) 
     node = check_node_name(request.nodename)
     delta = bool(request.delta)
     given = _checked(_input(request), "capacity", delta=delta)
-    appended = session.store.append(
+    appended = session.append(
         node,
         "set-node-resource-capacity",
         lambda s: decide.set_capacity(node, s, given, delta=delta, incr=bool(request.incr)),
@@ -134,7 +134,7 @@ def set_node_resource_usage(request: requests.SetUsage, session: Session) -> dic
     ]
     given = _checked(_input(request, cards.sum_all(workloads)), "usage", delta=delta)
     from_workloads = request.resource_request is None and request.resource is None
-    appended = session.store.append(
+    appended = session.append(
         node,
         "set-node-resource-usage",
         lambda s: decide.set_usage(
@@ -160,9 +160,7 @@ def set_node_resource_info(request: requests.SetNodeInfo, session: Session) -> d
     node = check_node_name(request.nodename)
     capacity = held_cards(request.capacity, "capacity")
     usage = held_cards(request.usage, "usage")
-    session.store.append(
-        node, "set-node-resource-info", lambda s: decide.set_info(s, capacity, usage)
-    )
+    session.append(node, "set-node-resource-info", lambda s: decide.set_info(s, capacity, usage))
     return {}
 
 
@@ -180,7 +178,7 @@ def fix_node_resource(request: requests.NodeResourceInfo, session: Session) -> d
     """
     node = check_node_name(request.nodename)
     held = workloads_sum(request.workloads_resource)
-    appended = session.store.append(
+    appended = session.append(
         node, "fix-node-resource", lambda s: decide.rebuild_usage(node, s, held)
     )
     rebuilt = [e.change for e in appended.events if isinstance(e.change, UsageRebuilt)]

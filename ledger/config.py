@@ -1,4 +1,5 @@
-"""The plugin's configuration: core's ``gpu.yaml`` format, plus two optional tuning knobs.
+"""The plugin's configuration: core's ``gpu.yaml`` format, plus optional tuning knobs and the
+bounds on event streams.
 
 Looked up in this order: an explicit path (``--config``), ``$ERU_RESOURCE_CONFIG_PATH``,
 ``gpu.yaml`` in the working directory (core runs plugins from their directory).
@@ -40,8 +41,32 @@ class EtcdConfig(msgspec.Struct, kw_only=True):
         return bool(self.ca and self.cert and self.key)
 
 
+class StreamsConfig(msgspec.Struct, kw_only=True):
+    """Bounds on event streams (etcd refuses writes past its storage quota)."""
+
+    max_events: Annotated[int, msgspec.Meta(ge=0)] = 0
+    """Compact a stream back to this many events (its checkpoint included) once an append takes
+    it a tenth over; 0 leaves streams unbounded (compact them with ``resource-gpu compact``)."""
+    export_dir: str = ""
+    """Where compaction writes the events it removes, as JSON lines, before deleting them."""
+
+    def __post_init__(self) -> None:
+        if self.max_events == 1:
+            raise ValueError("streams.max_events must be 0 (unbounded) or at least 2")
+        if self.max_events and not self.export_dir:
+            raise ValueError(
+                "streams.max_events needs streams.export_dir (where removed events go)"
+            )
+
+    @property
+    def compact_over(self) -> int:
+        """The stream length past which an append triggers compaction (0: never)."""
+        return self.max_events + self.max_events // 10 if self.max_events else 0
+
+
 class Config(msgspec.Struct, kw_only=True):
     etcd: EtcdConfig
+    streams: StreamsConfig = msgspec.field(default_factory=StreamsConfig)
 
 
 def config_path(explicit: str | None) -> Path:

@@ -1,20 +1,26 @@
 """The events of a node's stream, and the head record that caches their fold.
 
-An :class:`Event` is an envelope (position, time, cause, operation id, schema version) around one
-:data:`Change`, a tagged union: the change records what happened, never a copy of the whole
-state, except where the change *is* a whole state (adoption, absolute sets, rebuilds).
+An :class:`Event` is an envelope (position, time, cause, operation id, who, schema version)
+around one :data:`Change`, a tagged union: the change records what happened, never a copy of the
+whole state, except where the change *is* a whole state (adoption, absolute sets, rebuilds,
+checkpoints, repairs).
+
+Schema versions: v1 (the first release) had no ``by``; v2 adds ``by`` and the ``checkpoint`` and
+``head_repaired`` kinds. Every older event decodes as it was written (``v`` keeps its value);
+an event from a newer release is refused with a message saying so.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import get_args
 
 import msgspec
 
 from ledger.cards import Cards
 from ledger.resources import Resource
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class _Change(msgspec.Struct, tag_field="kind", kw_only=True):
@@ -67,6 +73,34 @@ class NodeRemoved(_Change, tag="node_removed"):
     pass
 
 
+class Snapshot(msgspec.Struct, kw_only=True):
+    """A whole node state, inside the changes that carry one."""
+
+    capacity: Cards
+    usage: Cards
+
+
+class Checkpoint(_Change, tag="checkpoint"):
+    """Stands in for the events ``first`` .. its own seq, which compaction removed.
+
+    It holds the state after them (``None``: the node had been removed), the time of the last
+    event it replaces, and where those events were exported before they were deleted.
+    """
+
+    state: Snapshot | None
+    first: int
+    last_at: datetime
+    export: str
+
+
+class HeadRepaired(_Change, tag="head_repaired"):
+    """The head disagreed with its stream and was rewritten from the stream's fold."""
+
+    found: str
+    """The head as it was found (its JSON, or why it was unreadable or missing)."""
+    state: Snapshot | None
+
+
 Change = (
     NodeAdded
     | Adopted
@@ -77,7 +111,13 @@ Change = (
     | NodeInfoSet
     | UsageRebuilt
     | NodeRemoved
+    | Checkpoint
+    | HeadRepaired
 )
+
+
+KINDS: tuple[str, ...] = tuple(str(change.__struct_config__.tag) for change in get_args(Change))
+"""Every change kind, as events name them."""
 
 
 class Event(msgspec.Struct, kw_only=True):
@@ -86,6 +126,8 @@ class Event(msgspec.Struct, kw_only=True):
     verb: str
     op: str
     change: Change
+    by: str | None = None
+    """``user@host`` of the process that appended it (from v2)."""
     v: int = SCHEMA_VERSION
 
     @property
@@ -114,8 +156,38 @@ def encode(value: Event | Head) -> bytes:
     return _encoder.encode(value)
 
 
+class _Version(msgspec.Struct):
+    v: int = SCHEMA_VERSION
+
+
+class NewerSchema(msgspec.DecodeError):
+    """An event written by a newer release than this one."""
+
+
 def decode_event(raw: bytes) -> Event:
-    return _event_decoder.decode(raw)
+    """Decode an event of this or any older schema version."""
+    try:
+        event = _event_decoder.decode(raw)
+    except msgspec.DecodeError:
+        _refuse_newer(_version_of(raw))
+        raise
+    _refuse_newer(event.v)
+    return event
+
+
+def _refuse_newer(version: int) -> None:
+    if version > SCHEMA_VERSION:
+        raise NewerSchema(
+            f"it has schema v{version}, and this resource-gpu reads up to v{SCHEMA_VERSION}: "
+            "upgrade resource-gpu"
+        )
+
+
+def _version_of(raw: bytes) -> int:
+    try:
+        return msgspec.json.decode(raw, type=_Version).v
+    except msgspec.DecodeError:
+        return SCHEMA_VERSION
 
 
 def decode_head(raw: bytes) -> Head:

@@ -25,10 +25,11 @@ os.environ["PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION"] = "python"
 if not os.environ.get("RESOURCE_GPU_DEBUG"):
     os.environ["GRPC_VERBOSITY"] = "NONE"
 
+import functools
 import random
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlsplit
@@ -38,12 +39,12 @@ import grpc
 import msgspec
 from etcd3 import etcdrpc
 
-from ledger import cards
 from ledger.config import EtcdConfig
 from ledger.errors import Contention, OutcomeUnknown, StoreError
 from ledger.events import (
     Adopted,
     Change,
+    Checkpoint,
     Event,
     Head,
     decode_event,
@@ -52,7 +53,7 @@ from ledger.events import (
 )
 from ledger.keys import KeyLayout, range_end
 from ledger.resources import Resource
-from projections.node import NodeState, apply, fold
+from projections.node import NodeState, apply, fold, state_of_head
 
 MAX_TXN_OPS = 128
 """etcd's default ``--max-txn-ops``: no transaction here carries more operations."""
@@ -70,6 +71,8 @@ class NodeRecord(msgspec.Struct, frozen=True):
     state: NodeState | None
     seq: int
     """The last event's position (0 for an empty stream)."""
+    first: int
+    """The first event's position (0 for an empty stream; a checkpoint's after compaction)."""
     head_revision: int
     """The head's ``mod_revision`` (0 when there is no head)."""
     upstream: bool
@@ -81,6 +84,39 @@ class Appended(msgspec.Struct, frozen=True):
     after: NodeState | None
     events: list[Event]
     """Empty when the request changed nothing."""
+    length: int
+    """How many events the stream holds after this append."""
+
+
+class Stream(msgspec.Struct, frozen=True):
+    """A node's head and (part of) its stream, read at one etcd revision."""
+
+    head: bytes | None
+    """The head's stored value, undecoded (``None``: no head)."""
+    head_revision: int
+    events: list[Event]
+    event_revisions: list[int]
+    """Each event key's ``mod_revision``, in step with ``events``."""
+
+
+class Compacted(msgspec.Struct, frozen=True):
+    """A compaction that took place: ``checkpoint`` replaced events ``first`` .. its seq."""
+
+    first: int
+    checkpoint: Event
+
+
+class NodeKeys(msgspec.Struct, frozen=True):
+    """What etcd holds for a node: a head, a stream, or both."""
+
+    head: bool = False
+    stream: bool = False
+
+
+class StreamBounds(msgspec.Struct, frozen=True):
+    count: int
+    first: int
+    last: int
 
 
 class _Ambiguous(Exception):
@@ -198,26 +234,40 @@ class Store:
 
     # -- reads --------------------------------------------------------------------------------
 
-    def _read_ops(self, node: str) -> list[Any]:
+    def _end_ops(self, node: str) -> list[Any]:
+        """Ranges for the first and the last event key of the node's stream."""
         events = self._keys.events(node)
-        last_event = _range(
-            events,
-            range_end(events),
-            limit=1,
-            keys_only=True,
-            sort_order=etcdrpc.RangeRequest.DESCEND,
-            sort_target=etcdrpc.RangeRequest.KEY,
-        )
-        return [_range(self._keys.head(node)), last_event]
+        return [
+            _range(
+                events,
+                range_end(events),
+                limit=1,
+                keys_only=True,
+                sort_order=order,
+                sort_target=etcdrpc.RangeRequest.KEY,
+            )
+            for order in (etcdrpc.RangeRequest.ASCEND, etcdrpc.RangeRequest.DESCEND)
+        ]
 
-    def _record(self, node: str, head_reply: Any, last_reply: Any) -> NodeRecord:
-        seq = self._keys.seq_of(node, last_reply.kvs[0].key) if last_reply.kvs else 0
+    def _read_ops(self, node: str) -> list[Any]:
+        return [_range(self._keys.head(node)), *self._end_ops(node)]
+
+    def _seq_at(self, node: str, reply: Any) -> int:
+        return self._keys.seq_of(node, reply.kvs[0].key) if reply.kvs else 0
+
+    def _record(self, node: str, replies: Any) -> NodeRecord:
+        head_reply, first_reply, last_reply = (r.response_range for r in replies)
+        seq, first = self._seq_at(node, last_reply), self._seq_at(node, first_reply)
         if not head_reply.kvs:
-            return NodeRecord(state=None, seq=seq, head_revision=0, upstream=False)
+            return NodeRecord(state=None, seq=seq, first=first, head_revision=0, upstream=False)
         kv = head_reply.kvs[0]
         head = self._decode_head(node, kv.value)
         return NodeRecord(
-            state=_state_of(head), seq=seq, head_revision=kv.mod_revision, upstream=head.seq is None
+            state=state_of_head(head),
+            seq=seq,
+            first=first,
+            head_revision=kv.mod_revision,
+            upstream=head.seq is None,
         )
 
     def _decode_head(self, node: str, raw: bytes) -> Head:
@@ -229,11 +279,14 @@ class Store:
     def read(self, node: str) -> NodeRecord:
         """The node's state and stream position, in one round trip."""
         reply = self._rpc("Txn", etcdrpc.TxnRequest(success=self._read_ops(node)))
-        head, last = (op.response_range for op in reply.responses)
-        return self._record(node, head, last)
+        return self._record(node, reply.responses)
 
     def read_many(self, nodes: Iterable[str]) -> dict[str, NodeState]:
-        """The states of the named nodes that exist, as one consistent snapshot.
+        """The states of the named nodes that exist, as one consistent snapshot."""
+        return {node: state_of_head(head) for node, head in self.heads(nodes).items()}
+
+    def heads(self, nodes: Iterable[str]) -> dict[str, Head]:
+        """The heads of the named nodes that have one, as one consistent snapshot.
 
         Heads are read in transactions of at most ``MAX_TXN_OPS`` ranges; the first fixes the
         revision the others read at, and those are sent together rather than one by one.
@@ -250,13 +303,13 @@ class Store:
         first = self._rpc("Txn", request(batches[0]))
         revision = first.header.revision
         replies = [first, *self._rpc_all([request(b, revision) for b in batches[1:]])]
-        states: dict[str, NodeState] = {}
+        heads: dict[str, Head] = {}
         for batch, reply in zip(batches, replies, strict=True):
             for node, op in zip(batch, reply.responses, strict=True):
                 kvs = op.response_range.kvs
                 if kvs:
-                    states[node] = _state_of(self._decode_head(node, kvs[0].value))
-        return states
+                    heads[node] = self._decode_head(node, kvs[0].value)
+        return heads
 
     def _rpc_all(self, requests: list[Any]) -> list[Any]:
         """Several read-only transactions in flight at once; falls back to one by one."""
@@ -274,28 +327,95 @@ class Store:
 
     def events(self, node: str, after: int = 0) -> list[Event]:
         """The node's stream, oldest first, from position ``after + 1``."""
-        return list(self._iter_events(node, after))
+        return self.read_stream(node, after=after).events
 
-    def _iter_events(self, node: str, after: int) -> Iterator[Event]:
+    def read_stream(self, node: str, *, after: int = 0, until: int | None = None) -> Stream:
+        """The head and the events ``after + 1`` .. ``until`` (default: the end), oldest first,
+        read at one revision: the first page comes with the head, the rest are pinned to it."""
+        events_prefix = self._keys.events(node)
         start = self._keys.event(node, after + 1)
-        end = range_end(self._keys.events(node))
-        revision = 0
+        end = self._keys.event(node, until + 1) if until is not None else range_end(events_prefix)
+        first = self._rpc(
+            "Txn",
+            etcdrpc.TxnRequest(
+                success=[_range(self._keys.head(node)), _range(start, end, limit=EVENT_PAGE)]
+            ),
+        )
+        head_reply, page = (r.response_range for r in first.responses)
+        revision = first.header.revision
+        events: list[Event] = []
+        revisions: list[int] = []
         while True:
-            request = etcdrpc.RangeRequest(
-                key=start, range_end=end, limit=EVENT_PAGE, revision=revision
+            for kv in page.kvs:
+                events.append(self._decode_event(node, kv))
+                revisions.append(kv.mod_revision)
+            if not page.more:
+                break
+            start = page.kvs[-1].key + b"\x00"
+            page = self._rpc(
+                "Range",
+                etcdrpc.RangeRequest(key=start, range_end=end, limit=EVENT_PAGE, revision=revision),
             )
-            reply = self._rpc("Range", request)
-            revision = reply.header.revision
+        head = head_reply.kvs[0] if head_reply.kvs else None
+        return Stream(
+            head=head.value if head else None,
+            head_revision=head.mod_revision if head else 0,
+            events=events,
+            event_revisions=revisions,
+        )
+
+    def _decode_event(self, node: str, kv: Any) -> Event:
+        try:
+            return decode_event(kv.value)
+        except msgspec.DecodeError as exc:
+            raise StoreError(f"event {kv.key.decode()} is not readable: {exc}", node=node) from None
+
+    def list_nodes(self) -> dict[str, NodeKeys]:
+        """Every node with a head or a stream under the prefix, by name.
+
+        One paged range over the keys; the rest of a stream is skipped as soon as its first key
+        shows up, so long streams cost one extra request each, not a page per thousand events.
+        """
+        root = self._keys.root
+        start, end = root, range_end(root)
+        found: dict[str, NodeKeys] = {}
+        while True:
+            reply = self._rpc(
+                "Range", etcdrpc.RangeRequest(key=start, range_end=end, limit=1000, keys_only=True)
+            )
             for kv in reply.kvs:
-                try:
-                    yield decode_event(kv.value)
-                except msgspec.DecodeError as exc:
-                    raise StoreError(
-                        f"event {kv.key.decode()} is not readable: {exc}", node=node
-                    ) from None
+                name, _, rest = kv.key[len(root) :].decode(errors="replace").partition("/")
+                seen = found.get(name, NodeKeys())
+                found[name] = NodeKeys(head=seen.head or not rest, stream=seen.stream or bool(rest))
             if not reply.more:
-                return
-            start = reply.kvs[-1].key + b"\x00"
+                return found
+            last = reply.kvs[-1].key
+            name, slash, _ = last[len(root) :].partition(b"/")
+            start = range_end(root + name + b"/") if slash else last + b"\x00"
+
+    def stream_bounds(self, nodes: Iterable[str]) -> dict[str, StreamBounds]:
+        """Each named node's stream length and first and last positions, in batched reads."""
+        names = list(dict.fromkeys(nodes))
+        per_txn = MAX_TXN_OPS // 3
+        requests = []
+        for i in range(0, len(names), per_txn):
+            ops = []
+            for node in names[i : i + per_txn]:
+                events = self._keys.events(node)
+                ops += [_range(events, range_end(events), count_only=True), *self._end_ops(node)]
+            requests.append(etcdrpc.TxnRequest(success=ops))
+        bounds: dict[str, StreamBounds] = {}
+        replies = self._rpc_all(requests)
+        for i, reply in enumerate(replies):
+            ranges = [r.response_range for r in reply.responses]
+            for j, node in enumerate(names[i * per_txn : (i + 1) * per_txn]):
+                count, first, last = ranges[3 * j : 3 * j + 3]
+                bounds[node] = StreamBounds(
+                    count=count.count,
+                    first=self._seq_at(node, first),
+                    last=self._seq_at(node, last),
+                )
+        return bounds
 
     # -- writes -------------------------------------------------------------------------------
 
@@ -318,20 +438,29 @@ class Store:
                         return landed
                 change = decide(record.state)
                 if change is None:
-                    return Appended(before=record.state, after=record.state, events=[])
+                    return Appended(
+                        before=record.state,
+                        after=record.state,
+                        events=[],
+                        length=_length(record.first, record.seq),
+                    )
                 events = self._events_for(record, verb, op, change)
                 after = apply(record.state, change)
                 try:
-                    txn = self._append_txn(node, record, events, after)
+                    txn = self._append_txn(node, record.head_revision, events, after)
                     reply = self._rpc("Txn", txn, write=True)
                 except _Ambiguous:
                     sent_from = sent_from or record
                     record = self.read(node)
                     continue
                 if reply.succeeded:
-                    return Appended(before=record.state, after=after, events=events)
-                head, last = (r.response_range for r in reply.responses)
-                record = self._record(node, head, last)
+                    return Appended(
+                        before=record.state,
+                        after=after,
+                        events=events,
+                        length=_length(record.first or events[0].seq, events[-1].seq),
+                    )
+                record = self._record(node, reply.responses)
                 time.sleep(random.uniform(0, min(0.002 * 2**attempt, 0.05)))
             except StoreError as exc:
                 if sent_from is not None:
@@ -358,9 +487,17 @@ class Store:
         stream = self.events(node, after=base.seq)
         ours = [event for event in stream if event.op == op]
         if not ours:
+            if any(isinstance(event.change, Checkpoint) for event in stream):
+                # A compaction replaced events written since: ours may be among them.
+                raise StoreError("the stream was compacted meanwhile")
             return None
         before = fold((event for event in stream if event.seq < ours[0].seq), base.state)
-        return Appended(before=before, after=fold(ours, before), events=ours)
+        return Appended(
+            before=before,
+            after=fold(ours, before),
+            events=ours,
+            length=_length(base.first or ours[0].seq, ours[-1].seq),
+        )
 
     def _events_for(self, record: NodeRecord, verb: str, op: str, change: Change) -> list[Event]:
         now = datetime.now(timezone.utc)
@@ -369,21 +506,69 @@ class Store:
             found = record.state
             changes.insert(0, Adopted(capacity=found.capacity, usage=found.usage))
         return [
-            Event(seq=record.seq + i, at=now, verb=verb, op=op, change=c)
+            Event(seq=record.seq + i, at=now, verb=verb, op=op, by=_who(), change=c)
             for i, c in enumerate(changes, start=1)
         ]
 
+    def new_event(self, seq: int, verb: str, change: Change, op: str | None = None) -> Event:
+        """An event of this call, for the writes that are not appends of a decided change."""
+        now = datetime.now(timezone.utc)
+        op = op or uuid.uuid4().hex
+        return Event(seq=seq, at=now, verb=verb, op=op, by=_who(), change=change)
+
+    def repair_head(self, node: str, stream: Stream, event: Event, after: NodeState | None) -> bool:
+        """Append ``event`` and rewrite the head to ``after``, if neither moved since ``stream``
+        was read. False when they did (the caller reads again and decides again)."""
+        txn = self._append_txn(node, stream.head_revision, [event], after)
+        return bool(self._write_once(node, txn).succeeded)
+
+    def replace_with_checkpoint(self, node: str, checkpoint: Event, revision: int) -> bool:
+        """Put ``checkpoint`` in place of the event at its seq and delete every event before it.
+
+        Compare: that event still has ``mod_revision`` ``revision`` (no other compaction
+        replaced or removed it). Appends never touch these keys, so they do not conflict. Two
+        operations whatever the stream's length: one put and one range delete.
+        """
+        key = self._keys.event(node, checkpoint.seq)
+        Compare = etcdrpc.Compare
+        txn = etcdrpc.TxnRequest(
+            compare=[
+                Compare(key=key, target=Compare.MOD, result=Compare.EQUAL, mod_revision=revision)
+            ],
+            success=[
+                etcdrpc.RequestOp(
+                    request_put=etcdrpc.PutRequest(key=key, value=encode(checkpoint))
+                ),
+                etcdrpc.RequestOp(
+                    request_delete_range=etcdrpc.DeleteRangeRequest(
+                        key=self._keys.events(node), range_end=key
+                    )
+                ),
+            ],
+        )
+        return bool(self._write_once(node, txn).succeeded)
+
+    def _write_once(self, node: str, txn: Any) -> Any:
+        try:
+            return self._rpc("Txn", txn, write=True)
+        except _Ambiguous as exc:
+            raise OutcomeUnknown(
+                f"the write was sent but its answer was lost ({exc}); read the node again to "
+                "see whether it was applied",
+                node=node,
+            ) from None
+
     def _append_txn(
-        self, node: str, record: NodeRecord, events: list[Event], after: NodeState | None
+        self, node: str, head_revision: int, events: list[Event], after: NodeState | None
     ) -> Any:
         head_key = self._keys.head(node)
         Compare = etcdrpc.Compare
-        if record.head_revision:
+        if head_revision:
             head_unchanged = Compare(
                 key=head_key,
                 target=Compare.MOD,
                 result=Compare.EQUAL,
-                mod_revision=record.head_revision,
+                mod_revision=head_revision,
             )
         else:
             head_unchanged = Compare(
@@ -421,13 +606,18 @@ class Store:
         )
 
 
-def _state_of(head: Head) -> NodeState:
-    return NodeState(
-        capacity=_cards_of(head.capacity),
-        usage=_cards_of(head.usage),
-    )
+@functools.cache
+def _who() -> str:
+    """``user@host`` of this process, for the events it appends."""
+    import getpass
+    import socket
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = f"uid{os.getuid()}"
+    return f"{user}@{socket.gethostname()}"
 
 
-def _cards_of(resource: Resource | None) -> cards.Cards:
-    """An upstream record may hold ``null`` for a map, or for the whole value."""
-    return cards.normalised(resource.prod_count_map or {}) if resource else {}
+def _length(first: int, last: int) -> int:
+    return last - first + 1 if last else 0

@@ -13,7 +13,10 @@ from ledger.events import (
     CapacityChanged,
     CapacitySet,
     Change,
+    Checkpoint,
     Event,
+    Head,
+    HeadRepaired,
     NodeAdded,
     NodeInfoSet,
     NodeRemoved,
@@ -21,6 +24,8 @@ from ledger.events import (
     UsageRebuilt,
     UsageSet,
 )
+from ledger.events import Snapshot as StateSnapshot
+from ledger.resources import Resource
 
 
 class NodeState(msgspec.Struct, frozen=True, kw_only=True):
@@ -47,6 +52,8 @@ def apply(state: NodeState | None, change: Change) -> NodeState | None:
         return NodeState(capacity=change.capacity, usage=change.usage)
     if isinstance(change, NodeRemoved):
         return None
+    if isinstance(change, (Checkpoint, HeadRepaired)):
+        return state_of(change.state)
     if state is None:
         raise BrokenStream(f"{type(change).__name__} on a node that does not exist")
     if isinstance(change, CapacitySet):
@@ -58,6 +65,27 @@ def apply(state: NodeState | None, change: Change) -> NodeState | None:
     if isinstance(change, (UsageSet, UsageRebuilt)):
         return NodeState(capacity=state.capacity, usage=change.usage)
     raise BrokenStream(f"unknown change {change!r}")
+
+
+def state_of_head(head: Head) -> NodeState:
+    """The state a head records. An upstream head may hold ``null`` for a map or a resource."""
+    return NodeState(capacity=_cards_of(head.capacity), usage=_cards_of(head.usage))
+
+
+def _cards_of(resource: Resource | None) -> Cards:
+    return cards.normalised(resource.prod_count_map or {}) if resource else {}
+
+
+def state_of(snapshot: StateSnapshot | None) -> NodeState | None:
+    if snapshot is None:
+        return None
+    return NodeState(capacity=snapshot.capacity, usage=snapshot.usage)
+
+
+def snapshot_of(state: NodeState | None) -> StateSnapshot | None:
+    if state is None:
+        return None
+    return StateSnapshot(capacity=state.capacity, usage=state.usage)
 
 
 def fold(events: Iterable[Event], state: NodeState | None = None) -> NodeState | None:

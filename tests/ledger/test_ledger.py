@@ -24,7 +24,8 @@ A = "nvidia-a100"
 def check_envelope(event: dict[str, Any], seq: int, verb: str, kind: str) -> None:
     assert event["seq"] == seq
     assert event["verb"] == verb
-    assert event["v"] == 1
+    assert event["v"] == 2
+    assert isinstance(event["by"], str) and "@" in event["by"], event["by"]
     assert event["change"]["kind"] == kind
     assert isinstance(event["op"], str) and event["op"]
     assert isinstance(event["at"], str) and RFC3339_UTC.match(event["at"]), event["at"]

@@ -12,16 +12,21 @@ from hypothesis import strategies as st
 
 from ledger.cards import Cards
 from ledger.events import (
+    KINDS,
     SCHEMA_VERSION,
     Adopted,
     CapacityChanged,
     CapacitySet,
     Change,
+    Checkpoint,
     Event,
     Head,
+    HeadRepaired,
+    NewerSchema,
     NodeAdded,
     NodeInfoSet,
     NodeRemoved,
+    Snapshot,
     UsageChanged,
     UsageRebuilt,
     UsageSet,
@@ -54,6 +59,21 @@ CHANGES: list[tuple[str, Change]] = [
         UsageRebuilt(usage={"nvidia-3070": 1}, diffs=["node usage total 0 != workloads total 1"]),
     ),
     ("node_removed", NodeRemoved()),
+    (
+        "checkpoint",
+        Checkpoint(
+            state=Snapshot(capacity={"a": 2}, usage={"a": 1}),
+            first=1,
+            last_at=AT,
+            export="host:/var/lib/exports/n1.000000000001-000000000009.abc.jsonl",
+        ),
+    ),
+    ("checkpoint", Checkpoint(state=None, first=3, last_at=AT, export="host:/x.jsonl")),
+    (
+        "head_repaired",
+        HeadRepaired(found='{"capacity":null}', state=Snapshot(capacity={}, usage={})),
+    ),
+    ("head_repaired", HeadRepaired(found="no head", state=None)),
 ]
 CHANGE_IDS = [f"{kind}-{i}" for i, (kind, _) in enumerate(CHANGES)]
 
@@ -65,6 +85,7 @@ def event(change: Change, *, seq: int = 7) -> Event:
 def test_every_change_kind_is_covered() -> None:
     covered = {type(change) for _, change in CHANGES}
     assert covered == set(Change.__args__)
+    assert sorted(KINDS) == sorted({kind for kind, _ in CHANGES})
 
 
 @pytest.mark.parametrize(("kind", "change"), CHANGES, ids=CHANGE_IDS)
@@ -99,7 +120,51 @@ def test_usage_changed_json_shape() -> None:
 
 
 def test_event_defaults_schema_version() -> None:
-    assert event(NodeRemoved()).v == SCHEMA_VERSION == 1
+    assert event(NodeRemoved()).v == SCHEMA_VERSION == 2
+
+
+# An event exactly as the first release (schema v1: no "by") stored it in etcd.
+STORED_V1 = (
+    b'{"seq":3,"at":"2026-11-20T08:15:02.417311Z","verb":"set-node-resource-usage",'
+    b'"op":"8a3c0f3e2b9d4f41a0c6d2f7e9b1a5c4","change":{"kind":"usage_changed",'
+    b'"delta":{"nvidia-3090":2},"workloads":[{"nvidia-3090":1},{"nvidia-3090":1}]},"v":1}'
+)
+
+
+def test_a_stored_v1_event_decodes_as_written() -> None:
+    decoded = decode_event(STORED_V1)
+    assert decoded.v == 1
+    assert decoded.by is None
+    assert decoded.seq == 3
+    assert decoded.change == UsageChanged(
+        delta={"nvidia-3090": 2}, workloads=[{"nvidia-3090": 1}, {"nvidia-3090": 1}]
+    )
+    assert decoded.at == datetime(2026, 11, 20, 8, 15, 2, 417311, tzinfo=timezone.utc)
+
+
+def test_v2_events_say_who_appended_them() -> None:
+    appended = Event(
+        seq=1, at=AT, verb="add-node", op="o", by="core@host-1", change=NodeAdded(capacity={})
+    )
+    data = json.loads(encode(appended))
+    assert data["by"] == "core@host-1"
+    assert data["v"] == 2
+    assert decode_event(encode(appended)) == appended
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"seq":9,"at":"2030-01-01T00:00:00Z","verb":"v","op":"o",'
+        b'"change":{"kind":"node_removed"},"v":3}',
+        b'{"seq":9,"at":"2030-01-01T00:00:00Z","verb":"v","op":"o",'
+        b'"change":{"kind":"kind_from_the_future"},"v":3}',
+    ],
+    ids=["known-kind", "unknown-kind"],
+)
+def test_an_event_from_a_newer_release_is_refused_with_a_reason(raw: bytes) -> None:
+    with pytest.raises(NewerSchema, match=r"schema v3.*upgrade resource-gpu"):
+        decode_event(raw)
 
 
 def test_event_without_v_decodes_with_current_version() -> None:

@@ -1,0 +1,125 @@
+"""``show`` and ``nodes``: what nodes hold, now or at an earlier point, for auditors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from commands.answers import node_resources
+from commands.history import NOT_ADOPTED, POINT_HELP, stream_of
+from commands.protocol import Session, run
+from ledger import cards
+from ledger.errors import PluginError
+from projections import audit
+from projections.node import NodeState, state_of_head
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    lines = [header, *rows]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip()
+        for line in lines
+    )
+
+
+@click.command("show")
+@click.argument("node")
+@click.option("--at", "at", metavar="POINT", help=f"As of this point: {POINT_HELP}.")
+@click.option(
+    "--json",
+    "as_json_output",
+    is_flag=True,
+    help='Print {"capacity": R, "usage": R, "seq": N} instead of a table.',
+)
+def show(node: str, at: str | None, as_json_output: bool) -> None:
+    """Print NODE's capacity and usage now, or as of an earlier point, folded from its events.
+
+    \b
+    resource-gpu show n1                           # now
+    resource-gpu show n1 --at 42                   # after event 42
+    resource-gpu show n1 --at 2026-11-29T03:00:00Z # after the last event written by then
+
+    A point before the stream's checkpoint was compacted away: the error names the export
+    that holds those events. A point where the node did not exist is an error too.
+    """
+
+    def state(session: Session) -> Any:
+        point = audit.parse_point(at, "--at") if at else None
+        events = stream_of(session, node)
+        if not events:
+            raise PluginError(NOT_ADOPTED)
+        event, after = audit.state_at(events, events[-1].seq if point is None else point)
+        if after is None:
+            raise PluginError(f"the node did not exist after seq {event.seq} ({event.kind})")
+        if as_json_output:
+            return {**node_resources(after), "seq": event.seq}
+        when = audit.rfc3339(event.at)
+        return _table(
+            ("SEQ", "AT (UTC)", "CAPACITY", "USAGE", "AVAILABLE"),
+            [
+                (
+                    str(event.seq),
+                    when,
+                    cards.describe(after.capacity),
+                    cards.describe(after.usage),
+                    cards.describe(after.available),
+                )
+            ],
+        )
+
+    run("show", state, text=not as_json_output)
+
+
+@click.command("nodes")
+@click.option("--json", "as_json_output", is_flag=True, help="Print a JSON array of objects.")
+def nodes(as_json_output: bool) -> None:
+    """List every node the plugin knows: its capacity, usage and event stream.
+
+    \b
+    STATE is live (a head and its stream), removed (only a stream: remove-node keeps it),
+    or upstream (a record of the upstream plugin, adopted on its first write). EVENTS is the
+    stream's length (a compacted stream counts its checkpoint), SEQ its last event.
+    --json prints [{"nodename", "state", "capacity": R, "usage": R, "events", "seq"}, ...]
+    sorted by name.
+    """
+
+    def listing(session: Session) -> Any:
+        store = session.store
+        known = store.list_nodes()
+        names = sorted(known)
+        heads = store.heads(name for name in names if known[name].head)
+        bounds = store.stream_bounds(name for name in names if known[name].stream)
+        rows = []
+        for name in names:
+            head = heads.get(name)
+            state = state_of_head(head) if head else NodeState()
+            stream = bounds.get(name)
+            rows.append(
+                {
+                    "nodename": name,
+                    "state": "removed" if head is None else "live" if stream else "upstream",
+                    **node_resources(state),
+                    "events": stream.count if stream else 0,
+                    "seq": stream.last if stream else 0,
+                }
+            )
+        if as_json_output:
+            return rows
+        return _table(
+            ("NODE", "STATE", "CAPACITY", "USAGE", "EVENTS", "SEQ"),
+            [
+                (
+                    row["nodename"],
+                    row["state"],
+                    cards.describe(row["capacity"].prod_count_map),
+                    cards.describe(row["usage"].prod_count_map),
+                    str(row["events"]),
+                    str(row["seq"]),
+                )
+                for row in rows
+            ],
+        )
+
+    run("nodes", listing, text=not as_json_output)

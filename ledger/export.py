@@ -1,0 +1,57 @@
+"""Export files: a stream's events as JSON lines, one event per line exactly as stored.
+
+Compaction writes the events it is about to delete here first, so the audit trail outlives the
+keys. Each file is written under a temporary name, flushed to disk and then renamed, so a file
+with the final name is always complete.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterable
+from pathlib import Path
+from urllib.parse import quote
+
+from ledger.errors import PluginError
+from ledger.events import Event, encode
+
+
+def json_lines(events: Iterable[Event]) -> bytes:
+    return b"".join(encode(event) + b"\n" for event in events)
+
+
+def file_name(node: str, events: list[Event], op: str) -> str:
+    """``<node>.<first seq>-<last seq>.<op>.jsonl``; the node name is %-escaped, so it is
+    always one plain file name (no ``/``, no leading dot)."""
+    safe = quote(node, safe="-_~").replace(".", "%2E")
+    return f"{safe}.{events[0].seq:012d}-{events[-1].seq:012d}.{op[:12]}.jsonl"
+
+
+def write(directory: str, node: str, events: list[Event], op: str) -> Path:
+    """Write ``events`` to a new file in ``directory``; returns its path."""
+    folder = Path(directory).expanduser().resolve()
+    path = folder / file_name(node, events, op)
+    partial = path.with_name(path.name + ".partial")
+    try:
+        with open(partial, "xb") as out:
+            out.write(json_lines(events))
+            out.flush()
+            os.fsync(out.fileno())
+        os.rename(partial, path)
+        directory_fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(directory_fd)
+        finally:
+            os.close(directory_fd)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise PluginError(
+            f"cannot write the export {str(path)!r}: {exc.strerror or exc}", node=node
+        ) from None
+    return path
+
+
+def location(path: Path) -> str:
+    """Where an export is, for the checkpoint that points at it: ``host:/absolute/path``."""
+    return f"{socket.gethostname()}:{path}"

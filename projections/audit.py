@@ -1,0 +1,190 @@
+"""What auditors ask of a stream, answered without etcd: the state at a point, whether the head
+agrees with the fold, and the checkpoint that may stand in for a stream's older events.
+
+A stream starts either at event 1 or at a checkpoint that replaced events ``first`` .. its seq
+(compaction); everything after that is one event per seq, with no gaps.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from itertools import pairwise
+
+import msgspec
+
+from ledger import cards
+from ledger.errors import InvalidRequest, PluginError
+from ledger.events import Checkpoint, Event, HeadRepaired, decode_head
+from projections.node import BrokenStream, NodeState, apply, snapshot_of, state_of_head
+
+Point = int | datetime
+"""A place in a stream: a seq, or a time (the state then is the one after the last event
+written at or before it)."""
+
+
+def parse_point(text: str, option: str) -> Point:
+    """A seq (``42``) or an RFC 3339 time (``2026-11-29T03:00:00Z``; no offset means UTC)."""
+    if text.isdigit():
+        return int(text)
+    try:
+        at = datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidRequest(
+            f"{option} {text!r} is neither a seq nor an RFC 3339 time (e.g. 2026-11-29T03:00:00Z)"
+        ) from None
+    return at if at.tzinfo else at.replace(tzinfo=timezone.utc)
+
+
+def rfc3339(at: datetime) -> str:
+    """``2026-11-29T03:00:00.123Z``: how times are shown to people."""
+    return at.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def written_at(event: Event) -> datetime:
+    """When the state after ``event`` came to be: for a checkpoint, the time of the last event
+    it replaced (it was itself written later, when the stream was compacted)."""
+    return event.change.last_at if isinstance(event.change, Checkpoint) else event.at
+
+
+def states(events: list[Event]) -> list[NodeState | None]:
+    """The state after each event, in step with ``events``."""
+    after: list[NodeState | None] = []
+    state: NodeState | None = None
+    for event in events:
+        try:
+            state = apply(state, event.change)
+        except BrokenStream as exc:
+            raise PluginError(f"the stream is broken at seq {event.seq}: {exc}") from None
+        after.append(state)
+    return after
+
+
+def compacted_note(checkpoint: Event) -> str:
+    """Where the events a checkpoint replaced went."""
+    assert isinstance(checkpoint.change, Checkpoint)
+    change = checkpoint.change
+    return (
+        f"events {change.first}..{checkpoint.seq} were compacted into a checkpoint at "
+        f"{rfc3339(checkpoint.at)}; they are in the export {change.export}"
+    )
+
+
+def state_at(events: list[Event], point: Point) -> tuple[Event, NodeState | None]:
+    """The event at ``point`` and the state after it."""
+    if not events:
+        raise PluginError("the node has no events")
+    after = states(events)
+    first = events[0]
+    checkpoint = first if isinstance(first.change, Checkpoint) else None
+    if isinstance(point, int):
+        if point > events[-1].seq:
+            raise PluginError(f"seq {point} is past the end of the stream (seq {events[-1].seq})")
+        if point < first.seq:
+            if checkpoint is None:
+                raise InvalidRequest(f"seq {point} is before the stream's first event (seq 1)")
+            raise PluginError(f"seq {point} is gone: {compacted_note(checkpoint)}")
+        index = next(i for i, e in enumerate(events) if e.seq == point)
+        return events[index], after[index]
+    reached = [i for i, e in enumerate(events) if written_at(e) <= point]
+    if not reached:
+        when = rfc3339(point)
+        if checkpoint is not None:
+            raise PluginError(
+                f"{when} is before the oldest kept state: {compacted_note(checkpoint)}"
+            )
+        raise PluginError(
+            f"the node had no events yet at {when} (the first is at {rfc3339(first.at)})"
+        )
+    return events[reached[-1]], after[reached[-1]]
+
+
+def stream_gaps(events: list[Event]) -> list[str]:
+    """What is missing from a stream: it must start at 1 or at a checkpoint, and have no gaps."""
+    problems = []
+    if events and events[0].seq != 1 and not isinstance(events[0].change, Checkpoint):
+        problems.append(f"events 1..{events[0].seq - 1} are missing (and no checkpoint)")
+    for before, after in pairwise(events):
+        if after.seq != before.seq + 1:
+            problems.append(f"events {before.seq + 1}..{after.seq - 1} are missing")
+    return problems
+
+
+class Verdict(msgspec.Struct, frozen=True):
+    """How a head compares with the fold of its stream."""
+
+    problems: list[str]
+    """Empty when they agree."""
+    folded: NodeState | None
+    repairable: bool
+    """The stream is whole and folds, so the head may be rewritten from it."""
+
+
+def check(head: bytes | None, events: list[Event]) -> Verdict:
+    """Compare a head (as stored) with the fold of its stream.
+
+    A head with no stream is an upstream record not adopted yet: nothing to compare.
+    """
+    problems = stream_gaps(events)
+    try:
+        folded = states(events)[-1] if events else None
+    except PluginError as exc:
+        return Verdict(problems=[*problems, exc.reason], folded=None, repairable=False)
+    repairable = not problems
+    last = events[-1].seq if events else 0
+    if head is None:
+        if folded is not None:
+            problems.append(f"no head, but the stream says {_describe(folded)} at seq {last}")
+        return Verdict(problems=problems, folded=folded, repairable=repairable)
+    try:
+        stored = decode_head(head)
+    except msgspec.DecodeError as exc:
+        problems.append(f"the head is not readable: {exc}")
+        return Verdict(problems=problems, folded=folded, repairable=repairable)
+    if not events:
+        if stored.seq is not None:
+            problems.append(f"the head is at seq {stored.seq} but the stream is empty")
+        return Verdict(problems=problems, folded=folded, repairable=False)
+    found = state_of_head(stored)
+    if folded is None:
+        problems.append(
+            f"the stream ends with the node removed (seq {last}), but a head remains: "
+            f"{_describe(found)}"
+        )
+    else:
+        for field in ("capacity", "usage"):
+            was, should = getattr(found, field), getattr(folded, field)
+            if was != should:
+                problems.append(
+                    f"{field} differs: head {cards.describe(was)}, stream {cards.describe(should)}"
+                )
+    if stored.seq is None:
+        problems.append(f"the head has no seq (rewritten by the upstream plugin?); stream {last}")
+    elif stored.seq != last:
+        problems.append(f"seq differs: head {stored.seq}, stream {last}")
+        if stored.seq > last:
+            repairable = False  # the head saw events the stream has lost
+    return Verdict(problems=problems, folded=folded, repairable=repairable)
+
+
+def repair(head: bytes | None, verdict: Verdict) -> HeadRepaired:
+    """The event that rewrites a disagreeing head from its stream, keeping what was found."""
+    found = head.decode(errors="replace") if head is not None else "no head"
+    return HeadRepaired(found=found[:2000], state=snapshot_of(verdict.folded))
+
+
+def checkpoint_for(events: list[Event], export: str) -> Checkpoint:
+    """The checkpoint that replaces ``events`` (a whole prefix of a stream)."""
+    problems = stream_gaps(events)
+    if problems:
+        raise PluginError(f"cannot compact a stream with missing events: {'; '.join(problems)}")
+    first = events[0]
+    return Checkpoint(
+        state=snapshot_of(states(events)[-1]),
+        first=first.change.first if isinstance(first.change, Checkpoint) else first.seq,
+        last_at=written_at(events[-1]),
+        export=export,
+    )
+
+
+def _describe(state: NodeState) -> str:
+    return f"capacity {cards.describe(state.capacity)}, usage {cards.describe(state.usage)}"

@@ -1,0 +1,254 @@
+"""What auditors ask of a stream, without etcd: projections/audit.py."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ledger.errors import InvalidRequest, PluginError
+from ledger.events import (
+    Change,
+    Checkpoint,
+    Event,
+    Head,
+    HeadRepaired,
+    NodeAdded,
+    NodeRemoved,
+    Snapshot,
+    UsageChanged,
+    UsageSet,
+    encode,
+)
+from ledger.resources import Resource
+from projections import audit
+from projections.node import NodeState, fold
+from tests.unit.strategies import FAST, positive_maps, signed_maps
+
+T0 = datetime(2026, 11, 29, 3, 0, tzinfo=timezone.utc)
+EXPORT = "host-1:/var/lib/resource-gpu/n1.000000000001-000000000003.abc.jsonl"
+
+
+def stream(*changes: Change, start: int = 1) -> list[Event]:
+    """Events one minute apart from T0, seq ``start``, ``start + 1``, ..."""
+    return [
+        Event(seq=seq, at=T0 + timedelta(minutes=seq), verb="test", op=f"op{seq}", change=c)
+        for seq, c in enumerate(changes, start=start)
+    ]
+
+
+def compacted(events: list[Event], through: int) -> list[Event]:
+    """``events`` as compaction leaves them: a checkpoint at ``through``, then the rest."""
+    gone = [e for e in events if e.seq <= through]
+    checkpoint = Event(
+        seq=through,
+        at=T0 + timedelta(days=1),
+        verb="compact",
+        op="c",
+        change=audit.checkpoint_for(gone, EXPORT),
+    )
+    return [checkpoint, *(e for e in events if e.seq > through)]
+
+
+def head(state: NodeState, seq: int | None) -> bytes:
+    return encode(
+        Head(capacity=Resource.of(state.capacity), usage=Resource.of(state.usage), seq=seq)
+    )
+
+
+LIFE = stream(
+    NodeAdded(capacity={"a": 4}),
+    UsageChanged(delta={"a": 1}),
+    UsageChanged(delta={"a": 2}),
+    UsageChanged(delta={"a": -1}),
+    NodeRemoved(),
+    NodeAdded(capacity={"b": 1}),
+)
+
+
+# --- points ----------------------------------------------------------------------------------
+
+
+def test_a_point_is_a_seq_or_a_time() -> None:
+    assert audit.parse_point("42", "--at") == 42
+    assert audit.parse_point("2026-11-29T03:00:00Z", "--at") == T0
+    assert audit.parse_point("2026-11-29T04:00:00+01:00", "--at") == T0
+    assert audit.parse_point("2026-11-29T03:00:00", "--at") == T0  # no offset: UTC
+    assert audit.parse_point("2026-11-29", "--at") == T0 - timedelta(hours=3)
+
+
+@pytest.mark.parametrize("text", ["", "-1", "yesterday", "1.5", "2026-13-01", "seq 4"])
+def test_anything_else_is_refused_naming_the_option(text: str) -> None:
+    with pytest.raises(InvalidRequest, match="--since"):
+        audit.parse_point(text, "--since")
+
+
+def test_times_are_shown_in_utc_with_milliseconds() -> None:
+    at = datetime(2026, 11, 29, 4, 0, 0, 123456, tzinfo=timezone(timedelta(hours=1)))
+    assert audit.rfc3339(at) == "2026-11-29T03:00:00.123Z"
+
+
+# --- state at a point ------------------------------------------------------------------------
+
+
+def test_state_after_each_seq() -> None:
+    assert audit.state_at(LIFE, 1)[1] == NodeState(capacity={"a": 4})
+    assert audit.state_at(LIFE, 3)[1] == NodeState(capacity={"a": 4}, usage={"a": 3})
+    assert audit.state_at(LIFE, 5)[1] is None
+    event, state = audit.state_at(LIFE, 6)
+    assert event.seq == 6
+    assert state == NodeState(capacity={"b": 1})
+
+
+def test_state_at_a_time_is_the_state_after_the_last_event_by_then() -> None:
+    between_2_and_3 = T0 + timedelta(minutes=2, seconds=30)
+    event, state = audit.state_at(LIFE, between_2_and_3)
+    assert event.seq == 2
+    assert state == NodeState(capacity={"a": 4}, usage={"a": 1})
+    assert audit.state_at(LIFE, T0 + timedelta(minutes=3))[0].seq == 3  # inclusive
+
+
+def test_points_outside_the_stream_are_errors() -> None:
+    with pytest.raises(PluginError, match="past the end"):
+        audit.state_at(LIFE, 7)
+    with pytest.raises(PluginError, match="before the stream's first event"):
+        audit.state_at(LIFE, 0)
+    with pytest.raises(PluginError, match="no events yet"):
+        audit.state_at(LIFE, T0)
+    with pytest.raises(PluginError, match="no events"):
+        audit.state_at([], 1)
+
+
+def test_points_before_a_checkpoint_name_the_export() -> None:
+    events = compacted(LIFE, through=3)
+    assert events[0].seq == 3 and isinstance(events[0].change, Checkpoint)
+    assert audit.state_at(events, 3)[1] == NodeState(capacity={"a": 4}, usage={"a": 3})
+    for point in (2, T0 + timedelta(minutes=2, seconds=59)):
+        with pytest.raises(PluginError, match=r"events 1\.\.3 were compacted") as raised:
+            audit.state_at(events, point)
+        assert EXPORT in raised.value.reason
+    # A checkpoint stands at the time of the last event it replaced, not when it was written.
+    assert audit.state_at(events, T0 + timedelta(minutes=3))[0].seq == 3
+
+
+def test_a_broken_stream_says_where() -> None:
+    broken = stream(NodeAdded(capacity={}), NodeRemoved(), UsageSet(usage={"a": 1}))
+    with pytest.raises(PluginError, match="broken at seq 3"):
+        audit.state_at(broken, 3)
+
+
+# --- checkpoints ------------------------------------------------------------------------------
+
+
+@FAST
+@given(
+    capacity=positive_maps,
+    deltas=st.lists(signed_maps, min_size=1, max_size=12),
+    data=st.data(),
+)
+def test_compaction_keeps_every_later_state(
+    capacity: dict[str, int], deltas: list[dict[str, int]], data: st.DataObject
+) -> None:
+    events = stream(NodeAdded(capacity=capacity), *(UsageChanged(delta=d) for d in deltas))
+    through = data.draw(st.integers(min_value=1, max_value=len(events)))
+    after = compacted(events, through)
+    assert fold(after) == fold(events)
+    for seq in range(through, len(events) + 1):
+        assert audit.state_at(after, seq)[1] == audit.state_at(events, seq)[1]
+    assert audit.check(head(fold(events) or NodeState(), len(events)), after).problems == []
+
+
+def test_compacting_a_compacted_stream_keeps_the_first_seq() -> None:
+    once = compacted(LIFE, through=3)
+    twice = compacted(once, through=5)
+    assert isinstance(twice[0].change, Checkpoint)
+    assert twice[0].change.first == 1
+    assert twice[0].change.last_at == LIFE[4].at
+    assert fold(twice) == fold(LIFE)
+
+
+def test_a_checkpoint_may_hold_a_removed_node() -> None:
+    after = compacted(LIFE, through=5)
+    assert isinstance(after[0].change, Checkpoint)
+    assert after[0].change.state is None
+    assert fold(after) == NodeState(capacity={"b": 1})
+
+
+def test_a_stream_with_gaps_is_not_compacted() -> None:
+    gappy = [LIFE[0], LIFE[2]]
+    with pytest.raises(PluginError, match=r"events 2\.\.2 are missing"):
+        audit.checkpoint_for(gappy, EXPORT)
+
+
+# --- verify ----------------------------------------------------------------------------------
+
+NOW = NodeState(capacity={"b": 1})
+
+
+def test_a_head_that_matches_its_stream_agrees() -> None:
+    verdict = audit.check(head(NOW, 6), LIFE)
+    assert verdict.problems == []
+    assert verdict.folded == NOW
+
+
+def test_an_upstream_head_without_a_stream_is_not_a_disagreement() -> None:
+    assert audit.check(head(NOW, None), []).problems == []
+    assert audit.check(None, []).problems == []
+
+
+@pytest.mark.parametrize(
+    ("stored", "problem"),
+    [
+        (head(NodeState(capacity={"b": 2}), 6), "capacity differs: head b:2, stream b:1"),
+        (
+            head(NodeState(capacity={"b": 1}, usage={"b": 1}), 6),
+            "usage differs: head b:1, stream none",
+        ),
+        (head(NOW, 5), "seq differs: head 5, stream 6"),
+        (head(NOW, None), "the head has no seq"),
+        (b'{"capacity": 12', "the head is not readable"),
+        (None, "no head, but the stream says capacity b:1, usage none at seq 6"),
+    ],
+)
+def test_each_disagreement_names_both_values(stored: bytes | None, problem: str) -> None:
+    verdict = audit.check(stored, LIFE)
+    assert any(problem in p for p in verdict.problems), verdict.problems
+    assert verdict.repairable
+    repair = audit.repair(stored, verdict)
+    assert repair.state == Snapshot(capacity={"b": 1}, usage={})
+    assert repair.found == (stored.decode() if stored else "no head")
+
+
+def test_a_head_left_after_removal_is_repaired_by_removing_it() -> None:
+    removed = LIFE[:5]
+    verdict = audit.check(head(NodeState(capacity={"a": 4}), 5), removed)
+    assert "the stream ends with the node removed" in verdict.problems[0]
+    assert audit.repair(None, verdict) == HeadRepaired(found="no head", state=None)
+
+
+def test_a_stream_missing_events_is_not_repairable() -> None:
+    missing_middle = [*LIFE[:2], *LIFE[3:]]
+    verdict = audit.check(head(NOW, 6), missing_middle)
+    assert "events 3..3 are missing" in verdict.problems
+    assert not verdict.repairable
+    missing_start = LIFE[2:]
+    verdict = audit.check(head(NOW, 6), missing_start)
+    assert "events 1..2 are missing (and no checkpoint)" in verdict.problems
+
+
+def test_a_head_ahead_of_its_stream_is_not_repairable() -> None:
+    verdict = audit.check(head(NOW, 9), LIFE)
+    assert "seq differs: head 9, stream 6" in verdict.problems
+    assert not verdict.repairable
+    emptied = audit.check(head(NOW, 3), [])
+    assert emptied.problems == ["the head is at seq 3 but the stream is empty"]
+    assert not emptied.repairable
+
+
+def test_a_stream_that_does_not_fold_is_reported_not_repaired() -> None:
+    broken = stream(NodeAdded(capacity={}), NodeRemoved(), UsageSet(usage={"a": 1}))
+    verdict = audit.check(head(NOW, 3), broken)
+    assert any("broken at seq 3" in p for p in verdict.problems)
+    assert not verdict.repairable
