@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import msgspec
@@ -28,6 +28,9 @@ from ledger.events import (
 from ledger.keys import check_node_name
 from projections import audit
 from projections.node import NodeState
+
+if TYPE_CHECKING:
+    from ledger.store import Stream
 
 POINT_HELP = "a seq (42) or an RFC 3339 time (2026-11-29T03:00:00Z; no offset means UTC)"
 
@@ -107,14 +110,14 @@ NOT_ADOPTED = (
 )
 
 
-def stream_of(session: Session, node: str) -> list[Event]:
-    """The node's events: empty for an upstream record not adopted yet; an error if the plugin
-    has never known the node."""
+def stream_of(session: Session, node: str) -> Stream:
+    """The node's head and events (none for an upstream record not adopted yet); an error if
+    the plugin has never known the node."""
     session.node = check_node_name(node)
-    events = session.store.events(node)
-    if not events and session.store.read(node).state is None:
+    stream = session.store.read_stream(node)
+    if not stream.events and stream.head is None:
         raise PluginError("no events: the plugin has never known this node")
-    return events
+    return stream
 
 
 @click.command("history")
@@ -154,9 +157,9 @@ def history(
     """
 
     def show(session: Session) -> Any:
-        start = audit.parse_point(since, "--since") if since else None
-        end = audit.parse_point(until, "--until") if until else None
-        events = stream_of(session, node)
+        start = audit.parse_point(since, "--since") if since is not None else None
+        end = audit.parse_point(until, "--until") if until is not None else None
+        events = stream_of(session, node).events
         if not events:
             return [] if as_json_output else NOT_ADOPTED
         rows = list(zip(events, audit.states(events), strict=True))
@@ -195,9 +198,9 @@ def export(node: str) -> None:
     def lines(session: Session) -> str:
         from ledger.export import json_lines
 
-        events = stream_of(session, node)
-        if not events:
+        stream = stream_of(session, node)
+        if not stream.events:
             raise PluginError(NOT_ADOPTED)
-        return json_lines(events).decode().rstrip("\n")
+        return json_lines(stream.raw_events).decode().rstrip("\n")
 
     run("export", lines, text=True)

@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import click
+import msgspec
 
 from commands.answers import node_resources
 from commands.history import NOT_ADOPTED, POINT_HELP, stream_of
 from commands.protocol import Session, run
 from ledger import cards
 from ledger.errors import PluginError
+from ledger.events import decode_head
 from projections import audit
 from projections.node import NodeState, state_of_head
 
@@ -46,8 +48,8 @@ def show(node: str, at: str | None, as_json_output: bool) -> None:
     """
 
     def state(session: Session) -> Any:
-        point = audit.parse_point(at, "--at") if at else None
-        events = stream_of(session, node)
+        point = audit.parse_point(at, "--at") if at is not None else None
+        events = stream_of(session, node).events
         if not events:
             raise PluginError(NOT_ADOPTED)
         event, after = audit.state_at(events, events[-1].seq if point is None else point)
@@ -79,7 +81,8 @@ def nodes(as_json_output: bool) -> None:
 
     \b
     STATE is live (a head and its stream), removed (only a stream: remove-node keeps it),
-    or upstream (a record of the upstream plugin, adopted on its first write). EVENTS is the
+    upstream (a record of the upstream plugin, adopted on its first write), or unreadable (the
+    head is not valid JSON: see verify --repair). EVENTS is the
     stream's length (a compacted stream counts its checkpoint), SEQ its last event.
     --json prints [{"nodename", "state", "capacity": R, "usage": R, "events", "seq"}, ...]
     sorted by name.
@@ -89,17 +92,21 @@ def nodes(as_json_output: bool) -> None:
         store = session.store
         known = store.list_nodes()
         names = sorted(known)
-        heads = store.heads(name for name in names if known[name].head)
+        heads = store.raw_heads(name for name in names if known[name].head)
         bounds = store.stream_bounds(name for name in names if known[name].stream)
         rows = []
         for name in names:
-            head = heads.get(name)
-            state = state_of_head(head) if head else NodeState()
+            raw = heads.get(name)
             stream = bounds.get(name)
+            try:
+                state = state_of_head(decode_head(raw)) if raw is not None else NodeState()
+                status = "removed" if raw is None else "live" if stream else "upstream"
+            except msgspec.DecodeError:
+                state, status = NodeState(), "unreadable"
             rows.append(
                 {
                     "nodename": name,
-                    "state": "removed" if head is None else "live" if stream else "upstream",
+                    "state": status,
                     **node_resources(state),
                     "events": stream.count if stream else 0,
                     "seq": stream.last if stream else 0,

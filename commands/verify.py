@@ -26,6 +26,8 @@ def _verify_one(store: Store, node: str, repair: bool) -> tuple[str | None, bool
     agrees now (it may have been repaired)."""
     for _ in range(REPAIR_ATTEMPTS):
         stream = store.read_stream(node)
+        if stream.head is None and not stream.events:
+            return f"node {node}: unknown: no head and no events", False
         verdict = audit.check(stream.head, stream.events)
         if not verdict.problems:
             return None, True
@@ -83,9 +85,8 @@ def verify(nodes: tuple[str, ...], every: bool, repair: bool) -> None:
             respond("\n".join(reports), text=True)
         if failed:
             hint = "" if repair else " (--repair rewrites heads from their streams)"
-            raise PluginError(
-                f"{failed} of {_nodes(len(targets))} disagree with their streams{hint}"
-            )
+            verb = "disagrees" if failed == 1 else "disagree"
+            raise PluginError(f"{failed} of {_nodes(len(targets))} {verb} with their streams{hint}")
         repaired = f", {len(reports)} repaired" if reports else ""
         return f"{_nodes(len(targets))} verified: every head agrees with its stream{repaired}"
 

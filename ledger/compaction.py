@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import uuid
 
+import msgspec
+
 from ledger import export
-from ledger.errors import Contention
+from ledger.errors import Contention, PluginError
 from ledger.store import Compacted, Store
 from projections import audit
 
@@ -33,10 +35,17 @@ def compact(
             return None
         stream = store.read_stream(node, after=record.first - 1, until=through)
         if not stream.events or stream.events[-1].seq != through:
+            if store.read(node).first == record.first:
+                raise PluginError(
+                    f"cannot compact: event {through} is missing from the stream "
+                    f"(see: resource-gpu verify {node})",
+                    node=node,
+                )
             continue  # compacted meanwhile by someone else
+        change = audit.checkpoint_for(stream.events, export="")  # refuses a stream with gaps
         op = uuid.uuid4().hex
-        path = export.write(export_dir, node, stream.events, op)
-        change = audit.checkpoint_for(stream.events, export.location(path))
+        path = export.write(export_dir, node, stream.raw_events, stream.events, op)
+        change = msgspec.structs.replace(change, export=export.location(path))
         checkpoint = store.new_event(through, verb, change, op)
         if store.replace_with_checkpoint(node, checkpoint, stream.event_revisions[-1]):
             return Compacted(first=change.first, checkpoint=checkpoint)

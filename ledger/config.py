@@ -61,7 +61,7 @@ class StreamsConfig(msgspec.Struct, kw_only=True):
     @property
     def compact_over(self) -> int:
         """The stream length past which an append triggers compaction (0: never)."""
-        return self.max_events + self.max_events // 10 if self.max_events else 0
+        return self.max_events + max(self.max_events // 10, 1) if self.max_events else 0
 
 
 class Config(msgspec.Struct, kw_only=True):

@@ -14,11 +14,12 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ledger.errors import PluginError
-from ledger.events import Event, encode
+from ledger.events import Event
 
 
-def json_lines(events: Iterable[Event]) -> bytes:
-    return b"".join(encode(event) + b"\n" for event in events)
+def json_lines(stored: Iterable[bytes]) -> bytes:
+    """Events as stored (their etcd values, which are single-line JSON), one per line."""
+    return b"".join(value + b"\n" for value in stored)
 
 
 def file_name(node: str, events: list[Event], op: str) -> str:
@@ -28,14 +29,14 @@ def file_name(node: str, events: list[Event], op: str) -> str:
     return f"{safe}.{events[0].seq:012d}-{events[-1].seq:012d}.{op[:12]}.jsonl"
 
 
-def write(directory: str, node: str, events: list[Event], op: str) -> Path:
-    """Write ``events`` to a new file in ``directory``; returns its path."""
+def write(directory: str, node: str, stored: list[bytes], events: list[Event], op: str) -> Path:
+    """Write the events (``stored``: their etcd values) to a new file in ``directory``."""
     folder = Path(directory).expanduser().resolve()
     path = folder / file_name(node, events, op)
     partial = path.with_name(path.name + ".partial")
     try:
         with open(partial, "xb") as out:
-            out.write(json_lines(events))
+            out.write(json_lines(stored))
             out.flush()
             os.fsync(out.fileno())
         os.rename(partial, path)

@@ -95,6 +95,8 @@ class Stream(msgspec.Struct, frozen=True):
     """The head's stored value, undecoded (``None``: no head)."""
     head_revision: int
     events: list[Event]
+    raw_events: list[bytes]
+    """Each event as stored (the etcd value), in step with ``events``."""
     event_revisions: list[int]
     """Each event key's ``mod_revision``, in step with ``events``."""
 
@@ -286,7 +288,11 @@ class Store:
         return {node: state_of_head(head) for node, head in self.heads(nodes).items()}
 
     def heads(self, nodes: Iterable[str]) -> dict[str, Head]:
-        """The heads of the named nodes that have one, as one consistent snapshot.
+        """The heads of the named nodes that have one, decoded."""
+        return {node: self._decode_head(node, raw) for node, raw in self.raw_heads(nodes).items()}
+
+    def raw_heads(self, nodes: Iterable[str]) -> dict[str, bytes]:
+        """The stored heads of the named nodes that have one, as one consistent snapshot.
 
         Heads are read in transactions of at most ``MAX_TXN_OPS`` ranges; the first fixes the
         revision the others read at, and those are sent together rather than one by one.
@@ -303,12 +309,12 @@ class Store:
         first = self._rpc("Txn", request(batches[0]))
         revision = first.header.revision
         replies = [first, *self._rpc_all([request(b, revision) for b in batches[1:]])]
-        heads: dict[str, Head] = {}
+        heads: dict[str, bytes] = {}
         for batch, reply in zip(batches, replies, strict=True):
             for node, op in zip(batch, reply.responses, strict=True):
                 kvs = op.response_range.kvs
                 if kvs:
-                    heads[node] = self._decode_head(node, kvs[0].value)
+                    heads[node] = kvs[0].value
         return heads
 
     def _rpc_all(self, requests: list[Any]) -> list[Any]:
@@ -344,10 +350,12 @@ class Store:
         head_reply, page = (r.response_range for r in first.responses)
         revision = first.header.revision
         events: list[Event] = []
+        raw: list[bytes] = []
         revisions: list[int] = []
         while True:
             for kv in page.kvs:
                 events.append(self._decode_event(node, kv))
+                raw.append(kv.value)
                 revisions.append(kv.mod_revision)
             if not page.more:
                 break
@@ -361,6 +369,7 @@ class Store:
             head=head.value if head else None,
             head_revision=head.mod_revision if head else 0,
             events=events,
+            raw_events=raw,
             event_revisions=revisions,
         )
 

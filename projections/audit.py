@@ -24,10 +24,10 @@ written at or before it)."""
 
 def parse_point(text: str, option: str) -> Point:
     """A seq (``42``) or an RFC 3339 time (``2026-11-29T03:00:00Z``; no offset means UTC)."""
-    if text.isdigit():
+    if text.isascii() and text.isdigit():
         return int(text)
     try:
-        at = datetime.fromisoformat(text)
+        at = datetime.fromisoformat(text.upper())  # RFC 3339 allows "t" and "z" too
     except ValueError:
         raise InvalidRequest(
             f"{option} {text!r} is neither a seq nor an RFC 3339 time (e.g. 2026-11-29T03:00:00Z)"

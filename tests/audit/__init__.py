@@ -1,0 +1,1 @@
+"""Auditor commands (history, show, verify, nodes, export, compact) through the real binary."""

@@ -1,0 +1,115 @@
+"""``streams: {max_events: M, export_dir: DIR}`` in gpu.yaml: every append that takes a stream
+past M + M//10 events compacts it back to M (its checkpoint included), exporting first.
+``max_events`` without ``export_dir`` is a config error for every verb that opens the store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ledger.events import decode_event
+from tests.audit.helpers import (
+    Doc,
+    G,
+    added,
+    error_line,
+    event,
+    head,
+    head_doc,
+    ok_json,
+    ok_text,
+    plant,
+    prod,
+    requests,
+    run_many,
+    take,
+    used,
+)
+from tests.etcdkv import Etcd, no_write
+from tests.plugin import Plugin
+
+M = 10
+
+
+def write_streams(plugin: Plugin, streams: dict[str, Any]) -> None:
+    etcd = {"machines": plugin.endpoints, "prefix": plugin.prefix}
+    plugin.config.write_text(json.dumps({"etcd": etcd, "streams": streams}))  # JSON is YAML
+
+
+def test_streams_stay_bounded_and_nothing_is_lost(
+    plugin: Plugin, etcd: Etcd, tmp_path: Path
+) -> None:
+    directory = tmp_path / "exports"
+    directory.mkdir()
+    write_streams(plugin, {"max_events": M, "export_dir": str(directory)})
+    # 8 events already (a card taken by each of events 2..8), then appends through the binary
+    planted = [event(1, added({G: 16}))] + [event(s, used({G: 1})) for s in range(2, 9)]
+    plant(etcd, "n1", planted, head({G: 16}, {G: 7}, 8))
+    usage = 7
+    lengths = []
+    for i in range(6):
+        give_back = i % 3 == 2
+        request = {
+            "nodename": "n1",
+            "workloads_resource": [{"prod_count_map": {G: 1}}],
+            "delta": True,
+            "incr": not give_back,
+        }
+        answer = plugin.ok("set-node-resource-usage", request)
+        usage += -1 if give_back else 1
+        assert prod(answer["after"]) == {G: usage}
+        lengths.append(len(etcd.events("n1")))
+    # grows to M + M//10, and the append after that compacts it back to M
+    assert max(lengths) == M + M // 10
+    assert lengths == [9, 10, 11, 10, 11, 10]
+
+    files = sorted(directory.iterdir())
+    assert len(files) == 2 and all(f.name.endswith(".jsonl") for f in files), files
+    exported = [decode_event(line) for f in files for line in f.read_bytes().splitlines()]
+    kept = [decode_event(kv.value) for kv in etcd.events("n1")]
+    assert kept[0].kind == "checkpoint"
+    # every event ever appended is in exactly one export or still in the stream
+    written = [e.seq for e in exported + kept if e.kind != "checkpoint"]
+    assert written == list(range(1, 15))
+
+    verified, history = run_many(plugin, [["verify", "n1"], ["history", "n1", "--json"]])
+    assert ok_text(verified).startswith("1 node verified")
+    events = ok_json(history)
+    assert len(events) == M
+    assert events[0]["change"]["first"] == 1
+    info = plugin.info("n1")
+    assert (prod(info["capacity"]), prod(info["usage"])) == ({G: 16}, {G: usage})
+    assert head_doc(etcd, "n1") == head({G: 16}, {G: usage}, 14)
+
+
+def test_max_events_without_export_dir_is_a_config_error(plugin: Plugin, etcd: Etcd) -> None:
+    plugin.add("n1", {G: 1})
+    write_streams(plugin, {"max_events": M})
+    calls: list[tuple[str, Doc]] = [
+        ("add-node", {"nodename": "n2", "resource": {"prod_count_map": {G: 1}}}),
+        take("n1", {G: 1}),
+        ("get-node-resource-info", {"nodename": "n1"}),
+    ]
+    with no_write(etcd):
+        writes = requests(plugin, calls)
+        reads = run_many(plugin, [["history", "n1"], ["nodes"]])
+    verbs = [verb for verb, _ in calls] + ["history", "nodes"]
+    for verb, result in zip(verbs, writes + reads, strict=True):
+        line = error_line(result, verb)
+        assert "streams.max_events" in line and "export_dir" in line, line
+
+
+def test_a_compaction_that_cannot_happen_leaves_no_exports_behind(
+    plugin: Plugin, etcd: Etcd, tmp_path: Path
+) -> None:
+    """The appends succeed (compaction is best effort), but each one that tries to compact a
+    stream with a missing event must not leave an export of events that were not removed."""
+    stream = [event(1, added({G: 8}))] + [event(s, used({G: 1})) for s in (3, 4, 5, 6)]
+    plant(etcd, "n1", stream, head({G: 8}, {G: 5}, 6))  # event 2 is lost
+    write_streams(plugin, {"max_events": 4, "export_dir": str(tmp_path / "exports")})
+    (tmp_path / "exports").mkdir()
+    plugin.ok(*take("n1", {G: 1}))
+    plugin.ok(*take("n1", {G: 1}))
+    assert len(etcd.events("n1")) == 7  # nothing compacted
+    assert sorted(p.name for p in (tmp_path / "exports").iterdir()) == []
