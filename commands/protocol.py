@@ -76,7 +76,9 @@ class Session:
         if appended.events and bounds.compact_over and appended.length > bounds.compact_over:
             from ledger.compaction import compact
 
-            with contextlib.suppress(PluginError):
+            # Whatever goes wrong here (an unwritable export directory, etcd's time budget spent)
+            # must not turn the write that already landed into a reported failure.
+            with contextlib.suppress(Exception):
                 compact(self.store, node, keep=bounds.max_events - 1, export_dir=bounds.export_dir)
         return appended
 
@@ -86,7 +88,9 @@ class Session:
 
 
 def fail(verb: str, node: str | None, reason: str, status: int = EXIT_FAILURE) -> NoReturn:
-    where = f"node {node}: " if node else ""
+    # A node name that is not printable is shown escaped: no control characters reach a log.
+    shown = node if node is None or node.isprintable() else ascii(node)
+    where = f"node {shown}: " if node else ""
     line = " ".join(f"{PROG} {verb}: {where}{reason}".splitlines())
     sys.stderr.write(line + "\n")
     sys.stderr.flush()
@@ -105,6 +109,8 @@ def read_request(request_type: type[R]) -> R:
         raise PluginError(f"invalid request: {exc}", node=_node_named_in(raw)) from None
     except msgspec.DecodeError as exc:
         raise PluginError(f"request is not valid JSON: {exc}") from None
+    except RecursionError:  # msgspec descends into every value, even ignored ones
+        raise PluginError("request is nested too deeply") from None
 
 
 class _Named(msgspec.Struct):
@@ -115,7 +121,7 @@ def _node_named_in(raw: bytes) -> str | None:
     """The node a malformed request is about, if it says so, to name it in the error."""
     try:
         node = msgspec.json.decode(raw, type=_Named).nodename
-    except msgspec.MsgspecError:
+    except (msgspec.MsgspecError, RecursionError):
         return None
     return _named(node)
 

@@ -147,8 +147,21 @@ class Head(msgspec.Struct, kw_only=True, omit_defaults=True):
     seq: int | None = None
 
 
+class _StoredMap(msgspec.Struct):
+    prod_count_map: dict[str, int] | None = None
+
+
+class _StoredHead(msgspec.Struct):
+    """A head as stored, read without the bounds a request must keep: whatever a record holds
+    (the upstream plugin's, say), the plugin can still read it, show it, and change it."""
+
+    capacity: _StoredMap | None = None
+    usage: _StoredMap | None = None
+    seq: int | None = None
+
+
 _event_decoder = msgspec.json.Decoder(Event)
-_head_decoder = msgspec.json.Decoder(Head)
+_head_decoder = msgspec.json.Decoder(_StoredHead)
 _encoder = msgspec.json.Encoder()
 
 
@@ -191,4 +204,9 @@ def _version_of(raw: bytes) -> int:
 
 
 def decode_head(raw: bytes) -> Head:
-    return _head_decoder.decode(raw)
+    stored = _head_decoder.decode(raw)
+
+    def resource(value: _StoredMap | None) -> Resource | None:
+        return None if value is None else Resource(prod_count_map=value.prod_count_map)
+
+    return Head(capacity=resource(stored.capacity), usage=resource(stored.usage), seq=stored.seq)

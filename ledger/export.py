@@ -7,6 +7,8 @@ with the final name is always complete.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import socket
 from collections.abc import Iterable
@@ -22,10 +24,18 @@ def json_lines(stored: Iterable[bytes]) -> bytes:
     return b"".join(value + b"\n" for value in stored)
 
 
+MAX_NAME_PART = 120
+"""Bytes of the escaped node name kept in a file name (file systems allow 255 in all)."""
+
+
 def file_name(node: str, events: list[Event], op: str) -> str:
     """``<node>.<first seq>-<last seq>.<op>.jsonl``; the node name is %-escaped, so it is
-    always one plain file name (no ``/``, no leading dot)."""
+    always one plain file name (no ``/``, no leading dot). A name too long for a file name is
+    cut, with a digest of the whole name in place of the rest."""
     safe = quote(node, safe="-_~").replace(".", "%2E")
+    if len(safe) > MAX_NAME_PART:
+        digest = hashlib.sha256(node.encode()).hexdigest()[:16]
+        safe = f"{safe[: MAX_NAME_PART - 17]}~{digest}"
     return f"{safe}.{events[0].seq:012d}-{events[-1].seq:012d}.{op[:12]}.jsonl"
 
 
@@ -46,7 +56,8 @@ def write(directory: str, node: str, stored: list[bytes], events: list[Event], o
         finally:
             os.close(directory_fd)
     except OSError as exc:
-        partial.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)
         raise PluginError(
             f"cannot write the export {str(path)!r}: {exc.strerror or exc}", node=node
         ) from None

@@ -41,6 +41,11 @@ def _checked(resource: Resource | None, what: str, *, sign: str) -> Cards:
     for product, count in raw.items():
         if not product.strip():
             raise InvalidRequest(f"invalid gpu map in {what}: product name is blank")
+        if not product.isprintable():
+            raise InvalidRequest(
+                f"invalid gpu map in {what}: product name {product!r} has control or "
+                "invisible characters"
+            )
         if sign == "positive" and count <= 0:
             raise InvalidRequest(
                 f"invalid gpu map in {what}: count of {product!r} must be positive, got {count}"

@@ -21,6 +21,7 @@ from ledger.events import (
     UsageRebuilt,
     UsageSet,
 )
+from ledger.resources import MAX_COUNT
 from projections.diffs import usage_diffs
 from projections.node import NodeState
 
@@ -41,15 +42,26 @@ def remove_node(state: NodeState | None) -> Change | None:
     return None if state is None else NodeRemoved()
 
 
-def _refuse_negative(node: str, what: str, before: Cards, change: Cards) -> None:
-    """Refuse a change that takes a product it touches below zero."""
+def _refuse_out_of_range(node: str, what: str, before: Cards, change: Cards) -> None:
+    """Refuse a change that takes a product it touches below zero or past ``MAX_COUNT``."""
     after = cards.add(before, change)
     for product in sorted(change):
-        if after.get(product, 0) < 0:
+        count = after.get(product, 0)
+        if count < 0 or count > MAX_COUNT:
+            limit = "fall below zero" if count < 0 else f"exceed {MAX_COUNT}"
             raise InvalidRequest(
-                f"{what} of {product!r} would fall below zero "
-                f"({before.get(product, 0)} {change[product]:+d} = {after[product]})",
+                f"{what} of {product!r} would {limit} "
+                f"({before.get(product, 0)} {change[product]:+d} = {count})",
                 node=node,
+            )
+
+
+def _refuse_too_many(node: str, what: str, given: Cards) -> None:
+    """Refuse an absolute value (a sum of workloads, say) past ``MAX_COUNT`` of a product."""
+    for product, count in sorted(given.items()):
+        if count > MAX_COUNT:
+            raise InvalidRequest(
+                f"{what} of {product!r} would exceed {MAX_COUNT} ({count})", node=node
             )
 
 
@@ -63,7 +75,7 @@ def set_capacity(
     change = given if incr else cards.negate(given)
     if not change:
         return None
-    _refuse_negative(node, "capacity", current.capacity, change)
+    _refuse_out_of_range(node, "capacity", current.capacity, change)
     return CapacityChanged(delta=cards.normalised(change))
 
 
@@ -78,11 +90,12 @@ def set_usage(
 ) -> Change | None:
     current = existing(node, state)
     if not delta:
+        _refuse_too_many(node, "usage", given)
         return None if given == current.usage else UsageSet(usage=given)
     change = given if incr else cards.negate(given)
     if not change:
         return None
-    _refuse_negative(node, "usage", current.usage, change)
+    _refuse_out_of_range(node, "usage", current.usage, change)
     return UsageChanged(delta=cards.normalised(change), workloads=workloads)
 
 
@@ -96,4 +109,5 @@ def rebuild_usage(node: str, state: NodeState | None, workloads_sum: Cards) -> C
     current = existing(node, state)
     if current.usage == workloads_sum:
         return None
+    _refuse_too_many(node, "usage", workloads_sum)
     return UsageRebuilt(usage=workloads_sum, diffs=usage_diffs(current.usage, workloads_sum))
