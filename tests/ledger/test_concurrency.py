@@ -1,11 +1,14 @@
 """Many plugin processes on one node at once, with no lock: compare-and-swap keeps the ledger exact.
 
 Each worker thread runs the real binary (a separate OS process per call) in a loop, as core does
-when several deploys and removals land on one node together.
+when several deploys and removals land on one node together. Every deployed workload carries a
+product of its own (a tag), so each call's event, if it left one, can be told apart from every
+other call's by the workloads it records.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
 import threading
 from collections import Counter
@@ -19,11 +22,13 @@ import pytest
 from tests.etcdkv import Etcd, upstream_head
 from tests.plugin import Plugin, R, counts
 
-WORKERS = 6
-CALLS_PER_WORKER = 20
+WORKERS = 8
+CALLS_PER_WORKER = 15
 PRODUCTS = ("nvidia-3090", "nvidia-a100", "nvidia-t4")
 
 Cards = dict[str, int]
+Signature = tuple[bool, tuple[tuple[tuple[str, int], ...], ...]]
+"""A call as its event records it: deploy (True) or release, and the workloads' cards."""
 
 
 def add(left: Cards, right: Cards, sign: int = 1) -> Cards:
@@ -44,10 +49,22 @@ def frozen(cards: Cards) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(cards.items()))
 
 
+def signature(incr: bool, workloads: list[Cards]) -> Signature:
+    return incr, tuple(frozen(w) for w in workloads)
+
+
+def event_signature(event: dict[str, Any]) -> Signature:
+    change = event["change"]
+    return signature(
+        any(n > 0 for n in change["delta"].values()), list(change.get("workloads") or [])
+    )
+
+
 @dataclass
 class Call:
     delta: Cards
     """The signed change the call asked for."""
+    signature: Signature
     ok: bool
     before: Cards | None = None
     after: Cards | None = None
@@ -66,6 +83,7 @@ def check_clean_failure(result: Any) -> None:
 def worker(plugin: Plugin, node: str, seed: int, start: threading.Barrier) -> list[Call]:
     """Deploy random workloads and release some of the ones this worker took."""
     rng = random.Random(seed)
+    tags = itertools.count()
     held: list[Cards] = []
     calls: list[Call] = []
     start.wait()
@@ -76,7 +94,10 @@ def worker(plugin: Plugin, node: str, seed: int, start: threading.Barrier) -> li
             incr = False
         else:
             workloads = [
-                {p: rng.randint(1, 3) for p in rng.sample(PRODUCTS, rng.randint(1, 2))}
+                {
+                    **{p: rng.randint(1, 3) for p in rng.sample(PRODUCTS, rng.randint(1, 2))},
+                    f"tag-{seed}-{next(tags)}": 1,
+                }
                 for _ in range(rng.randint(1, 2))
             ]
             incr = True
@@ -88,16 +109,17 @@ def worker(plugin: Plugin, node: str, seed: int, start: threading.Barrier) -> li
         }
         result = plugin.run("set-node-resource-usage", request)
         delta = total(workloads) if incr else add({}, total(workloads), -1)
+        called = signature(incr, workloads)
         if result.status == 0:
             assert result.stderr == ""
             answer = result.answer
-            call = Call(delta, True, counts(answer["before"]), counts(answer["after"]))
+            call = Call(delta, called, True, counts(answer["before"]), counts(answer["after"]))
             assert call.after == add(call.before or {}, delta)
             if incr:
                 held.extend(workloads)
         else:
             check_clean_failure(result)
-            call = Call(delta, False, error=result.stderr)
+            call = Call(delta, called, False, error=result.stderr)
             if not incr:
                 held.extend(workloads)  # not released: still ours
         calls.append(call)
@@ -162,6 +184,21 @@ def test_concurrent_deploys_and_releases_on_one_node(
     assert Counter(pairwise(map(frozen, states))) == Counter(
         (frozen(c.before or {}), frozen(c.after or {})) for c in changed
     )
+
+    # Call by call: each success is exactly one event, and no call that reported failure left
+    # one (a failed deploy's tags are never used again; a failed release may be retried, and
+    # then only its success may show).
+    recorded = Counter(event_signature(e) for e in events[1:])
+    assert recorded == Counter(c.signature for c in succeeded)
+    assert set(recorded.values()) == {1}
+    failed_only = {c.signature for c in calls if not c.ok} - {c.signature for c in succeeded}
+    assert not failed_only & recorded.keys(), "a call that reported failure left an event"
+
+    # The head agrees with the fold of its stream, as the auditors' check sees it.
+    verified = plugin.run("verify", None, node)
+    assert verified.status == 0, verified.stdout + verified.stderr
+    assert verified.stderr == ""
+    assert "1 node verified" in verified.stdout, verified.stdout
 
 
 def test_concurrent_add_node_of_one_new_node(plugin: Plugin, etcd: Etcd) -> None:
