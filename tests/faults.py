@@ -5,14 +5,27 @@ When a request's DATA frame contains a marker, e.g. the bytes of an event being 
 forwards the request to etcd, then swallows etcd's answer and cuts the connection: the write is
 applied but the plugin never learns it. That is an ambiguous commit, the fault a timeout after
 sending produces in production.
+
+Which writes lose their answer: the next ``arm(n)`` ones, then, after ``drop_at_random``, each
+further write with that probability, drawn from a seeded generator so a run can be replayed.
+``writes_seen`` and ``faults_injected`` count what happened.
+
+``crash_on_next_write(kill)`` times a crash to a write: the proxy forwards the write and runs
+``kill`` at once (etcd dies with the write in its socket: applied or not, nobody knows) or, with
+``at_answer``, when etcd's answer comes (etcd has processed the write: committed it, if its
+compare held, and the plugin never hears so). The answer never reaches the plugin, whose
+connection stays open until etcd's end closes: its retry meets a dead etcd. While etcd is down
+the proxy accepts connections and closes them at once, as a dead etcd behind a load balancer
+would.
 """
 
 from __future__ import annotations
 
 import contextlib
+import random
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 DATA = 0x0
@@ -38,7 +51,8 @@ def _frames(sock: socket.socket, buffer: bytearray) -> Iterator[tuple[bytes, int
 
 
 class AnswerDroppingProxy:
-    """Forwards 127.0.0.1:<port> to etcd; drops the answers to the next ``arm(n)`` writes."""
+    """Forwards 127.0.0.1:<port> to etcd; drops the answers to the next ``arm(n)`` writes, and
+    to each other write with the probability ``drop_at_random`` sets."""
 
     def __init__(self, upstream: str) -> None:
         host, port = upstream.removeprefix("http://").rsplit(":", 1)
@@ -47,7 +61,15 @@ class AnswerDroppingProxy:
         self.port = self._listener.getsockname()[1]
         self._lock = threading.Lock()
         self._armed = 0
+        self._drop_fraction = 0.0
+        self._random = random.Random(0)
+        self.writes_seen = 0
+        """Requests that carried an event (forwarded to etcd, answered or not)."""
         self.faults_injected = 0
+        """Writes whose answer was dropped (``arm`` and ``drop_at_random``)."""
+        self._crash: tuple[Callable[[], None], bool] | None = None
+        self.crashed = threading.Event()
+        """Set once ``crash_on_next_write``'s crash has run."""
         self._closed = False
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -59,17 +81,47 @@ class AnswerDroppingProxy:
         with self._lock:
             self._armed += count
 
+    def drop_at_random(self, fraction: float, seed: int) -> None:
+        """From now on drop the answer to each write with probability ``fraction``, drawn from
+        ``random.Random(seed)``: the n-th write from here meets the same fate on every run."""
+        if not 0.0 <= fraction <= 1.0:
+            raise ValueError(f"{fraction} is not a probability")
+        with self._lock:
+            self._drop_fraction = fraction
+            self._random = random.Random(seed)
+
+    def crash_on_next_write(self, crash: Callable[[], None], *, at_answer: bool = False) -> None:
+        """At the next write: forward it, then run ``crash`` (which should kill etcd) at once,
+        or when etcd answers it (``at_answer``); either way the answer is dropped."""
+        with self._lock:
+            self._crash = (crash, at_answer)
+
     def close(self) -> None:
         self._closed = True
-        self._listener.close()
+        _close(self._listener)  # shut down first: that also ends the accept() blocked on it
+
+    def _fate(self) -> tuple[bool, tuple[Callable[[], None], bool] | None]:
+        """For the write now passing (called once per write): drop its answer? and the crash to
+        run with it (and whether at its answer)."""
+        with self._lock:
+            self.writes_seen += 1
+            if self._crash is not None:
+                crash, self._crash = self._crash, None
+                return False, crash
+            return self._take_fault(), None
+
+    def _run_crash(self, crash: Callable[[], None]) -> None:
+        crash()
+        self.crashed.set()
 
     def _take_fault(self) -> bool:
-        with self._lock:
-            if self._armed <= 0:
-                return False
+        """Whether to drop the answer to this write (with the lock held)."""
+        if self._armed > 0:
             self._armed -= 1
-            self.faults_injected += 1
-            return True
+        elif not (self._drop_fraction and self._random.random() < self._drop_fraction):
+            return False
+        self.faults_injected += 1
+        return True
 
     def _accept(self) -> None:
         while not self._closed:
@@ -77,36 +129,69 @@ class AnswerDroppingProxy:
                 client, _ = self._listener.accept()
             except OSError:
                 return
-            server = socket.create_connection(self._upstream)
+            try:
+                server = socket.create_connection(self._upstream)
+            except OSError:  # etcd is down: the plugin sees its connection closed
+                _close(client)
+                continue
             doomed: set[int] = set()
+            muted: dict[int, Callable[[], None] | None] = {}
             threading.Thread(
-                target=self._requests, args=(client, server, doomed), daemon=True
+                target=self._requests, args=(client, server, doomed, muted), daemon=True
             ).start()
             threading.Thread(
-                target=self._answers, args=(server, client, doomed), daemon=True
+                target=self._answers, args=(server, client, doomed, muted), daemon=True
             ).start()
 
-    def _requests(self, client: socket.socket, server: socket.socket, doomed: set[int]) -> None:
+    def _requests(
+        self,
+        client: socket.socket,
+        server: socket.socket,
+        doomed: set[int],
+        muted: dict[int, Callable[[], None] | None],
+    ) -> None:
+        """Client to etcd. ``doomed``: streams whose answer cuts the connection; ``muted``:
+        streams whose answer is swallowed, with the crash to run when it comes (if any)."""
         with contextlib.suppress(OSError):
             buffer = bytearray()
             while len(buffer) < len(PREFACE):
                 chunk = client.recv(65536)
                 if not chunk:
-                    return
+                    break
                 buffer.extend(chunk)
-            server.sendall(bytes(buffer[: len(PREFACE)]))
-            del buffer[: len(PREFACE)]
-            for raw, kind, stream, payload in _frames(client, buffer):
-                if kind == DATA and WRITE_MARKER in payload and self._take_fault():
-                    doomed.add(stream)  # before etcd can answer: the answer will be dropped
-                server.sendall(raw)
+            else:
+                server.sendall(bytes(buffer[: len(PREFACE)]))
+                del buffer[: len(PREFACE)]
+                for raw, kind, stream, payload in _frames(client, buffer):
+                    drop, crash = False, None
+                    if kind == DATA and WRITE_MARKER in payload:
+                        drop, crash = self._fate()
+                    # Marked before etcd can answer: the answer will not reach the plugin.
+                    if drop:
+                        doomed.add(stream)
+                    if crash is not None:
+                        muted[stream] = crash[0] if crash[1] else None
+                    server.sendall(raw)
+                    if crash is not None and not crash[1]:
+                        self._run_crash(crash[0])
         _close(client, server)
 
-    def _answers(self, server: socket.socket, client: socket.socket, doomed: set[int]) -> None:
+    def _answers(
+        self,
+        server: socket.socket,
+        client: socket.socket,
+        doomed: set[int],
+        muted: dict[int, Callable[[], None] | None],
+    ) -> None:
         with contextlib.suppress(OSError):
             for raw, _kind, stream, _payload in _frames(server, bytearray()):
                 if stream in doomed:
                     break  # the write was applied; its answer is lost with the connection
+                if stream in muted:
+                    crash, muted[stream] = muted[stream], None
+                    if crash is not None:
+                        self._run_crash(crash)
+                    continue  # etcd is dead or dying: the connection closes when it is gone
                 client.sendall(raw)
         _close(client, server)
 
