@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from hypothesis import given
+from hypothesis import strategies as st
 
 from ledger import cards
 from ledger.cards import Cards
@@ -138,3 +139,12 @@ def test_clamped_and_below_zero_partition_the_normalised_map(a: Cards) -> None:
 @given(signed_maps, signed_maps, signed_maps)
 def test_sum_all_equals_repeated_add(a: Cards, b: Cards, c: Cards) -> None:
     assert cards.sum_all([a, b, c]) == cards.add(cards.add(a, b), c)
+
+
+@FAST
+@given(st.lists(signed_maps, max_size=30))
+def test_sum_all_is_the_fold_of_add(maps: list[Cards]) -> None:
+    expected: Cards = {}
+    for each in maps:
+        expected = cards.add(expected, each)
+    assert cards.sum_all(maps) == expected

@@ -357,3 +357,26 @@ def test_rebuild_usage_changes_exactly_when_maps_differ(usage: Cards, held: Card
     else:
         assert change == UsageRebuilt(usage=held, diffs=usage_diffs(usage, held))
         assert change.diffs
+
+
+# --- the upper bound: no stored count past MAX_COUNT ------------------------------------------
+
+FULL = NodeState(capacity={P90: 1_000_000}, usage={P90: 999_999})
+
+
+def test_a_delta_past_the_bound_is_refused_naming_the_sum() -> None:
+    with pytest.raises(InvalidRequest, match=r"usage of 'nvidia-3090' would exceed 1000000"):
+        decide.set_usage("n1", FULL, {P90: 2}, workloads=None, delta=True, incr=True)
+    with pytest.raises(InvalidRequest, match=r"capacity of 'nvidia-3090' would exceed 1000000"):
+        decide.set_capacity("n1", FULL, {P90: 1}, delta=True, incr=True)
+    taken = decide.set_usage("n1", FULL, {P90: 1}, workloads=None, delta=True, incr=True)
+    assert taken is not None
+    assert apply(FULL, taken) == NodeState(capacity=FULL.capacity, usage={P90: 1_000_000})
+
+
+def test_absolute_usage_past_the_bound_is_refused() -> None:
+    too_many = {P90: 1_000_001}
+    with pytest.raises(InvalidRequest, match="would exceed 1000000"):
+        decide.set_usage("n1", FULL, too_many, workloads=None, delta=False, incr=True)
+    with pytest.raises(InvalidRequest, match="would exceed 1000000"):
+        decide.rebuild_usage("n1", FULL, too_many)
