@@ -7,13 +7,11 @@ compaction leaves the export file behind for nobody, so it is removed and the wo
 
 from __future__ import annotations
 
-import uuid
-
 import msgspec
 
 from ledger import export
 from ledger.errors import Contention, PluginError
-from ledger.store import Compacted, Store
+from ledger.store import Compacted, Store, new_op
 from projections import audit
 
 ATTEMPTS = 5
@@ -29,13 +27,14 @@ def compact(
     first one).
     """
     for _ in range(ATTEMPTS):
-        record = store.read(node)
+        record = store.read(node, with_first=True)
+        assert record.first is not None
         through = record.seq - keep
         if through <= record.first:
             return None
         stream = store.read_stream(node, after=record.first - 1, until=through)
         if not stream.events or stream.events[-1].seq != through:
-            if store.read(node).first == record.first:
+            if store.read(node, with_first=True).first == record.first:
                 raise PluginError(
                     f"cannot compact: event {through} is missing from the stream "
                     f"(see: resource-gpu verify {node})",
@@ -43,7 +42,7 @@ def compact(
                 )
             continue  # compacted meanwhile by someone else
         change = audit.checkpoint_for(stream.events, export="")  # refuses a stream with gaps
-        op = uuid.uuid4().hex
+        op = new_op()
         path = export.write(export_dir, node, stream.raw_events, stream.events, op)
         change = msgspec.structs.replace(change, export=export.location(path))
         checkpoint = store.new_event(through, verb, change, op)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -35,6 +35,8 @@ class EtcdConfig(msgspec.Struct, kw_only=True):
     """Seconds one call may spend on etcd in all, retries and fail-over included."""
     max_attempts: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 64
     """How many times a write re-reads and retries after losing a compare-and-swap."""
+    transport: Literal["http", "grpc"] = "http"
+    """How requests reach etcd: its JSON gateway over HTTP (fast to start), or gRPC."""
 
     @property
     def tls(self) -> bool:

@@ -1,10 +1,11 @@
 """Fault injection on loopback: a proxy between the plugin and etcd, and a silent listener.
 
-The proxy reads the HTTP/2 frames gRPC sends (9-byte frame headers; no decoding beyond that).
-When a request's DATA frame contains a marker, e.g. the bytes of an event being written, it
-forwards the request to etcd, then swallows etcd's answer and cuts the connection: the write is
-applied but the plugin never learns it. That is an ambiguous commit, the fault a timeout after
-sending produces in production.
+The proxy speaks just enough of both transports to tell a write from a read: the HTTP/2 frames
+gRPC sends (9-byte frame headers; no decoding beyond that), and the HTTP/1.1 requests of the
+JSON gateway (a request line, headers, a Content-Length body). When a write passes (a DATA frame
+holding an event, or a ``/v3/kv/txn`` that puts keys) it forwards it to etcd, then swallows
+etcd's answer and cuts the connection: the write is applied but the plugin never learns it.
+That is an ambiguous commit, the fault a timeout after sending produces in production.
 
 Which writes lose their answer: the next ``arm(n)`` ones, then, after ``drop_at_random``, each
 further write with that probability, drawn from a seeded generator so a run can be replayed.
@@ -30,7 +31,11 @@ from collections.abc import Callable, Iterator
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 DATA = 0x0
 WRITE_MARKER = b'"change":'
-"""Only a write carries an event (with its ``change``) in its request."""
+"""Over gRPC only a write carries an event (with its ``change``) in its request."""
+HTTP1_WRITE = (b"/v3/kv/txn", b'"request_put"')
+"""Over HTTP a write is a transaction that puts keys (events are base64 in the JSON)."""
+HTTP1_STREAM = 1
+"""HTTP/1.1 answers in request order, so one key stands for "the request now in flight"."""
 
 
 def _frames(sock: socket.socket, buffer: bytearray) -> Iterator[tuple[bytes, int, int, bytes]]:
@@ -134,14 +139,30 @@ class AnswerDroppingProxy:
             except OSError:  # etcd is down: the plugin sees its connection closed
                 _close(client)
                 continue
-            doomed: set[int] = set()
-            muted: dict[int, Callable[[], None] | None] = {}
-            threading.Thread(
-                target=self._requests, args=(client, server, doomed, muted), daemon=True
-            ).start()
-            threading.Thread(
-                target=self._answers, args=(server, client, doomed, muted), daemon=True
-            ).start()
+            threading.Thread(target=self._serve, args=(client, server), daemon=True).start()
+
+    def _serve(self, client: socket.socket, server: socket.socket) -> None:
+        """One connection: which protocol it speaks, then a thread each way."""
+        buffer = bytearray()
+        with contextlib.suppress(OSError):
+            while len(buffer) < 4:
+                chunk = client.recv(65536)
+                if not chunk:
+                    break
+                buffer.extend(chunk)
+        if len(buffer) < 4:
+            _close(client, server)
+            return
+        doomed: set[int] = set()
+        muted: dict[int, Callable[[], None] | None] = {}
+        http2 = buffer.startswith(PREFACE[:4])
+        requests, answers = (
+            (self._requests, self._answers)
+            if http2
+            else (self._http1_requests, self._http1_answers)
+        )
+        threading.Thread(target=answers, args=(server, client, doomed, muted), daemon=True).start()
+        requests(client, server, doomed, muted, buffer)
 
     def _requests(
         self,
@@ -149,11 +170,11 @@ class AnswerDroppingProxy:
         server: socket.socket,
         doomed: set[int],
         muted: dict[int, Callable[[], None] | None],
+        buffer: bytearray,
     ) -> None:
         """Client to etcd. ``doomed``: streams whose answer cuts the connection; ``muted``:
         streams whose answer is swallowed, with the crash to run when it comes (if any)."""
         with contextlib.suppress(OSError):
-            buffer = bytearray()
             while len(buffer) < len(PREFACE):
                 chunk = client.recv(65536)
                 if not chunk:
@@ -194,6 +215,73 @@ class AnswerDroppingProxy:
                     continue  # etcd is dead or dying: the connection closes when it is gone
                 client.sendall(raw)
         _close(client, server)
+
+    def _http1_requests(
+        self,
+        client: socket.socket,
+        server: socket.socket,
+        doomed: set[int],
+        muted: dict[int, Callable[[], None] | None],
+        buffer: bytearray,
+    ) -> None:
+        """Client to etcd over HTTP/1.1: whole requests, one at a time."""
+        with contextlib.suppress(OSError):
+            while (request := _http1_request(client, buffer)) is not None:
+                drop, crash = False, None
+                if all(marker in request for marker in HTTP1_WRITE):
+                    drop, crash = self._fate()
+                if drop:
+                    doomed.add(HTTP1_STREAM)
+                if crash is not None:
+                    muted[HTTP1_STREAM] = crash[0] if crash[1] else None
+                server.sendall(request)
+                if crash is not None and not crash[1]:
+                    self._run_crash(crash[0])
+        _close(client, server)
+
+    def _http1_answers(
+        self,
+        server: socket.socket,
+        client: socket.socket,
+        doomed: set[int],
+        muted: dict[int, Callable[[], None] | None],
+    ) -> None:
+        """etcd to client over HTTP/1.1: the plugin sends its next request only once it has
+        the whole answer to the last, so whatever arrives answers the request in flight."""
+        with contextlib.suppress(OSError):
+            while chunk := server.recv(65536):
+                if HTTP1_STREAM in doomed:
+                    break  # the write was applied; its answer is lost with the connection
+                if HTTP1_STREAM in muted:
+                    crash, muted[HTTP1_STREAM] = muted[HTTP1_STREAM], None
+                    if crash is not None:
+                        self._run_crash(crash)
+                    continue  # etcd is dead or dying: the connection closes when it is gone
+                client.sendall(chunk)
+        _close(client, server)
+
+
+def _http1_request(sock: socket.socket, buffer: bytearray) -> bytes | None:
+    """The next whole request (head and Content-Length body), or None once the client closes."""
+    while (end := buffer.find(b"\r\n\r\n")) < 0:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return None
+        buffer.extend(chunk)
+    head = bytes(buffer[: end + 4])
+    length = 0
+    for line in head.split(b"\r\n"):
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    while len(buffer) < end + 4 + length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return None
+        buffer.extend(chunk)
+    request = bytes(buffer[: end + 4 + length])
+    del buffer[: end + 4 + length]
+    return request
 
 
 class SilentListener:

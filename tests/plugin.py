@@ -12,6 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+TRANSPORT = os.environ.get("RESOURCE_GPU_TRANSPORT", "http")
+"""How the plugin reaches etcd in this test run: the suite runs once per transport."""
+if TRANSPORT not in ("http", "grpc"):
+    raise RuntimeError(f"RESOURCE_GPU_TRANSPORT={TRANSPORT!r}: expected http or grpc")
+
 
 def binary() -> list[str]:
     """The console script installed by ``pip install``; tests run the real thing."""
@@ -44,7 +49,12 @@ class Plugin:
         self.write_config(**etcd)
 
     def write_config(self, **etcd: Any) -> None:
-        settings = {"machines": self.endpoints, "prefix": self.prefix, **etcd}
+        settings = {
+            "machines": self.endpoints,
+            "prefix": self.prefix,
+            "transport": TRANSPORT,
+            **etcd,
+        }
         self.config.write_text(json.dumps({"etcd": settings}))  # JSON is YAML
 
     def run(

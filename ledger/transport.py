@@ -1,0 +1,211 @@
+"""Carrying ``ledger.wire`` requests to etcd: over HTTP/JSON (the default) or gRPC.
+
+etcd serves its v3 API twice on the client port: as gRPC, and as JSON over plain HTTP through its
+gateway (``POST /v3/kv/range``, ``/v3/kv/txn``). Both give the same semantics: one request is
+one etcd operation. The HTTP transport needs only ``socket`` (``ledger.http11``), which keeps
+a plugin call short (a gRPC client costs ~200 ms of imports before it sends a byte); the gRPC
+transport (``etcd.transport: grpc``, through ``etcd3``) is there for clusters that expose only
+gRPC.
+
+A transport sends to the endpoint it is told to and reports failures in two kinds:
+:class:`Unavailable` (the request may not have been served, or its answer was lost: try another
+member; a write's outcome is then unknown) and :class:`Refused` (etcd answered no).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar
+from urllib.parse import urlsplit
+
+import msgspec
+
+from ledger import http11, wire
+from ledger.errors import StoreError
+
+if TYPE_CHECKING:
+    import ssl
+
+    from ledger.config import EtcdConfig
+
+Reply = TypeVar("Reply", wire.RangeResponse, wire.TxnResponse)
+
+# gRPC status codes, which etcd's gateway also puts in its error bodies.
+GRPC_CODES = (
+    *("ok", "cancelled", "unknown", "invalid_argument", "deadline_exceeded", "not_found"),
+    *("already_exists", "permission_denied", "resource_exhausted", "failed_precondition"),
+    *("aborted", "out_of_range", "unimplemented", "internal", "unavailable", "data_loss"),
+    "unauthenticated",
+)
+TRANSIENT_CODES = {"unavailable", "deadline_exceeded"}
+
+
+class Unavailable(Exception):
+    """The endpoint did not answer (refused, reset, timed out, or said it is unavailable)."""
+
+
+class Refused(Exception):
+    """etcd answered with an error."""
+
+
+class Transport(Protocol):
+    def send(
+        self,
+        endpoint: int,
+        request: wire.TxnRequest | wire.RangeRequest,
+        reply: type[Reply],
+        timeout: float,
+    ) -> Reply:
+        """Send one request to ``etcd.machines[endpoint]`` and decode its reply."""
+
+    def drop(self, endpoint: int) -> None:
+        """Forget the endpoint's connection: the next request there dials afresh."""
+
+    def close(self) -> None: ...
+
+
+def endpoint_of(url: str) -> tuple[str, int]:
+    parts = urlsplit(url if "://" in url else f"http://{url}")
+    if not parts.hostname:
+        raise StoreError(f"etcd.machines entry {url!r} has no host")
+    return parts.hostname, parts.port or 2379
+
+
+def open_transport(config: EtcdConfig) -> Transport:
+    if config.transport == "grpc":
+        from ledger.grpc_transport import GrpcTransport
+
+        return GrpcTransport(config)
+    return HttpTransport(config)
+
+
+class _GatewayError(msgspec.Struct):
+    code: int = 2
+    message: str = ""
+
+
+class _Token(msgspec.Struct):
+    token: str = ""
+
+
+_decoders: dict[type, msgspec.json.Decoder] = {}  # type: ignore[type-arg]
+_encoder = msgspec.json.Encoder()
+
+
+def _decode(raw: bytes, kind: type[Reply]) -> Reply:
+    decoder = _decoders.get(kind)
+    if decoder is None:
+        decoder = _decoders[kind] = msgspec.json.Decoder(kind, strict=False)
+    return decoder.decode(raw)  # type: ignore[no-any-return]
+
+
+class HttpTransport:
+    """etcd's JSON gateway over HTTP/1.1 keep-alive connections (HTTPS with ``ca/cert/key``)."""
+
+    PATHS: ClassVar[dict[type, str]] = {
+        wire.RangeRequest: "/v3/kv/range",
+        wire.TxnRequest: "/v3/kv/txn",
+    }
+
+    def __init__(self, config: EtcdConfig) -> None:
+        self._config = config
+        self._endpoints = [endpoint_of(url) for url in config.machines]
+        self._connections: dict[int, http11.Connection] = {}
+        self._tokens: dict[int, str] = {}
+        self._tls: ssl.SSLContext | None = None
+
+    def send(
+        self,
+        endpoint: int,
+        request: wire.TxnRequest | wire.RangeRequest,
+        reply: type[Reply],
+        timeout: float,
+    ) -> Reply:
+        raw = self._post(endpoint, self.PATHS[type(request)], _encoder.encode(request), timeout)
+        return _decode(raw, reply)
+
+    def drop(self, endpoint: int) -> None:
+        connection = self._connections.pop(endpoint, None)
+        self._tokens.pop(endpoint, None)
+        if connection is not None:
+            connection.close()
+
+    def close(self) -> None:
+        for endpoint in list(self._connections):
+            self.drop(endpoint)
+
+    def _connection(self, endpoint: int, timeout: float) -> http11.Connection:
+        connection = self._connections.get(endpoint)
+        if connection is None:
+            host, port = self._endpoints[endpoint]
+            tls = self._tls_context() if self._config.tls else None
+            connection = http11.Connection(host, port, timeout=timeout, tls=tls)
+            self._connections[endpoint] = connection
+        connection.timeout = timeout
+        return connection
+
+    def _tls_context(self) -> ssl.SSLContext:
+        if self._tls is None:
+            import ssl
+
+            settings = self._config
+            try:
+                context = ssl.create_default_context(cafile=settings.ca)
+                context.load_cert_chain(settings.cert, settings.key)
+            except (OSError, ssl.SSLError) as exc:
+                raise StoreError(f"cannot load the TLS files etcd.ca/cert/key: {exc}") from None
+            self._tls = context
+        return self._tls
+
+    def _post(
+        self,
+        endpoint: int,
+        path: str,
+        body: bytes,
+        timeout: float,
+        *,
+        authenticated: bool = True,
+        fresh_token: bool = False,
+    ) -> bytes:
+        headers = {"Content-Type": "application/json"}
+        if authenticated and self._config.auth.username:
+            headers["Authorization"] = self._token(endpoint, timeout)
+        connection = self._connection(endpoint, timeout)
+        try:
+            response = connection.post(path, body, headers)
+        except OSError as exc:
+            self.drop(endpoint)
+            raise Unavailable(_describe_os_error(exc)) from None
+        raw = response.body
+        if response.status == 200:
+            return raw
+        try:
+            error = msgspec.json.decode(raw, type=_GatewayError)
+        except msgspec.DecodeError:
+            error = _GatewayError(message=f"HTTP {response.status} {response.reason}")
+        code = GRPC_CODES[error.code] if 0 <= error.code < len(GRPC_CODES) else "unknown"
+        detail = f"{code}: {error.message}"
+        if code in TRANSIENT_CODES or response.status in (502, 503, 504):
+            self.drop(endpoint)
+            raise Unavailable(detail)
+        if code == "unauthenticated" and authenticated and not fresh_token:
+            self._tokens.pop(endpoint, None)  # the token expired: authenticate once more
+            return self._post(endpoint, path, body, timeout, fresh_token=True)
+        raise Refused(detail)
+
+    def _token(self, endpoint: int, timeout: float) -> str:
+        token = self._tokens.get(endpoint)
+        if token is None:
+            auth = self._config.auth
+            body = _encoder.encode({"name": auth.username, "password": auth.password})
+            raw = self._post(endpoint, "/v3/auth/authenticate", body, timeout, authenticated=False)
+            token = self._tokens[endpoint] = msgspec.json.decode(raw, type=_Token).token
+        return token
+
+
+def _describe_os_error(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):
+        return "deadline_exceeded: no answer in time"
+    if isinstance(exc, ConnectionRefusedError):
+        return "unavailable: connection refused"
+    reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    return f"unavailable: {reason}"
