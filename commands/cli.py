@@ -1,55 +1,20 @@
-"""``resource-gpu``: the eru GPU resource plugin.
+"""The ``resource-gpu`` command line for people: help, usage errors, the auditor commands.
 
-Core runs ``resource-gpu <verb>`` with one JSON request on stdin; auditors run ``history``.
-Each subcommand's module is imported only when that subcommand runs, so a verb loads only
-what it needs (``name`` and ``verbs`` load neither etcd nor a config file).
+Core's own calls skip it (``commands.main``). Each subcommand's module is imported only when
+that subcommand runs, so a verb loads only what it needs (``name`` and ``verbs`` load neither
+etcd nor a config file).
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
 
 import click
 
+from commands.protocol import Verb
+from commands.registry import AUDITOR_COMMANDS, CORE_VERBS, load
+
 PROG = "resource-gpu"
-
-CORE_VERBS: dict[str, str] = {
-    "add-node": "commands.writes:add_node",
-    "remove-node": "commands.writes:remove_node",
-    "set-node-resource-capacity": "commands.writes:set_node_resource_capacity",
-    "set-node-resource-usage": "commands.writes:set_node_resource_usage",
-    "set-node-resource-info": "commands.writes:set_node_resource_info",
-    "fix-node-resource": "commands.writes:fix_node_resource",
-    "calculate-deploy": "commands.queries:calculate_deploy",
-    "calculate-realloc": "commands.queries:calculate_realloc",
-    "get-nodes-deploy-capacity": "commands.queries:get_nodes_deploy_capacity",
-    "get-node-resource-info": "commands.queries:get_node_resource_info",
-    "get-nodes-resource-info": "commands.queries:get_nodes_resource_info",
-    "get-most-idle-node": "commands.queries:get_most_idle_node",
-    "get-metrics-description": "commands.meta:get_metrics_description",
-    "get-metrics": "commands.queries:get_metrics",
-    "name": "commands.meta:name",
-    "verbs": "commands.meta:verbs",
-}
-"""The verbs offered to core (the answer of ``verbs``)."""
-
-HIDDEN_VERBS: dict[str, str] = {
-    # Not offered (cards are never re-pinned), but an older core may still call it.
-    "calculate-remap": "commands.meta:calculate_remap",
-}
-
-AUDITOR_COMMANDS: dict[str, str] = {
-    "history": "commands.history:history",
-    "show": "commands.state:show",
-    "nodes": "commands.state:nodes",
-    "verify": "commands.verify:verify",
-    "export": "commands.history:export",
-    "compact": "commands.verify:compact",
-}
-"""Commands for people (auditors, operators); not offered to core."""
-
-COMMANDS = {**CORE_VERBS, **HIDDEN_VERBS, **AUDITOR_COMMANDS}
 
 
 class LazyGroup(click.Group):
@@ -59,12 +24,10 @@ class LazyGroup(click.Group):
         return sorted(CORE_VERBS) + list(AUDITOR_COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        target = COMMANDS.get(cmd_name)
-        if target is None:
-            return None
-        module, attribute = target.split(":")
-        command = getattr(importlib.import_module(module), attribute)
-        assert isinstance(command, click.Command)
+        command = load(cmd_name)
+        if isinstance(command, Verb):
+            return command.command()
+        assert command is None or isinstance(command, click.Command)
         return command
 
 
@@ -98,7 +61,7 @@ def cli(config: str | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """The console script: click's usage errors become one line too, like every failure."""
+    """Run the CLI: click's usage errors become one line too, like every failure."""
     try:
         status = cli.main(args=argv, prog_name=PROG, standalone_mode=False)
     except click.UsageError as exc:

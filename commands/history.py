@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 import msgspec
 
-from commands.protocol import Session, run
+from commands.protocol import Session, click_config, run
 from ledger import cards
 from ledger.errors import PluginError
 from ledger.events import (
@@ -179,7 +179,7 @@ def history(
             return [as_json(e) for e, _ in rows]
         return table(rows) if rows else "no events match"
 
-    run("history", show, text=not as_json_output)
+    run("history", show, config=click_config(), text=not as_json_output)
 
 
 @click.command("export")
@@ -203,4 +203,4 @@ def export(node: str) -> None:
             raise PluginError(NOT_ADOPTED)
         return json_lines(stream.raw_events).decode().rstrip("\n")
 
-    run("export", lines, text=True)
+    run("export", lines, config=click_config(), text=True)

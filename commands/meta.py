@@ -18,7 +18,7 @@ def name(session: Session) -> str:
 @verb("verbs")
 def verbs(session: Session) -> list[str]:
     """Print the JSON array of the verbs offered to core (asked once at load)."""
-    from commands.cli import CORE_VERBS
+    from commands.registry import CORE_VERBS
 
     return list(CORE_VERBS)
 

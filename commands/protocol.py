@@ -12,15 +12,17 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-import click
 import msgspec
 
 from ledger.errors import PluginError
 
 if TYPE_CHECKING:
+    import click
+
     from ledger.config import Config
     from ledger.events import Change
     from ledger.store import Appended, Store
@@ -71,9 +73,10 @@ class Session:
         belong to its answer. If it fails (say the export directory is not writable) the stream
         stays longer and the next append tries again; ``resource-gpu compact`` shows why.
         """
-        appended = self.store.append(node, verb, decide)
         bounds = self.config.streams
-        if appended.events and bounds.compact_over and appended.length > bounds.compact_over:
+        appended = self.store.append(node, verb, decide, with_length=bool(bounds.compact_over))
+        length = appended.length or 0
+        if appended.events and bounds.compact_over and length > bounds.compact_over:
             from ledger.compaction import compact
 
             # Whatever goes wrong here (an unwritable export directory, etcd's time budget spent)
@@ -138,9 +141,19 @@ def respond(answer: Any, *, text: bool = False) -> None:
     sys.stdout.flush()
 
 
-def run(verb: str, handler: Callable[[Session], Any], *, text: bool = False) -> None:
+def click_config() -> str | None:
+    """The ``--config`` given to the click CLI, for the commands it runs."""
+    import click
+
+    config: str | None = click.get_current_context().find_root().params.get("config")
+    return config
+
+
+def run(
+    verb: str, handler: Callable[[Session], Any], *, config: str | None, text: bool = False
+) -> None:
     """Run one verb: every failure becomes one stderr line and a non-zero exit."""
-    session = Session(click.get_current_context().find_root().params.get("config"))
+    session = Session(config)
     try:
         respond(handler(session), text=text)
     except PluginError as exc:
@@ -153,26 +166,47 @@ def run(verb: str, handler: Callable[[Session], Any], *, text: bool = False) -> 
         session.close()
 
 
-def verb(
-    name: str, request_type: type[R] | None = None
-) -> Callable[[Callable[..., Any]], click.Command]:
+@dataclass(frozen=True)
+class Verb:
+    """A core verb: ``handler(request, session)`` (or ``handler(session)`` without a request).
+
+    Calling it runs it (``commands.main`` does, for core); :meth:`command` is the same verb as a
+    click command, for ``--help`` and the CLI.
+    """
+
+    name: str
+    handler: Callable[..., Any]
+    request_type: type[Any] | None
+
+    def __call__(self, config: str | None) -> None:
+        run(self.name, self._call, config=config)
+
+    def _call(self, session: Session) -> Any:
+        if self.request_type is None:
+            return self.handler(session)
+        request: Any = read_request(self.request_type)
+        session.node = _named(getattr(request, "nodename", None))
+        return self.handler(request, session)
+
+    def command(self) -> click.Command:
+        import click
+
+        epilog = REQUEST_EPILOG if self.request_type is not None else None
+        return click.Command(
+            self.name,
+            callback=lambda: self(click_config()),
+            help=self.handler.__doc__,
+            epilog=epilog,
+        )
+
+
+def verb(name: str, request_type: type[Any] | None = None) -> Callable[[Callable[..., Any]], Verb]:
     """Make a core verb from ``handler(request, session)`` (or ``handler(session)``).
 
     The handler's docstring is the command's help; the request is read from stdin.
     """
 
-    def decorate(handler: Callable[..., Any]) -> click.Command:
-        def call(session: Session) -> Any:
-            if request_type is None:
-                return handler(session)
-            request = read_request(request_type)
-            session.node = _named(getattr(request, "nodename", None))
-            return handler(request, session)
-
-        def callback() -> None:
-            run(name, call)
-
-        epilog = REQUEST_EPILOG if request_type is not None else None
-        return click.Command(name, callback=callback, help=handler.__doc__, epilog=epilog)
+    def decorate(handler: Callable[..., Any]) -> Verb:
+        return Verb(name, handler, request_type)
 
     return decorate

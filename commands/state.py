@@ -9,7 +9,7 @@ import msgspec
 
 from commands.answers import node_resources
 from commands.history import NOT_ADOPTED, POINT_HELP, stream_of
-from commands.protocol import Session, run
+from commands.protocol import Session, click_config, run
 from ledger import cards
 from ledger.errors import PluginError
 from ledger.events import decode_head
@@ -71,7 +71,7 @@ def show(node: str, at: str | None, as_json_output: bool) -> None:
             ],
         )
 
-    run("show", state, text=not as_json_output)
+    run("show", state, config=click_config(), text=not as_json_output)
 
 
 @click.command("nodes")
@@ -129,4 +129,4 @@ def nodes(as_json_output: bool) -> None:
             ],
         )
 
-    run("nodes", listing, text=not as_json_output)
+    run("nodes", listing, config=click_config(), text=not as_json_output)

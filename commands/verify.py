@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from commands.protocol import Session, respond, run
+from commands.protocol import Session, click_config, respond, run
 from ledger.errors import PluginError
 from ledger.keys import check_node_name
 from ledger.store import Store
@@ -90,7 +90,7 @@ def verify(nodes: tuple[str, ...], every: bool, repair: bool) -> None:
         repaired = f", {len(reports)} repaired" if reports else ""
         return f"{_nodes(len(targets))} verified: every head agrees with its stream{repaired}"
 
-    run("verify", check, text=True)
+    run("verify", check, config=click_config(), text=True)
 
 
 @click.command("compact")
@@ -137,4 +137,4 @@ def compact(nodes: tuple[str, ...], every: bool, keep: int, export_dir: str | No
             lines.append(f"node {node}: {audit.compacted_note(checkpoint)}")
         return "\n".join(lines)
 
-    run("compact", run_compaction, text=True)
+    run("compact", run_compaction, config=click_config(), text=True)

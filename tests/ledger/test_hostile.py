@@ -10,7 +10,7 @@ top levels and deep nesting. A clean failure is the contract's: exit status 1, n
 exactly one stderr line ``resource-gpu <verb>: ...``, no traceback, no "internal error" (bad
 input is not a bug of the plugin's), and the etcd revision unchanged.
 
-The bulk runs in-process through ``commands.cli.main`` (the console script's own entry point,
+The bulk runs in-process through ``commands.main.main`` (the console script's own entry point,
 with click's ``CliRunner`` isolating stdin, stdout and stderr; any exception other than
 ``SystemExit`` escapes and fails the test), so thousands of examples fit the time budget; a
 smaller sample runs through the installed binary. Examples are derandomized and no example
@@ -34,7 +34,8 @@ from etcd3 import etcdrpc
 from hypothesis import HealthCheck, currently_in_test_context, event, given, settings
 from hypothesis import strategies as st
 
-from commands.cli import CORE_VERBS, HIDDEN_VERBS, main
+from commands.main import main
+from commands.registry import CORE_VERBS, HIDDEN_VERBS
 from tests.etcdkv import RPC_TIMEOUT, Etcd, prefix_end, upstream_head
 from tests.plugin import Plugin, R
 

@@ -1,0 +1,38 @@
+"""The ``resource-gpu`` console script.
+
+Core runs ``resource-gpu [--config PATH] VERB`` once per request, so that path is kept short:
+it goes straight to the verb without loading the click CLI (about 15 ms of imports). Anything
+else (``--help``, the auditor commands, a usage error) goes through ``commands.cli``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from commands.registry import CORE_VERBS, HIDDEN_VERBS
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    config, rest = _config_option(args)
+    if len(rest) == 1 and (rest[0] in CORE_VERBS or rest[0] in HIDDEN_VERBS):
+        from commands.registry import load
+
+        load(rest[0])(config)
+        raise SystemExit(0)
+    from commands.cli import main as run_cli
+
+    run_cli(args)
+
+
+def _config_option(args: list[str]) -> tuple[str | None, list[str]]:
+    """``--config PATH`` or ``--config=PATH`` ahead of the verb, and what follows it."""
+    if len(args) >= 2 and args[0] == "--config":
+        return args[1], args[2:]
+    if args and args[0].startswith("--config="):
+        return args[0].removeprefix("--config="), args[1:]
+    return None, args
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+"""Every subcommand, by name, and where it lives: each module is imported only when its
+subcommand runs, so a verb loads only what it needs."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+CORE_VERBS: dict[str, str] = {
+    "add-node": "commands.writes:add_node",
+    "remove-node": "commands.writes:remove_node",
+    "set-node-resource-capacity": "commands.writes:set_node_resource_capacity",
+    "set-node-resource-usage": "commands.writes:set_node_resource_usage",
+    "set-node-resource-info": "commands.writes:set_node_resource_info",
+    "fix-node-resource": "commands.writes:fix_node_resource",
+    "calculate-deploy": "commands.queries:calculate_deploy",
+    "calculate-realloc": "commands.queries:calculate_realloc",
+    "get-nodes-deploy-capacity": "commands.queries:get_nodes_deploy_capacity",
+    "get-node-resource-info": "commands.queries:get_node_resource_info",
+    "get-nodes-resource-info": "commands.queries:get_nodes_resource_info",
+    "get-most-idle-node": "commands.queries:get_most_idle_node",
+    "get-metrics-description": "commands.meta:get_metrics_description",
+    "get-metrics": "commands.queries:get_metrics",
+    "name": "commands.meta:name",
+    "verbs": "commands.meta:verbs",
+}
+"""The verbs offered to core (the answer of ``verbs``)."""
+
+HIDDEN_VERBS: dict[str, str] = {
+    # Not offered (cards are never re-pinned), but an older core may still call it.
+    "calculate-remap": "commands.meta:calculate_remap",
+}
+
+AUDITOR_COMMANDS: dict[str, str] = {
+    "history": "commands.history:history",
+    "show": "commands.state:show",
+    "nodes": "commands.state:nodes",
+    "verify": "commands.verify:verify",
+    "export": "commands.history:export",
+    "compact": "commands.verify:compact",
+}
+"""Commands for people (auditors, operators); not offered to core."""
+
+COMMANDS = {**CORE_VERBS, **HIDDEN_VERBS, **AUDITOR_COMMANDS}
+
+
+def load(name: str) -> Any:
+    """The subcommand called ``name`` (a core verb or a click command), or None."""
+    target = COMMANDS.get(name)
+    if target is None:
+        return None
+    module, attribute = target.split(":")
+    return getattr(importlib.import_module(module), attribute)
