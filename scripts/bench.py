@@ -1,0 +1,290 @@
+"""Per-call cost of resource-gpu, side by side with etcdctl on the same local etcd.
+
+Run by ``scripts/bench`` (which installs everything first). Every figure is the median wall time
+of repeated whole-process runs, as core pays it (a new process per verb); each is set against
+etcdctl doing the equivalent one-shot call, or for stream length against the same verb on a
+short stream. Prints a Markdown table (the README quotes it).
+
+    scripts/bench                    # the full run (about two minutes)
+    scripts/bench --quick            # fewer repetitions, 1,000 nodes only
+    scripts/bench --transport grpc   # the same, over etcd's gRPC API
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from ledger import wire
+from ledger.config import EtcdConfig
+from ledger.events import Event, Head, NodeAdded, UsageChanged, encode
+from ledger.keys import KeyLayout
+from ledger.resources import Resource
+from ledger.transport import HttpTransport
+from tests.etcd_server import Cluster, etcdctl_binary
+
+PRODUCT = "nvidia-3090"
+PREFIX = "/bench"
+WRITERS = 8
+
+
+@dataclass
+class Run:
+    seconds: float
+    max_rss_kib: int
+    status: int
+    stderr: bytes
+
+
+def run(argv: Sequence[str], stdin: bytes = b"") -> Run:
+    """One whole process: wall time from spawn to exit, and its own peak memory."""
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(stdin)
+    process.stdin.close()
+    process.stdout.read()
+    assert process.stderr is not None
+    stderr = process.stderr.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - start
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return Run(seconds, usage.ru_maxrss, process.returncode, stderr)
+
+
+def median_of(times: int, argv: Sequence[str], stdin: bytes = b"") -> tuple[float, int]:
+    """Median seconds and peak memory (KiB) over ``times`` runs; every run must succeed."""
+    runs = [run(argv, stdin) for _ in range(times)]
+    failed = [r for r in runs if r.status != 0]
+    if failed:
+        sys.exit(f"bench: {' '.join(argv)} failed: {failed[0].stderr.decode().strip()}")
+    return statistics.median(r.seconds for r in runs), max(r.max_rss_kib for r in runs)
+
+
+class Bench:
+    def __init__(self, endpoint: str, workdir: Path, transport: str, repeat: int) -> None:
+        self.endpoint = endpoint
+        self.workdir = workdir
+        self.transport = transport
+        self.repeat = repeat
+        self.config = self.config_for(PREFIX)
+        self.keys = KeyLayout(PREFIX)
+        self.etcd = HttpTransport(EtcdConfig(machines=[endpoint]))
+        self.etcdctl = [etcdctl_binary(), f"--endpoints={endpoint}"]
+        self.rows: list[tuple[str, str, str, str, str]] = []
+
+    def config_for(self, prefix: str) -> Path:
+        path = self.workdir / f"{prefix.strip('/')}.yaml"
+        settings = {"machines": [self.endpoint], "prefix": prefix, "transport": self.transport}
+        path.write_text(json.dumps({"etcd": settings}))  # JSON is YAML
+        return path
+
+    # -- seeding ------------------------------------------------------------------------------
+
+    def put_all(self, items: list[tuple[bytes, bytes]]) -> None:
+        for i in range(0, len(items), 128):
+            ops = [wire.put(key, value) for key, value in items[i : i + 128]]
+            self.etcd.send(0, wire.TxnRequest(success=ops), wire.TxnResponse, 30)
+
+    def seed_upstream_heads(self, prefix: str, count: int) -> list[str]:
+        """``count`` node records as the upstream plugin writes them, alone under ``prefix``."""
+        names = [f"gpu-node-{i:05d}" for i in range(count)]
+        head = encode(Head(capacity=Resource.of({PRODUCT: 8}), usage=Resource.of({PRODUCT: 2})))
+        self.put_all([(KeyLayout(prefix).head(name), head) for name in names])
+        return names
+
+    def seed_stream(self, node: str, length: int) -> None:
+        """A node whose stream holds ``length`` events (taking and giving back one card)."""
+        at = datetime.now(timezone.utc)
+        events = [
+            Event(seq=1, at=at, verb="add-node", op="seed", change=NodeAdded(capacity={PRODUCT: 8}))
+        ]
+        for seq in range(2, length + 1):
+            delta = {PRODUCT: 1 if seq % 2 == 0 else -1}
+            events.append(
+                Event(seq=seq, at=at, verb="seed", op=f"s{seq}", change=UsageChanged(delta=delta))
+            )
+        usage = {PRODUCT: 1} if length % 2 == 0 else {}
+        head = Head(capacity=Resource.of({PRODUCT: 8}), usage=Resource.of(usage), seq=length)
+        items = [(self.keys.event(node, e.seq), encode(e)) for e in events]
+        self.put_all([*items, (self.keys.head(node), encode(head))])
+
+    # -- measuring ----------------------------------------------------------------------------
+
+    def plugin(
+        self, verb: str, request: object, times: int | None = None, config: Path | None = None
+    ) -> tuple[float, int]:
+        argv = ["resource-gpu", "--config", str(config or self.config), verb]
+        return median_of(times or self.repeat, argv, json.dumps(request).encode())
+
+    def ctl(self, *args: str, times: int | None = None) -> float:
+        return median_of(times or self.repeat, [*self.etcdctl, *args])[0]
+
+    def row(self, what: str, ours: float, theirs: float, against: str, goal: float | None) -> None:
+        ratio = ours / theirs
+        verdict = "" if goal is None else (" ✓" if ratio <= goal else " ✗")
+        self.rows.append(
+            (what, f"{ours * 1000:.1f} ms", f"{theirs * 1000:.1f} ms ({against})",
+             f"{ratio:.2f}x{verdict}", f"≤ {goal}x" if goal else "")
+        )  # fmt: skip
+
+    # -- the runs -----------------------------------------------------------------------------
+
+    def single_node(self) -> dict[str, int]:
+        self.seed_stream("short", 10)
+        head_key = self.keys.head("short").decode()
+        read, read_rss = self.plugin("get-node-resource-info", {"nodename": "short"})
+        self.row(
+            "read: get-node-resource-info", read, self.ctl("get", head_key), "etcdctl get", 1.5
+        )
+        take = {
+            "nodename": "short",
+            "workloads_resource": [{"prod_count_map": {PRODUCT: 1}}],
+            "delta": True,
+            "incr": True,
+        }
+        write, write_rss = self.plugin("set-node-resource-usage", {**take, "incr": True})
+        put = self.ctl("put", f"{PREFIX}/scratch", "x")
+        self.row("write: set-node-resource-usage", write, put, "etcdctl put", 2.0)
+        verbs, verbs_rss = median_of(self.repeat, ["resource-gpu", "verbs"])
+        self.row("verbs (no etcd)", verbs, self.ctl("get", head_key), "etcdctl get", None)
+        return {"read": read_rss, "write": write_rss, "verbs": verbs_rss}
+
+    def many_nodes(self, counts: list[int]) -> dict[str, int]:
+        rss = {}
+        for count in counts:
+            prefix = f"{PREFIX}-fleet-{count}"
+            names = self.seed_upstream_heads(prefix, count)
+            request = {
+                "nodenames": names,
+                "resource_request": {"prod_count_map": {PRODUCT: 1}},
+            }
+            times = max(3, self.repeat // 3)
+            ours, rss[f"{count:,} nodes"] = self.plugin(
+                "get-nodes-deploy-capacity", request, times, self.config_for(prefix)
+            )
+            theirs = self.ctl("get", "--prefix", KeyLayout(prefix).root.decode(), times=times)
+            goal = 3.0 if count >= 10_000 else None
+            self.row(f"get-nodes-deploy-capacity, {count:,} nodes", ours, theirs,
+                     "etcdctl get --prefix, same records", goal)  # fmt: skip
+        return rss
+
+    def long_stream(self, length: int) -> None:
+        self.seed_stream("long", length)
+        take = {
+            "nodename": "long",
+            "resource_request": {"prod_count_map": {PRODUCT: 1}},
+            "delta": True,
+            "incr": True,
+        }
+        give = {**take, "incr": False}
+        short = {**take, "nodename": "short"}
+        short_give = {**give, "nodename": "short"}
+        ours = statistics.median(
+            self.plugin("set-node-resource-usage", request, 1)[0]
+            for _ in range(self.repeat)
+            for request in (take, give)
+        )
+        base = statistics.median(
+            self.plugin("set-node-resource-usage", request, 1)[0]
+            for _ in range(self.repeat)
+            for request in (short, short_give)
+        )
+        self.row(f"write on a {length:,}-event stream", ours, base, "same, 10-event stream", 1.1)
+
+    def contention(self, seconds: float) -> str:
+        # Enough cards in use that giving one back never fails: every call can commit.
+        info = {"nodename": "hot", "capacity": {"prod_count_map": {PRODUCT: 100_000}},
+                "usage": {"prod_count_map": {PRODUCT: 50_000}}}  # fmt: skip
+        verb = ["resource-gpu", "--config", str(self.config)]
+        run([*verb, "set-node-resource-info"], json.dumps(info).encode())
+        argv = [*verb, "set-node-resource-usage"]
+        results: list[int] = []
+        stop = time.monotonic() + seconds
+
+        def writer(index: int) -> None:
+            incr = index % 2 == 0
+            while time.monotonic() < stop:
+                request = {
+                    "nodename": "hot",
+                    "resource_request": {"prod_count_map": {PRODUCT: 1}},
+                    "delta": True,
+                    "incr": incr,
+                }
+                results.append(run(argv, json.dumps(request).encode()).status)
+                incr = not incr
+
+        before = self.proposals()
+        started = time.perf_counter()
+        threads = [threading.Thread(target=writer, args=(i,)) for i in range(WRITERS)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        elapsed = time.perf_counter() - started
+        commits = results.count(0)
+        txns = self.proposals() - before
+        retries = max(txns - commits, 0)
+        return (
+            f"{WRITERS} writers on one node for {elapsed:.1f} s: {commits} commits "
+            f"({commits / elapsed:.1f}/s), {len(results) - commits} failed calls, "
+            f"{retries} compare-and-swap retries ({retries / max(commits, 1):.2f} per commit)"
+        )
+
+    def proposals(self) -> int:
+        """Write transactions etcd has applied (a lost compare-and-swap is one too)."""
+        with urllib.request.urlopen(f"{self.endpoint}/metrics", timeout=5) as page:
+            for line in page.read().decode().splitlines():
+                if line.startswith("etcd_server_proposals_applied_total "):
+                    return int(float(line.split()[1]))
+        raise RuntimeError("etcd /metrics has no etcd_server_proposals_applied_total")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer runs; 1,000 nodes only")
+    parser.add_argument("--transport", choices=["http", "grpc"], default="http")
+    options = parser.parse_args()
+    repeat = 7 if options.quick else 21
+    cluster = Cluster(1).start()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            bench = Bench(cluster.endpoints[0], Path(tmp), options.transport, repeat)
+            rss = bench.single_node()
+            rss |= bench.many_nodes([1_000] if options.quick else [1_000, 10_000])
+            bench.long_stream(10_000 if options.quick else 100_000)
+            contended = bench.contention(5 if options.quick else 15)
+    finally:
+        cluster.stop()
+    print(
+        f"resource-gpu bench: {options.transport} transport, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}, median of {repeat} whole-process runs\n"
+    )
+    print("| call | resource-gpu | etcdctl / baseline | ratio | goal |")
+    print("|---|---|---|---|---|")
+    for row in bench.rows:
+        print("| " + " | ".join(row) + " |")
+    print(f"\n{contended}")
+    print("\npeak memory per call (max RSS): " + ", ".join(
+        f"{what} {kib / 1024:.0f} MiB" for what, kib in rss.items()))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
