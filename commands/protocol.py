@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn, TypeVar
 
 import msgspec
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from ledger.config import Config
     from ledger.events import Change
-    from ledger.store import Appended, Store
+    from ledger.store import Appended, Resume, Store, WriteHook
     from projections.node import NodeState
 
 PROG = "resource-gpu"
@@ -43,11 +43,35 @@ REQUEST_EPILOG = (
 )
 
 
+@dataclass
+class CallIO:
+    """Where a call reads its request and writes its answer and its error line: the process's
+    own streams, or (in the resident helper, ``commands.residentd``) one client's."""
+
+    stdin: BinaryIO
+    stdout: BinaryIO
+    stderr: BinaryIO
+
+    @classmethod
+    def standard(cls) -> CallIO:
+        return cls(sys.stdin.buffer, sys.stdout.buffer, sys.stderr.buffer)
+
+
 class Session:
     """What a verb may need beyond its request; the config and etcd are opened on first use."""
 
-    def __init__(self, config_path: str | None) -> None:
+    def __init__(
+        self,
+        config_path: str | None,
+        io: CallIO | None = None,
+        *,
+        write_hook: WriteHook | None = None,
+        resume: Resume | None = None,
+    ) -> None:
         self._config_path = config_path
+        self.io = io or CallIO.standard()
+        self._write_hook = write_hook
+        self._resume = resume
         self.node: str | None = None
         """The node the request is about, once known: named in any error line."""
 
@@ -62,7 +86,7 @@ class Session:
         settings = self.config.etcd  # a config error must not cost the etcd client's import
         from ledger.store import Store
 
-        return Store(settings)
+        return Store(settings, write_hook=self._write_hook)
 
     def append(
         self, node: str, verb: str, decide: Callable[[NodeState | None], Change | None]
@@ -74,7 +98,10 @@ class Session:
         stays longer and the next append tries again; ``resource-gpu compact`` shows why.
         """
         bounds = self.config.streams
-        appended = self.store.append(node, verb, decide, with_length=bool(bounds.compact_over))
+        resume, self._resume = self._resume, None  # a call makes one append: it resumes that one
+        appended = self.store.append(
+            node, verb, decide, with_length=bool(bounds.compact_over), resume=resume
+        )
         length = appended.length or 0
         if appended.events and bounds.compact_over and length > bounds.compact_over:
             from ledger.compaction import compact
@@ -90,18 +117,25 @@ class Session:
             self.store.close()
 
 
-def fail(verb: str, node: str | None, reason: str, status: int = EXIT_FAILURE) -> NoReturn:
+def fail(
+    verb: str,
+    node: str | None,
+    reason: str,
+    status: int = EXIT_FAILURE,
+    io: CallIO | None = None,
+) -> NoReturn:
     # A node name that is not printable is shown escaped: no control characters reach a log.
     shown = node if node is None or node.isprintable() else ascii(node)
     where = f"node {shown}: " if node else ""
     line = " ".join(f"{PROG} {verb}: {where}{reason}".splitlines())
-    sys.stderr.write(line + "\n")
-    sys.stderr.flush()
+    stderr = (io or CallIO.standard()).stderr
+    stderr.write(line.encode(errors="backslashreplace") + b"\n")
+    stderr.flush()
     raise SystemExit(status)
 
 
-def read_request(request_type: type[R]) -> R:
-    raw = sys.stdin.buffer.read(MAX_REQUEST_BYTES + 1)
+def read_request(request_type: type[R], io: CallIO | None = None) -> R:
+    raw = (io or CallIO.standard()).stdin.read(MAX_REQUEST_BYTES + 1)
     if len(raw) > MAX_REQUEST_BYTES:
         raise PluginError(f"request is larger than {MAX_REQUEST_BYTES} bytes")
     if not raw.strip():
@@ -134,11 +168,12 @@ def _named(node: Any) -> str | None:
     return node if isinstance(node, str) and node.strip() else None
 
 
-def respond(answer: Any, *, text: bool = False) -> None:
+def respond(answer: Any, *, text: bool = False, io: CallIO | None = None) -> None:
     """Print the answer: JSON, or (``text``) a string as it is, for people."""
     body = answer.encode() if text else msgspec.json.encode(answer)
-    sys.stdout.buffer.write(body + b"\n")
-    sys.stdout.flush()
+    stdout = (io or CallIO.standard()).stdout
+    stdout.write(body + b"\n")
+    stdout.flush()
 
 
 def click_config() -> str | None:
@@ -150,18 +185,25 @@ def click_config() -> str | None:
 
 
 def run(
-    verb: str, handler: Callable[[Session], Any], *, config: str | None, text: bool = False
+    verb: str,
+    handler: Callable[[Session], Any],
+    *,
+    config: str | None,
+    text: bool = False,
+    session: Session | None = None,
 ) -> None:
-    """Run one verb: every failure becomes one stderr line and a non-zero exit."""
-    session = Session(config)
+    """Run one verb: every failure becomes one stderr line and a non-zero exit (SystemExit)."""
+    session = session or Session(config)
+    io = session.io
     try:
-        respond(handler(session), text=text)
+        respond(handler(session), text=text, io=io)
     except PluginError as exc:
-        fail(verb, exc.node or session.node, exc.reason)
+        fail(verb, exc.node or session.node, exc.reason, io=io)
     except Exception as exc:  # a bug: still one line for core, the traceback only on request
         if os.environ.get(DEBUG_ENV):
             raise
-        fail(verb, session.node, f"internal error: {type(exc).__name__}: {exc}", EXIT_INTERNAL)
+        reason = f"internal error: {type(exc).__name__}: {exc}"
+        fail(verb, session.node, reason, EXIT_INTERNAL, io=io)
     finally:
         session.close()
 
@@ -178,13 +220,13 @@ class Verb:
     handler: Callable[..., Any]
     request_type: type[Any] | None
 
-    def __call__(self, config: str | None) -> None:
-        run(self.name, self._call, config=config)
+    def __call__(self, config: str | None, session: Session | None = None) -> None:
+        run(self.name, self._call, config=config, session=session)
 
     def _call(self, session: Session) -> Any:
         if self.request_type is None:
             return self.handler(session)
-        request: Any = read_request(self.request_type)
+        request: Any = read_request(self.request_type, session.io)
         session.node = _named(getattr(request, "nodename", None))
         return self.handler(request, session)
 

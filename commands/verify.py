@@ -82,7 +82,7 @@ def verify(nodes: tuple[str, ...], every: bool, repair: bool) -> None:
                 reports.append(report)
             failed += not agrees
         if reports:
-            respond("\n".join(reports), text=True)
+            respond("\n".join(reports), text=True, io=session.io)
         if failed:
             hint = "" if repair else " (--repair rewrites heads from their streams)"
             verb = "disagrees" if failed == 1 else "disagree"

@@ -81,6 +81,18 @@ class Appended(msgspec.Struct, frozen=True):
     """How many events the stream holds after this append (None unless asked for)."""
 
 
+class Resume(msgspec.Struct, frozen=True):
+    """A write another process sent and could not see through (the resident helper died):
+    its operation id, and where the stream ended when it was first sent."""
+
+    op: str
+    after: int
+
+
+WriteHook = Callable[[str, int, str], None]
+"""Told ``(node, stream end, op)`` just before an append first sends its write."""
+
+
 class Stream(msgspec.Struct, frozen=True):
     """A node's head and (part of) its stream, read at one etcd revision."""
 
@@ -131,8 +143,10 @@ class Store:
         transport: Transport | None = None,
         *,
         deadline: float | None = None,
+        write_hook: WriteHook | None = None,
     ) -> None:
         self._config = config
+        self._write_hook = write_hook
         self._keys = KeyLayout(config.prefix)
         self._endpoints = [endpoint_of(url) for url in config.machines]
         self._transport = transport or open_transport(config)
@@ -426,20 +440,25 @@ class Store:
         decide: Callable[[NodeState | None], Change | None],
         *,
         with_length: bool = False,
+        resume: Resume | None = None,
     ) -> Appended:
         """Decide on the node's current state and append the change, with compare-and-swap.
 
         ``decide`` is pure; it may raise (nothing is written) or return ``None`` (nothing to
         append). It is called again on the fresh state after every lost race. ``with_length``
-        also reports the stream's length (it costs time in that length).
+        also reports the stream's length (it costs time in that length). ``resume`` finishes a
+        write another process sent and could not see through: if it landed, its result.
         """
-        op = new_op()
+        op = resume.op if resume else new_op()
         record = self.read(node, with_first=with_length)
-        sent_from: NodeRecord | None = None  # the read before the first unanswered write
+        # Where the stream ended when the first unanswered write went out, and the record read
+        # there (None when another process read it).
+        sent_after: int | None = resume.after if resume else None
+        sent_base: NodeRecord | None = None
         for attempt in range(self._config.max_attempts):
             try:
-                if sent_from is not None:
-                    landed = self._landed(node, op, sent_from)
+                if sent_after is not None:
+                    landed = self._landed(node, op, sent_after, sent_base)
                     if landed is not None:
                         return landed
                 change = decide(record.state)
@@ -456,9 +475,12 @@ class Store:
                     txn = self._append_txn(
                         node, record.head_revision, events, after, with_first=with_length
                     )
+                    if self._write_hook is not None and attempt == 0:
+                        self._write_hook(node, record.seq, op)
                     reply = self._txn(txn, write=True)
                 except _Ambiguous:
-                    sent_from = sent_from or record
+                    if sent_after is None:
+                        sent_after, sent_base = record.seq, record
                     record = self.read(node, with_first=with_length)
                     continue
                 if reply.succeeded:
@@ -471,7 +493,7 @@ class Store:
                 record = self._record(node, reply)
                 time.sleep(random.uniform(0, min(0.002 * 2**attempt, 0.05)))
             except StoreError as exc:
-                if sent_from is not None:
+                if sent_after is not None:
                     raise OutcomeUnknown(
                         f"write {op} was sent but its answer was lost, and etcd could not be "
                         f"asked whether it was applied: {exc.reason}",
@@ -490,21 +512,27 @@ class Store:
             node=node,
         )
 
-    def _landed(self, node: str, op: str, base: NodeRecord) -> Appended | None:
-        """If operation ``op`` was applied after ``base`` was read, what it did."""
-        stream = self.events(node, after=base.seq)
+    def _landed(self, node: str, op: str, after: int, base: NodeRecord | None) -> Appended | None:
+        """If operation ``op`` was applied after position ``after``, what it did.
+
+        ``base`` is the record read at ``after``; without it (resuming another process's
+        write) the state before is folded from the start of the stream.
+        """
+        stream = self.events(node, after=after if base is not None else 0)
         ours = [event for event in stream if event.op == op]
         if not ours:
-            if any(isinstance(event.change, Checkpoint) for event in stream):
+            if any(isinstance(e.change, Checkpoint) and e.seq > after for e in stream):
                 # A compaction replaced events written since: ours may be among them.
                 raise StoreError("the stream was compacted meanwhile")
             return None
-        before = fold((event for event in stream if event.seq < ours[0].seq), base.state)
+        earlier = (event for event in stream if event.seq < ours[0].seq)
+        before = fold(earlier, base.state if base is not None else None)
+        first = base.first if base is not None else stream[0].seq
         return Appended(
             before=before,
             after=fold(ours, before),
             events=ours,
-            length=_length(base.first, ours[0].seq, ours[-1].seq),
+            length=_length(first, ours[0].seq, ours[-1].seq),
         )
 
     def _events_for(self, record: NodeRecord, verb: str, op: str, change: Change) -> list[Event]:
