@@ -3,8 +3,9 @@ subcommand runs, so a verb loads only what it needs."""
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+TYPE_CHECKING = False  # not typing's: core's thin calls import this module, and typing costs ms
+if TYPE_CHECKING:
+    from typing import Any
 
 CORE_VERBS: dict[str, str] = {
     "add-node": "commands.writes:add_node",
@@ -49,5 +50,7 @@ def load(name: str) -> Any:
     target = COMMANDS.get(name)
     if target is None:
         return None
+    import importlib
+
     module, attribute = target.split(":")
     return getattr(importlib.import_module(module), attribute)

@@ -69,6 +69,13 @@ class StreamsConfig(msgspec.Struct, kw_only=True):
 class Config(msgspec.Struct, kw_only=True):
     etcd: EtcdConfig
     streams: StreamsConfig = msgspec.field(default_factory=StreamsConfig)
+    resident: bool = True
+    """Serve core's calls from a warm resident helper (``commands.residentd``)."""
+
+
+_loaded: dict[Path, tuple[tuple[int, int, int], Config]] = {}
+"""Configs already parsed, by path, with the file's (inode, size, mtime) when parsed: the
+resident helper reads a file again only when it has changed."""
 
 
 def config_path(explicit: str | None) -> Path:
@@ -78,6 +85,10 @@ def config_path(explicit: str | None) -> Path:
 def load(explicit: str | None = None) -> Config:
     path = config_path(explicit)
     try:
+        stat = path.stat()
+        version = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        if (cached := _loaded.get(path)) is not None and cached[0] == version:
+            return cached[1]
         text = path.read_text()
     except FileNotFoundError:
         raise PluginError(
@@ -85,7 +96,9 @@ def load(explicit: str | None = None) -> Config:
         ) from None
     except OSError as exc:
         raise PluginError(f"cannot read config file {str(path)!r}: {exc.strerror}") from None
-    return parse(text, source=str(path))
+    config = parse(text, source=str(path))
+    _loaded[path] = (version, config)
+    return config
 
 
 def parse(text: str, *, source: str = "config") -> Config:

@@ -8,6 +8,7 @@ short stream. Prints a Markdown table (the README quotes it).
     scripts/bench                    # the full run (about two minutes)
     scripts/bench --quick            # fewer repetitions, 1,000 nodes only
     scripts/bench --transport grpc   # the same, over etcd's gRPC API
+    scripts/bench --resident off     # every call in its own process
 """
 
 from __future__ import annotations
@@ -46,43 +47,48 @@ WRITERS = 8
 @dataclass
 class Run:
     seconds: float
-    max_rss_kib: int
     status: int
     stderr: bytes
 
 
 def run(argv: Sequence[str], stdin: bytes = b"") -> Run:
-    """One whole process: wall time from spawn to exit, and its own peak memory."""
+    """One whole process, spawn to exit."""
     start = time.perf_counter()
-    process = subprocess.Popen(
-        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    done = subprocess.run(argv, input=stdin, capture_output=True, check=False)
+    return Run(time.perf_counter() - start, done.returncode, done.stderr)
+
+
+GNU_TIME = "/usr/bin/time"
+
+
+def peak_memory_kib(argv: Sequence[str], stdin: bytes) -> int | None:
+    """The call's peak RSS, measured by GNU time. (A process forked from this one would report
+    this one's peak: Linux carries ``ru_maxrss`` across fork and exec.)"""
+    if not os.access(GNU_TIME, os.X_OK):
+        return None
+    done = subprocess.run(
+        [GNU_TIME, "-f", "%M", *argv], input=stdin, capture_output=True, check=False
     )
-    assert process.stdin is not None and process.stdout is not None
-    process.stdin.write(stdin)
-    process.stdin.close()
-    process.stdout.read()
-    assert process.stderr is not None
-    stderr = process.stderr.read()
-    _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.perf_counter() - start
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return Run(seconds, usage.ru_maxrss, process.returncode, stderr)
+    return int(done.stderr.decode().strip().splitlines()[-1])
 
 
-def median_of(times: int, argv: Sequence[str], stdin: bytes = b"") -> tuple[float, int]:
-    """Median seconds and peak memory (KiB) over ``times`` runs; every run must succeed."""
+def median_of(times: int, argv: Sequence[str], stdin: bytes = b"") -> tuple[float, int | None]:
+    """Median seconds over ``times`` runs (every one must succeed) and peak memory (KiB)."""
     runs = [run(argv, stdin) for _ in range(times)]
     failed = [r for r in runs if r.status != 0]
     if failed:
         sys.exit(f"bench: {' '.join(argv)} failed: {failed[0].stderr.decode().strip()}")
-    return statistics.median(r.seconds for r in runs), max(r.max_rss_kib for r in runs)
+    return statistics.median(r.seconds for r in runs), peak_memory_kib(argv, stdin)
 
 
 class Bench:
-    def __init__(self, endpoint: str, workdir: Path, transport: str, repeat: int) -> None:
+    def __init__(
+        self, endpoint: str, workdir: Path, transport: str, resident: bool, repeat: int
+    ) -> None:
         self.endpoint = endpoint
         self.workdir = workdir
         self.transport = transport
+        self.resident = resident
         self.repeat = repeat
         self.config = self.config_for(PREFIX)
         self.keys = KeyLayout(PREFIX)
@@ -93,8 +99,29 @@ class Bench:
     def config_for(self, prefix: str) -> Path:
         path = self.workdir / f"{prefix.strip('/')}.yaml"
         settings = {"machines": [self.endpoint], "prefix": prefix, "transport": self.transport}
-        path.write_text(json.dumps({"etcd": settings}))  # JSON is YAML
+        path.write_text(json.dumps({"etcd": settings, "resident": self.resident}))  # JSON is YAML
         return path
+
+    def warm_up(self) -> None:
+        """A few calls first: with the resident helper on, the first one starts it."""
+        for _ in range(5):
+            self.plugin("get-node-resource-info", {"nodename": "short"}, 1)
+            time.sleep(0.2)
+
+    def helper_memory(self) -> str:
+        """The resident helper's memory (VmRSS), if one serves this installation."""
+        prefix = sys.prefix.encode()
+        for proc in Path("/proc").iterdir():
+            try:
+                argv = (proc / "cmdline").read_bytes().split(b"\0")
+                if b"commands.residentd" not in argv or not argv[0].startswith(prefix):
+                    continue
+                status = (proc / "status").read_text()
+            except OSError:
+                continue
+            rss = next(line for line in status.splitlines() if line.startswith("VmRSS"))
+            return f"; the resident helper holds {int(rss.split()[1]) / 1024:.0f} MiB"
+        return ""
 
     # -- seeding ------------------------------------------------------------------------------
 
@@ -130,7 +157,7 @@ class Bench:
 
     def plugin(
         self, verb: str, request: object, times: int | None = None, config: Path | None = None
-    ) -> tuple[float, int]:
+    ) -> tuple[float, int | None]:
         argv = ["resource-gpu", "--config", str(config or self.config), verb]
         return median_of(times or self.repeat, argv, json.dumps(request).encode())
 
@@ -147,8 +174,9 @@ class Bench:
 
     # -- the runs -----------------------------------------------------------------------------
 
-    def single_node(self) -> dict[str, int]:
+    def single_node(self) -> dict[str, int | None]:
         self.seed_stream("short", 10)
+        self.warm_up()
         head_key = self.keys.head("short").decode()
         read, read_rss = self.plugin("get-node-resource-info", {"nodename": "short"})
         self.row(
@@ -164,10 +192,12 @@ class Bench:
         put = self.ctl("put", f"{PREFIX}/scratch", "x")
         self.row("write: set-node-resource-usage", write, put, "etcdctl put", 2.0)
         verbs, verbs_rss = median_of(self.repeat, ["resource-gpu", "verbs"])
-        self.row("verbs (no etcd)", verbs, self.ctl("get", head_key), "etcdctl get", None)
+        self.row(
+            "verbs (no etcd, in-process)", verbs, self.ctl("get", head_key), "etcdctl get", None
+        )
         return {"read": read_rss, "write": write_rss, "verbs": verbs_rss}
 
-    def many_nodes(self, counts: list[int]) -> dict[str, int]:
+    def many_nodes(self, counts: list[int]) -> dict[str, int | None]:
         rss = {}
         for count in counts:
             prefix = f"{PREFIX}-fleet-{count}"
@@ -261,20 +291,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer runs; 1,000 nodes only")
     parser.add_argument("--transport", choices=["http", "grpc"], default="http")
+    parser.add_argument(
+        "--resident", choices=["on", "off"], default="on", help="the resident helper (default on)"
+    )
     options = parser.parse_args()
     repeat = 7 if options.quick else 21
     cluster = Cluster(1).start()
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            bench = Bench(cluster.endpoints[0], Path(tmp), options.transport, repeat)
+            resident = options.resident == "on"
+            bench = Bench(cluster.endpoints[0], Path(tmp), options.transport, resident, repeat)
             rss = bench.single_node()
             rss |= bench.many_nodes([1_000] if options.quick else [1_000, 10_000])
             bench.long_stream(10_000 if options.quick else 100_000)
             contended = bench.contention(5 if options.quick else 15)
+            helper = bench.helper_memory()
     finally:
         cluster.stop()
     print(
-        f"resource-gpu bench: {options.transport} transport, {os.cpu_count()} CPUs, "
+        f"resource-gpu bench: {options.transport} transport, resident helper "
+        f"{options.resident}, {os.cpu_count()} CPUs, "
         f"Python {platform.python_version()}, median of {repeat} whole-process runs\n"
     )
     print("| call | resource-gpu | etcdctl / baseline | ratio | goal |")
@@ -283,7 +319,8 @@ def main() -> None:
         print("| " + " | ".join(row) + " |")
     print(f"\n{contended}")
     print("\npeak memory per call (max RSS): " + ", ".join(
-        f"{what} {kib / 1024:.0f} MiB" for what, kib in rss.items()))  # fmt: skip
+        f"{what} {kib / 1024:.0f} MiB" if kib else f"{what} n/a (no {GNU_TIME})"
+        for what, kib in rss.items()) + helper)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -12,10 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-TRANSPORT = os.environ.get("RESOURCE_GPU_TRANSPORT", "http")
-"""How the plugin reaches etcd in this test run: the suite runs once per transport."""
-if TRANSPORT not in ("http", "grpc"):
-    raise RuntimeError(f"RESOURCE_GPU_TRANSPORT={TRANSPORT!r}: expected http or grpc")
+MODE = os.environ.get("RESOURCE_GPU_TEST_MODE", "http")
+"""How the plugin runs in this test run (the suite runs once in each): calls in-process over
+HTTP or over gRPC, or served by the resident helper (over HTTP)."""
+if MODE not in ("http", "grpc", "resident"):
+    raise RuntimeError(f"RESOURCE_GPU_TEST_MODE={MODE!r}: expected http, grpc or resident")
+TRANSPORT = "grpc" if MODE == "grpc" else "http"
 
 
 def binary() -> list[str]:
@@ -55,7 +57,8 @@ class Plugin:
             "transport": TRANSPORT,
             **etcd,
         }
-        self.config.write_text(json.dumps({"etcd": settings}))  # JSON is YAML
+        config = {"etcd": settings, "resident": MODE == "resident"}
+        self.config.write_text(json.dumps(config))  # JSON is YAML
 
     def run(
         self,
