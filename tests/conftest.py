@@ -1,4 +1,5 @@
-"""Fixtures: one real etcd for the session, and an isolated plugin (own prefix) per test."""
+"""Fixtures: one real etcd for the session, an isolated plugin (own prefix) per test, and raw
+etcd access to that plugin's keys."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.etcd_server import shared_server
+from tests.etcdkv import Etcd
 from tests.plugin import Plugin
 
 
@@ -23,3 +25,14 @@ def etcd_endpoints() -> Iterator[list[str]]:
 @pytest.fixture
 def plugin(etcd_endpoints: list[str], tmp_path: Path) -> Plugin:
     return Plugin(etcd_endpoints, tmp_path)
+
+
+@pytest.fixture
+def etcd(plugin: Plugin) -> Iterator[Etcd]:
+    """Raw access to the keys of the test's own plugin installation, for planting and
+    corrupting keys and for checking what a call wrote."""
+    kv = Etcd(plugin.endpoints, plugin.prefix)
+    try:
+        yield kv
+    finally:
+        kv.close()

@@ -182,13 +182,6 @@ def dying_helper(runtime: Path) -> Iterator[DiesBeforeAnswering]:
         listener.close()
 
 
-@pytest.fixture
-def etcd(plugin: Plugin) -> Iterator[Etcd]:
-    kv = Etcd(plugin.endpoints, plugin.prefix)
-    yield kv
-    kv.close()
-
-
 def test_a_write_whose_helper_died_after_writing_is_not_applied_twice(
     plugin: Plugin, etcd: Etcd, dying_helper: DiesBeforeAnswering
 ) -> None:
