@@ -88,14 +88,7 @@ class Plugin:
 
     def fails(self, verb: str, request: Any = None, *, raw: bytes | None = None) -> str:
         """Run a verb that must fail: non-zero exit, nothing on stdout, one line on stderr."""
-        result = self.run(verb, request, raw=raw)
-        assert result.status != 0, f"{verb} succeeded: {result.stdout}"
-        assert result.stdout == "", f"{verb} printed on failure: {result.stdout!r}"
-        lines = result.stderr.splitlines()
-        assert len(lines) == 1, f"{verb} error is not one line: {result.stderr!r}"
-        assert lines[0].startswith(f"resource-gpu {verb}: "), lines[0]
-        assert "Traceback" not in result.stderr
-        return lines[0]
+        return failure_line(self.run(verb, request, raw=raw), verb)
 
     # Shorthands used across the tests.
     def add(self, node: str, counts: dict[str, int] | None = None) -> Any:
@@ -110,6 +103,18 @@ class Plugin:
         result = self.run("history", None, node, "--json")
         assert result.status == 0, result.stderr
         return json.loads(result.stdout)  # type: ignore[no-any-return]
+
+
+def failure_line(result: Result, command: str) -> str:
+    """The one stderr line of a failed call: non-zero exit, nothing on stdout, the line naming
+    the command, no traceback."""
+    assert result.status != 0, f"{command} succeeded: {result.stdout!r}"
+    assert result.stdout == "", f"{command} printed on failure: {result.stdout!r}"
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, f"{command} error is not one line: {result.stderr!r}"
+    assert lines[0].startswith(f"resource-gpu {command}: "), lines[0]
+    assert "Traceback" not in result.stderr
+    return lines[0]
 
 
 def R(counts: dict[str, int] | None) -> dict[str, Any] | None:

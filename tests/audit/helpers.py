@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, TypeVar
 
 from tests.etcdkv import Etcd
-from tests.plugin import Plugin, Result
+from tests.plugin import Plugin, Result, failure_line
 
 UTC = timezone.utc
 G = "nvidia-3090"
@@ -152,15 +152,10 @@ def ok_json(result: Result, what: str = "") -> Any:
 def error_line(result: Result, command: str) -> str:
     """A failure as the README promises: exit 1 (not 70, a bug), nothing on stdout, one line
     on stderr naming the command, no traceback."""
-    assert result.status != 0, f"{command} succeeded: {result.stdout!r}"
-    assert result.stdout == "", f"{command} printed on failure: {result.stdout!r}"
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, f"{command} error is not one line: {result.stderr!r}"
-    assert lines[0].startswith(f"resource-gpu {command}: "), lines[0]
-    assert "Traceback" not in result.stderr
-    assert "internal error" not in lines[0], lines[0]
-    assert result.status == 1, f"{command} exited {result.status}: {lines[0]}"
-    return lines[0]
+    line = failure_line(result, command)
+    assert "internal error" not in line, line
+    assert result.status == 1, f"{command} exited {result.status}: {line}"
+    return line
 
 
 def usage_error(result: Result) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.etcdkv import Etcd, upstream_head
-from tests.plugin import Plugin, R, counts
+from tests.plugin import Plugin, R, counts, failure_line
 
 WORKERS = 8
 CALLS_PER_WORKER = 15
@@ -71,15 +71,6 @@ class Call:
     error: str = ""
 
 
-def check_clean_failure(result: Any) -> None:
-    assert result.status != 0
-    assert result.stdout == ""
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("resource-gpu "), lines[0]
-    assert "Traceback" not in result.stderr
-
-
 def worker(plugin: Plugin, node: str, seed: int, start: threading.Barrier) -> list[Call]:
     """Deploy random workloads and release some of the ones this worker took."""
     rng = random.Random(seed)
@@ -118,7 +109,7 @@ def worker(plugin: Plugin, node: str, seed: int, start: threading.Barrier) -> li
             if incr:
                 held.extend(workloads)
         else:
-            check_clean_failure(result)
+            failure_line(result, "set-node-resource-usage")
             call = Call(delta, called, False, error=result.stderr)
             if not incr:
                 held.extend(workloads)  # not released: still ours
@@ -220,7 +211,7 @@ def test_concurrent_add_node_of_one_new_node(plugin: Plugin, etcd: Etcd) -> None
             if i in winners:
                 assert result.stderr == ""
                 continue
-            check_clean_failure(result)
+            failure_line(result, "add-node")
             assert result.stderr.startswith(f"resource-gpu add-node: node {node}: ")
             assert "node already exists" in result.stderr
         events = etcd.event_docs(node)
@@ -257,7 +248,7 @@ def test_concurrent_first_writes_adopt_an_upstream_record_once(plugin: Plugin, e
                 taken += i + 1
                 successes += 1
             else:
-                check_clean_failure(result)
+                failure_line(result, "set-node-resource-usage")
     assert successes > 0
     events = etcd.event_docs(node)
     assert [e["seq"] for e in events] == list(range(1, successes + 2))
