@@ -184,18 +184,49 @@ class AnswerDroppingProxy:
                 server.sendall(bytes(buffer[: len(PREFACE)]))
                 del buffer[: len(PREFACE)]
                 for raw, kind, stream, payload in _frames(client, buffer):
-                    drop, crash = False, None
-                    if kind == DATA and WRITE_MARKER in payload:
-                        drop, crash = self._fate()
-                    # Marked before etcd can answer: the answer will not reach the plugin.
-                    if drop:
-                        doomed.add(stream)
-                    if crash is not None:
-                        muted[stream] = crash[0] if crash[1] else None
-                    server.sendall(raw)
-                    if crash is not None and not crash[1]:
-                        self._run_crash(crash[0])
+                    write = kind == DATA and WRITE_MARKER in payload
+                    self._forward(server, raw, stream, write, doomed, muted)
         _close(client, server)
+
+    def _forward(
+        self,
+        server: socket.socket,
+        raw: bytes,
+        stream: int,
+        write: bool,
+        doomed: set[int],
+        muted: dict[int, Callable[[], None] | None],
+    ) -> None:
+        """Send one request (or frame) on to etcd; for a write, decide first what becomes of
+        its answer, so the mark is in place before etcd can answer."""
+        drop, crash = self._fate() if write else (False, None)
+        if drop:
+            doomed.add(stream)
+        if crash is not None:
+            muted[stream] = crash[0] if crash[1] else None
+        server.sendall(raw)
+        if crash is not None and not crash[1]:
+            self._run_crash(crash[0])
+
+    def _pass_answer(
+        self,
+        client: socket.socket,
+        raw: bytes,
+        stream: int,
+        doomed: set[int],
+        muted: dict[int, Callable[[], None] | None],
+    ) -> bool:
+        """Send one answer (or frame) on to the plugin, unless its write's answer is to be
+        lost; False once the connection is to be cut."""
+        if stream in doomed:
+            return False  # the write was applied; its answer is lost with the connection
+        if stream in muted:
+            crash, muted[stream] = muted[stream], None
+            if crash is not None:
+                self._run_crash(crash)
+            return True  # etcd is dead or dying: the connection closes when it is gone
+        client.sendall(raw)
+        return True
 
     def _answers(
         self,
@@ -206,14 +237,8 @@ class AnswerDroppingProxy:
     ) -> None:
         with contextlib.suppress(OSError):
             for raw, _kind, stream, _payload in _frames(server, bytearray()):
-                if stream in doomed:
-                    break  # the write was applied; its answer is lost with the connection
-                if stream in muted:
-                    crash, muted[stream] = muted[stream], None
-                    if crash is not None:
-                        self._run_crash(crash)
-                    continue  # etcd is dead or dying: the connection closes when it is gone
-                client.sendall(raw)
+                if not self._pass_answer(client, raw, stream, doomed, muted):
+                    break
         _close(client, server)
 
     def _http1_requests(
@@ -227,16 +252,8 @@ class AnswerDroppingProxy:
         """Client to etcd over HTTP/1.1: whole requests, one at a time."""
         with contextlib.suppress(OSError):
             while (request := _http1_request(client, buffer)) is not None:
-                drop, crash = False, None
-                if all(marker in request for marker in HTTP1_WRITE):
-                    drop, crash = self._fate()
-                if drop:
-                    doomed.add(HTTP1_STREAM)
-                if crash is not None:
-                    muted[HTTP1_STREAM] = crash[0] if crash[1] else None
-                server.sendall(request)
-                if crash is not None and not crash[1]:
-                    self._run_crash(crash[0])
+                write = all(marker in request for marker in HTTP1_WRITE)
+                self._forward(server, request, HTTP1_STREAM, write, doomed, muted)
         _close(client, server)
 
     def _http1_answers(
@@ -250,14 +267,8 @@ class AnswerDroppingProxy:
         the whole answer to the last, so whatever arrives answers the request in flight."""
         with contextlib.suppress(OSError):
             while chunk := server.recv(65536):
-                if HTTP1_STREAM in doomed:
-                    break  # the write was applied; its answer is lost with the connection
-                if HTTP1_STREAM in muted:
-                    crash, muted[HTTP1_STREAM] = muted[HTTP1_STREAM], None
-                    if crash is not None:
-                        self._run_crash(crash)
-                    continue  # etcd is dead or dying: the connection closes when it is gone
-                client.sendall(chunk)
+                if not self._pass_answer(client, chunk, HTTP1_STREAM, doomed, muted):
+                    break
         _close(client, server)
 
 
