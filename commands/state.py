@@ -8,22 +8,13 @@ import click
 import msgspec
 
 from commands.answers import node_resources
-from commands.history import NOT_ADOPTED, POINT_HELP, stream_of
+from commands.history import NOT_ADOPTED, POINT_HELP, columns, stream_of
 from commands.protocol import Session, click_config, run
 from ledger import cards
 from ledger.errors import PluginError
 from ledger.events import decode_head
 from projections import audit
 from projections.node import NodeState, state_of_head
-
-
-def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
-    lines = [header, *rows]
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    return "\n".join(
-        "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip()
-        for line in lines
-    )
 
 
 @click.command("show")
@@ -58,17 +49,17 @@ def show(node: str, at: str | None, as_json_output: bool) -> None:
         if as_json_output:
             return {**node_resources(after), "seq": event.seq}
         when = audit.rfc3339(event.at)
-        return _table(
-            ("SEQ", "AT (UTC)", "CAPACITY", "USAGE", "AVAILABLE"),
+        return columns(
             [
+                ("SEQ", "AT (UTC)", "CAPACITY", "USAGE", "AVAILABLE"),
                 (
                     str(event.seq),
                     when,
                     cards.describe(after.capacity),
                     cards.describe(after.usage),
                     cards.describe(after.available),
-                )
-            ],
+                ),
+            ]
         )
 
     run("show", state, config=click_config(), text=not as_json_output)
@@ -114,19 +105,21 @@ def nodes(as_json_output: bool) -> None:
             )
         if as_json_output:
             return rows
-        return _table(
-            ("NODE", "STATE", "CAPACITY", "USAGE", "EVENTS", "SEQ"),
+        return columns(
             [
-                (
-                    row["nodename"],
-                    row["state"],
-                    cards.describe(row["capacity"].prod_count_map),
-                    cards.describe(row["usage"].prod_count_map),
-                    str(row["events"]),
-                    str(row["seq"]),
-                )
-                for row in rows
-            ],
+                ("NODE", "STATE", "CAPACITY", "USAGE", "EVENTS", "SEQ"),
+                *(
+                    (
+                        row["nodename"],
+                        row["state"],
+                        cards.describe(row["capacity"].prod_count_map),
+                        cards.describe(row["usage"].prod_count_map),
+                        str(row["events"]),
+                        str(row["seq"]),
+                    )
+                    for row in rows
+                ),
+            ]
         )
 
     run("nodes", listing, config=click_config(), text=not as_json_output)
