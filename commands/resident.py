@@ -35,6 +35,14 @@ OFF_ENV = "RESOURCE_GPU_RESIDENT"
 PACKAGES = ("commands", "ledger", "projections")
 
 
+def turned_off() -> bool:
+    """Off by the environment: ``RESOURCE_GPU_RESIDENT=0``, or debugging (tracebacks belong
+    to the process that runs the verb)."""
+    return os.environ.get(OFF_ENV, "1") in ("0", "off", "false") or bool(
+        os.environ.get("RESOURCE_GPU_DEBUG")
+    )
+
+
 def runtime_dir() -> str:
     base = os.environ.get("XDG_RUNTIME_DIR") or "/tmp"
     return os.path.join(base, f"resource-gpu-{os.getuid()}")
@@ -91,9 +99,7 @@ class Outcome:
 
 def call(verb: str, config: str | None) -> Outcome:
     """Send the call to the resident helper; relay its answer."""
-    if os.environ.get(OFF_ENV, "1") in ("0", "off", "false") or os.environ.get(
-        "RESOURCE_GPU_DEBUG"
-    ):
+    if turned_off():
         return Outcome(None)
     path = config_file(config)
     if path is None or not private(runtime_dir()):
@@ -192,9 +198,7 @@ def _replay(stdin: bytes) -> None:
 
 def start_if_wanted(config: str | None) -> None:
     """After a call ran here: start a helper if the config wants one (the call loaded it)."""
-    if os.environ.get(OFF_ENV, "1") in ("0", "off", "false") or os.environ.get(
-        "RESOURCE_GPU_DEBUG"
-    ):
+    if turned_off():
         return
     from ledger import config as config_files
     from ledger.errors import PluginError
