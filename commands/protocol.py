@@ -67,11 +67,14 @@ class Session:
         *,
         write_hook: WriteHook | None = None,
         resume: Resume | None = None,
+        caller: str | None = None,
     ) -> None:
         self._config_path = config_path
         self.io = io or CallIO.standard()
         self._write_hook = write_hook
         self._resume = resume
+        self._caller = caller
+        """``user@host`` of whoever made the call, for its events (default: this process's)."""
         self.node: str | None = None
         """The node the request is about, once known: named in any error line."""
 
@@ -86,7 +89,7 @@ class Session:
         settings = self.config.etcd  # a config error must not cost the etcd client's import
         from ledger.store import Store
 
-        return Store(settings, write_hook=self._write_hook)
+        return Store(settings, write_hook=self._write_hook, by=self._caller)
 
     def append(
         self, node: str, verb: str, decide: Callable[[NodeState | None], Change | None]

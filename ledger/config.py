@@ -51,6 +51,11 @@ class StreamsConfig(msgspec.Struct, kw_only=True):
     it a tenth over; 0 leaves streams unbounded (compact them with ``resource-gpu compact``)."""
     export_dir: str = ""
     """Where compaction writes the events it removes, as JSON lines, before deleting them."""
+    min_age: Annotated[float, msgspec.Meta(ge=0)] = 300.0
+    """Seconds an event stays in etcd before compaction may remove it. A call whose answer was
+    lost settles its write by finding its operation id among the recent events, so they must
+    outlive every call that can still ask (core kills a call after 30 s; the rest is margin
+    for clocks that disagree between hosts)."""
 
     def __post_init__(self) -> None:
         if self.max_events == 1:

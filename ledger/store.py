@@ -144,9 +144,11 @@ class Store:
         *,
         deadline: float | None = None,
         write_hook: WriteHook | None = None,
+        by: str | None = None,
     ) -> None:
         self._config = config
         self._write_hook = write_hook
+        self._by = by or who()
         self._keys = KeyLayout(config.prefix)
         self._endpoints = [endpoint_of(url) for url in config.machines]
         self._transport = transport or open_transport(config)
@@ -542,7 +544,7 @@ class Store:
             found = record.state
             changes.insert(0, Adopted(capacity=found.capacity, usage=found.usage))
         return [
-            Event(seq=record.seq + i, at=now, verb=verb, op=op, by=_who(), change=c)
+            Event(seq=record.seq + i, at=now, verb=verb, op=op, by=self._by, change=c)
             for i, c in enumerate(changes, start=1)
         ]
 
@@ -550,7 +552,7 @@ class Store:
         """An event of this call, for the writes that are not appends of a decided change."""
         now = datetime.now(timezone.utc)
         op = op or new_op()
-        return Event(seq=seq, at=now, verb=verb, op=op, by=_who(), change=change)
+        return Event(seq=seq, at=now, verb=verb, op=op, by=self._by, change=change)
 
     def repair_head(self, node: str, stream: Stream, event: Event, after: NodeState | None) -> bool:
         """Append ``event`` and rewrite the head to ``after``, if neither moved since ``stream``
@@ -623,15 +625,17 @@ def new_op() -> str:
 
 
 @functools.cache
-def _who() -> str:
-    """``user@host`` of this process, for the events it appends."""
-    import getpass
+def who(uid: int | None = None) -> str:
+    """``user@host`` for the events a caller appends: the account the system knows ``uid`` (by
+    default this process's) by, never a name from the environment, which the caller sets."""
+    import pwd
     import socket
 
+    uid = os.getuid() if uid is None else uid
     try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = f"uid{os.getuid()}"
+        user = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        user = f"uid{uid}"
     return f"{user}@{socket.gethostname()}"
 
 
