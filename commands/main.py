@@ -3,32 +3,34 @@
 Core runs ``resource-gpu [--config PATH] VERB`` once per request, so that path is kept short:
 the call goes to the resident helper (``commands.resident``) when one is up, and otherwise
 straight to the verb, without loading the click CLI (about 15 ms of imports). Anything else
-(``--help``, the auditor commands, a usage error) goes through ``commands.cli``.
+(``--help``, the auditor and operator commands, a usage error) goes through ``commands.cli``.
 """
 
 from __future__ import annotations
 
 import sys
 
-from commands.registry import CORE_VERBS, HIDDEN_VERBS
+from commands.registry import CORE_VERBS, HIDDEN_VERBS, OFFLINE_VERBS
 
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     config, rest = _config_option(args)
     if len(rest) == 1 and (rest[0] in CORE_VERBS or rest[0] in HIDDEN_VERBS):
+        verb = rest[0]
         from commands import resident
 
-        outcome = resident.call(rest[0], config)
+        outcome = resident.call(verb, config)
         if outcome.status is not None:
             raise SystemExit(outcome.status)
         from commands.protocol import Session
         from commands.registry import load
 
         try:
-            load(rest[0])(config, Session(config, resume=outcome.resume))
+            load(verb)(config, Session(config, resume=outcome.resume))
         finally:
-            resident.start_if_wanted(config)
+            if verb not in OFFLINE_VERBS:
+                resident.start_if_wanted(config)
         raise SystemExit(0)
     from commands.cli import main as run_cli
 

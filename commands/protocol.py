@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn, TypeVar
 
 import msgspec
 
+from commands.registry import MAX_REQUEST_BYTES
 from ledger.errors import PluginError
 
 if TYPE_CHECKING:
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     from projections.node import NodeState
 
 PROG = "resource-gpu"
-MAX_REQUEST_BYTES = 4 * 1024 * 1024
 EXIT_FAILURE = 1
 EXIT_INTERNAL = 70
 DEBUG_ENV = "RESOURCE_GPU_DEBUG"

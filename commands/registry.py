@@ -7,6 +7,9 @@ TYPE_CHECKING = False  # not typing's: core's thin calls import this module, and
 if TYPE_CHECKING:
     from typing import Any
 
+MAX_REQUEST_BYTES = 4 * 1024 * 1024
+"""The largest request a verb reads from stdin (anything longer is refused)."""
+
 CORE_VERBS: dict[str, str] = {
     "add-node": "commands.writes:add_node",
     "remove-node": "commands.writes:remove_node",
@@ -32,6 +35,9 @@ HIDDEN_VERBS: dict[str, str] = {
     "calculate-remap": "commands.meta:calculate_remap",
 }
 
+OFFLINE_VERBS = frozenset({"name", "verbs", "get-metrics-description", "calculate-remap"})
+"""Verbs that need neither etcd nor a config file: they never start a resident helper."""
+
 AUDITOR_COMMANDS: dict[str, str] = {
     "history": "commands.history:history",
     "show": "commands.state:show",
@@ -39,6 +45,7 @@ AUDITOR_COMMANDS: dict[str, str] = {
     "verify": "commands.verify:verify",
     "export": "commands.history:export",
     "compact": "commands.verify:compact",
+    "helper": "commands.helper:helper",
 }
 """Commands for people (auditors, operators); not offered to core."""
 

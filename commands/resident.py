@@ -4,18 +4,28 @@ Core starts ``resource-gpu`` once per call, and most of a call is Python loading
 PyYAML and the ledger. The resident helper (``commands.residentd``) has all of that loaded, so
 a call here only sends its verb, config path and stdin over a Unix socket and relays the answer:
 stdout, stderr and exit status exactly as the verb would have produced them in this process.
-This module imports nothing beyond ``os``, ``sys`` and ``_socket``.
+This module imports nothing beyond ``os``, ``sys`` and ``_socket`` on that path.
 
-Why it is safe:
+The conversation, one call per connection (frames are lines; bodies follow their frame)::
 
-* The helper runs detached (its own session, ``/dev/null`` for stdio), so it never holds
-  core's pipes open, and only this user can reach its socket (a 0700 directory).
-* The socket is named after this installation (interpreter and code files): an upgrade gets
-  a new helper, and the old one exits when idle. The helper re-reads a changed config file;
-  ``resident: false`` in it turns the helper off (so does ``RESOURCE_GPU_RESIDENT=0``).
-* A call the helper cannot serve (no helper yet, config missing or invalid, helper disabled
-  or gone) runs in this process as before. If the helper dies mid-call after it sent a write,
-  the call here resumes that write by its operation id: it is applied once, never twice.
+    client: RGPU2 \\0 call \\0 VERB \\0 CONFIG \\0 LENGTH \\n  then the request
+    helper: A SECONDS        it has the call, and answers within SECONDS (etcd.timeout + margin)
+            F                it will not serve this call: run it here
+            P AFTER OP NODE  a write is about to go out (stream end, op id, node in hex) ...
+    client: G                ... and only on this go-ahead is it sent
+    helper: R STATUS OUT ERR then stdout and stderr, OUT and ERR bytes long
+
+Why nothing is ever applied twice: the helper sends no write without the go-ahead, and the
+client gives it only while it is still waiting. A call that never gave it runs here when the
+helper fails it in any way. One that gave it runs here only once the helper is gone (it hung up,
+or did not answer in time and was killed, which is waited for), and then *resumes* the write by
+its op id: if the helper's write landed, its result is the answer; if not, it is made here.
+Should the helper be past reach (it cannot be confirmed dead), the call fails saying its outcome
+is unknown, as when etcd's answer is lost.
+
+Why nobody else can answer: the socket lives in a directory only this user can use, checked
+all the way up and reached through a descriptor (``commands.rundir``), and the helper must be
+of this user (``SO_PEERCRED``), which the helper checks of its callers too.
 """
 
 from __future__ import annotations
@@ -23,16 +33,29 @@ from __future__ import annotations
 import os
 import sys
 
+from commands import rundir
+from commands.registry import MAX_REQUEST_BYTES
+
 TYPE_CHECKING = False  # not typing's: importing typing costs a core call ~3 ms
 if TYPE_CHECKING:
+    from _socket import socket
+
     from ledger.store import Resume
 
-MAGIC = b"RGPU1"
-ANSWER_TIMEOUT = 25.0
-"""Seconds to wait for the helper's answer (its etcd time is bounded by etcd.timeout, at most
-25 s); core kills a call at 30."""
+MAGIC = b"RGPU2"
+CONNECT_TIMEOUT = 1.0
+"""Seconds to reach the helper's socket: past a stuck helper's backlog, connect() would block."""
+ACCEPT_TIMEOUT = 3.0
+"""Seconds for the helper to say it has the call, and for either end to answer the other's
+write handshake: a live helper does so at once; a stopped one never does."""
+ANSWER_MARGIN = 2.0
+"""Seconds beyond ``etcd.timeout`` (which bounds the helper's time on etcd) that a helper may
+take over a call before it counts as stuck and is replaced."""
+STOP_WAIT = 2.0
+"""Seconds to wait for a killed helper to be gone."""
 OFF_ENV = "RESOURCE_GPU_RESIDENT"
 PACKAGES = ("commands", "ledger", "projections")
+HELPER_MODULE = "commands.residentd"
 
 
 def turned_off() -> bool:
@@ -43,46 +66,47 @@ def turned_off() -> bool:
     )
 
 
-def runtime_dir() -> str:
-    base = os.environ.get("XDG_RUNTIME_DIR") or "/tmp"
-    return os.path.join(base, f"resource-gpu-{os.getuid()}")
+def config_file(explicit: str | None) -> str | None:
+    """The config file a call would read, as an absolute path, if it is a regular file."""
+    path = explicit or os.environ.get("ERU_RESOURCE_CONFIG_PATH") or "gpu.yaml"
+    try:
+        path = os.path.abspath(path)  # the working directory may be gone
+        return path if os.path.isfile(path) else None
+    except OSError:
+        return None
 
 
-def socket_path() -> str:
-    """This installation's socket: a new interpreter or new code means a new helper."""
-    import zlib
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+def installation() -> str:
+    """What this installation is: its interpreter and the size and time of every code file.
+    An upgrade changes it, and so gets a helper of its own."""
     parts = [sys.prefix, sys.version]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     for package in PACKAGES:
         with os.scandir(os.path.join(root, package)) as entries:
             for entry in entries:
                 if entry.name.endswith(".py"):
                     stat = entry.stat()
                     parts.append(f"{package}/{entry.name}:{stat.st_mtime_ns}:{stat.st_size}")
-    identity = zlib.crc32("|".join(sorted(parts)).encode())
-    return os.path.join(runtime_dir(), f"{identity:08x}.sock")
+    return "|".join(sorted(parts))
 
 
-def private(directory: str) -> bool:
-    """Ours and closed to others: nobody else can plant a socket there."""
-    try:
-        stat = os.lstat(directory)
-    except OSError:
-        return False
-    return stat.st_uid == os.getuid() and stat.st_mode & 0o077 == 0 and os.path.isdir(directory)
+def code_identity() -> str:
+    """A short name for this installation (see :func:`installation`)."""
+    import zlib
+
+    return f"{zlib.crc32(installation().encode()):08x}"
 
 
-def config_file(explicit: str | None) -> str | None:
-    """The config file a call would read, as an absolute path, if it exists."""
-    path = explicit or os.environ.get("ERU_RESOURCE_CONFIG_PATH") or "gpu.yaml"
-    path = os.path.abspath(path)
-    return path if os.path.isfile(path) else None
+def socket_name(config_path: str) -> str:
+    """The socket of the helper for this installation and this config file."""
+    import zlib
+
+    return f"{zlib.crc32(os.fsencode(config_path) + b'|' + installation().encode()):08x}.sock"
 
 
 class Outcome:
     """What the helper made of a call: ``status`` when it answered; otherwise the call runs
-    here, resuming the write the helper had sent (``sent``: its op id and stream end)."""
+    here, resuming the write the helper was allowed to send (``sent``: op id, stream end)."""
 
     def __init__(self, status: int | None, sent: tuple[str, int] | None = None) -> None:
         self.status = status
@@ -98,51 +122,38 @@ class Outcome:
 
 
 def call(verb: str, config: str | None) -> Outcome:
-    """Send the call to the resident helper; relay its answer."""
+    """Send the call to the resident helper, if one serves this config; relay its answer."""
     if turned_off():
         return Outcome(None)
     path = config_file(config)
-    if path is None or not private(runtime_dir()):
+    if path is None:
         return Outcome(None)
-    import _socket
-
-    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-    try:
-        sock.connect(socket_path())
-    except OSError:
-        sock.close()
+    link = Link.connect(socket_name(path))
+    if link is None:
         return Outcome(None)
+    stdin = sys.stdin.buffer.read(MAX_REQUEST_BYTES + 1)
     try:
-        stdin = sys.stdin.buffer.read(4 * 1024 * 1024 + 1)
-        head = b"\0".join([MAGIC, verb.encode(), os.fsencode(path), str(len(stdin)).encode()])
-        sock.settimeout(ANSWER_TIMEOUT)
-        try:
-            sock.sendall(head + b"\n" + stdin)
-        except OSError:  # the helper is gone or stuck; it runs nothing before it has it all
-            _replay(stdin)
-            return Outcome(None)
-        return _relay(_Reader(sock), verb, stdin)
-    except TimeoutError:
-        # The helper is alive but stuck: it may yet finish the call, so it must not run here
-        # as well. Fail the way a call fails when etcd's answer is lost.
-        sys.stderr.write(
-            f"resource-gpu {verb}: the resident helper did not answer within "
-            f"{ANSWER_TIMEOUT:g}s and may still finish the call (outcome unknown); "
-            "resident: false in the config turns it off\n"
-        )
-        return Outcome(1)
+        outcome = link.call(verb, path, stdin)
     finally:
-        sock.close()
+        link.close()
+    if outcome.status is None:
+        import io
+
+        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin))  # the call runs here after all
+    return outcome
 
 
-class _Reader:
-    def __init__(self, sock: object) -> None:
+class Reader:
+    """Lines and bodies from a socket (either end's); ``None`` once the other end is gone.
+    A timeout is raised as ``TimeoutError``."""
+
+    def __init__(self, sock: socket) -> None:
         self._sock = sock
         self._buffer = b""
 
     def line(self) -> bytes | None:
         while b"\n" not in self._buffer:
-            if not self._fill():
+            if len(self._buffer) > 65536 or not self._fill():
                 return None
         line, self._buffer = self._buffer.split(b"\n", 1)
         return line
@@ -156,80 +167,177 @@ class _Reader:
 
     def _fill(self) -> bool:
         try:
-            data: bytes = self._sock.recv(65536)  # type: ignore[attr-defined]
+            data = self._sock.recv(65536)
         except TimeoutError:
             raise
-        except OSError:  # the helper is gone
+        except OSError:  # the other end is gone
             return False
         self._buffer += data
         return bool(data)
 
 
-def _relay(reader: _Reader, verb: str, stdin: bytes) -> Outcome:
-    """Frames from the helper: ``P after op`` (a write is about to go out), then ``R status
-    stdout-length stderr-length`` and the two bodies, or ``F`` (run it yourself)."""
-    sent: tuple[str, int] | None = None
-    while (line := reader.line()) is not None:
-        kind, *fields = line.split(b" ")
-        if kind == b"P":
-            sent = (fields[1].decode(), int(fields[0]))
-        elif kind == b"R":
-            status, out_size, err_size = (int(field) for field in fields)
-            out, err = reader.exactly(out_size), reader.exactly(err_size)
-            if out is None or err is None:
-                break
-            sys.stdout.buffer.write(out)
-            sys.stdout.flush()
-            sys.stderr.buffer.write(err)
-            sys.stderr.flush()
-            return Outcome(status)
-        else:
-            break
-    _replay(stdin)
-    return Outcome(None, sent)  # no answer: run the call here
+class Link:
+    """A connection to a helper, checked to be of this user, and a handle on its process."""
 
+    def __init__(self, sock: socket, pid: int) -> None:
+        self.sock = sock
+        self.pid = pid
+        self.reader = Reader(sock)
+        self._pidfd: int | None = None
+        try:  # noqa: SIM105 (contextlib costs the thin client its import)
+            self._pidfd = os.pidfd_open(pid)  # now, while the helper surely is that pid
+        except (AttributeError, OSError):
+            pass
 
-def _replay(stdin: bytes) -> None:
-    """The call runs here after all: give it back the request it already read."""
-    import io
+    @classmethod
+    def connect(cls, name: str) -> Link | None:
+        """The helper listening on socket ``name`` of this user's runtime directory."""
+        try:
+            directory, _ = rundir.open_private(create=False)
+        except OSError:
+            return None
+        import _socket
 
-    sys.stdin = io.TextIOWrapper(io.BytesIO(stdin))
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        try:
+            sock.settimeout(CONNECT_TIMEOUT)
+            sock.connect(rundir.via(directory, name))
+            pid, uid = rundir.peer(sock)
+            if uid != os.getuid():
+                raise PermissionError(f"the socket is served by uid {uid}")
+        except OSError:
+            sock.close()
+            return None
+        finally:
+            os.close(directory)
+        return cls(sock, pid)
+
+    def close(self) -> None:
+        self.sock.close()
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+
+    def call(self, verb: str, config_path: str, stdin: bytes) -> Outcome:
+        head = [MAGIC, b"call", verb.encode(), os.fsencode(config_path), b"%d" % len(stdin)]
+        sent: tuple[str, int] | None = None
+        node = ""
+        sock = self.sock
+        try:
+            sock.settimeout(ACCEPT_TIMEOUT)
+            sock.sendall(b"\0".join(head) + b"\n" + stdin)
+            taken = self.reader.line()
+            if taken is None or not taken.startswith(b"A "):
+                return Outcome(None)  # gone, or "F": it will not serve this call
+            import time
+
+            deadline = time.monotonic() + float(taken[2:])
+            while True:
+                sock.settimeout(max(deadline - time.monotonic(), 0.001))
+                frame = self.reader.line()
+                if frame is None:
+                    return Outcome(None, sent)  # the helper is gone: run, or resume, here
+                kind, *fields = frame.split(b" ")
+                if kind == b"P":
+                    sent = (fields[1].decode(), int(fields[0]))  # from now it may write
+                    node = bytes.fromhex(fields[2].decode()).decode(errors="replace")
+                    sock.sendall(b"G\n")
+                elif kind == b"R":
+                    return self._relay(fields) or Outcome(None, sent)
+                else:
+                    return Outcome(None, sent)
+        except TimeoutError:
+            return self._stuck(verb, node, sent)
+        except (OSError, ValueError, IndexError):
+            return Outcome(None, sent)
+
+    def _relay(self, fields: list[bytes]) -> Outcome | None:
+        status, out_size, err_size = (int(field) for field in fields)
+        out, err = self.reader.exactly(out_size), self.reader.exactly(err_size)
+        if out is None or err is None:
+            return None
+        sys.stdout.buffer.write(out)
+        sys.stdout.flush()
+        sys.stderr.buffer.write(err)
+        sys.stderr.flush()
+        return Outcome(status)
+
+    def _stuck(self, verb: str, node: str, sent: tuple[str, int] | None) -> Outcome:
+        """The helper did not answer in time: replace it (kill it; the next call starts a fresh
+        one). A write it may have sent is resumed here only once it is gone for sure."""
+        if self.kill() or sent is None:
+            return Outcome(None, sent)
+        shown = node if node.isprintable() else ascii(node)
+        sys.stderr.write(
+            f"resource-gpu {verb}: node {shown}: write {sent[0]} was sent but its answer was "
+            f"lost: the resident helper (pid {self.pid}) stopped answering and could not be "
+            "stopped (outcome unknown)\n"
+        )
+        return Outcome(1)
+
+    def kill(self) -> bool:
+        """Kill the helper; True once it is gone (a process of ours: we may)."""
+        if self._pidfd is None:
+            return False
+        import signal
+
+        try:
+            signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+        except ProcessLookupError:
+            return True
+        except OSError:
+            return False
+        return self.gone(STOP_WAIT)
+
+    def gone(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the helper to exit; whether it has."""
+        if self._pidfd is None:
+            return False
+        import select
+
+        poller = select.poll()
+        poller.register(self._pidfd, select.POLLIN)
+        return bool(poller.poll(int(timeout * 1000)))
 
 
 def start_if_wanted(config: str | None) -> None:
-    """After a call ran here: start a helper if the config wants one (the call loaded it)."""
+    """After a call ran here: start a helper if the config wants one. Never fails: the call
+    has answered, and whatever is wrong with the config it has said itself."""
     if turned_off():
         return
-    from ledger import config as config_files
-    from ledger.errors import PluginError
-
+    path = config_file(config)
+    if path is None:
+        return
     try:
-        wanted = config_files.load(config).resident
-    except PluginError:
+        from ledger import config as config_files
+
+        wanted = config_files.load(path).resident
+    except Exception:
         return
     if wanted:
-        start()
+        start(path)
 
 
-def start() -> None:
-    """Start a helper for this installation, detached; if one is starting, it gives way."""
-    directory = runtime_dir()
+def start(config_path: str) -> None:
+    """Start the helper for this config, detached: its own session, ``/dev/null`` for stdio,
+    none of this process's descriptors, ``/`` as working directory. If one is starting or
+    running already, it gives way."""
     try:
-        os.makedirs(directory, mode=0o700, exist_ok=True)
+        directory, _ = rundir.open_private(create=True)
     except OSError:
         return
-    if not private(directory):
-        return
-    devnull = os.open(os.devnull, os.O_RDWR)
-    try:
-        os.posix_spawn(
-            sys.executable,
-            [sys.executable, "-m", "commands.residentd", socket_path()],
-            os.environ,
-            file_actions=[(os.POSIX_SPAWN_DUP2, devnull, fd) for fd in (0, 1, 2)],
-            setsid=True,
+    os.close(directory)
+    import contextlib
+    import subprocess
+
+    safe_path = ["-P"] if sys.version_info >= (3, 11) else []  # not the cwd on sys.path
+    with contextlib.suppress(OSError):
+        subprocess.Popen(
+            [sys.executable, *safe_path, "-m", HELPER_MODULE, config_path],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            close_fds=True,
+            start_new_session=True,
+            cwd="/",
         )
-    except OSError:
-        pass
-    finally:
-        os.close(devnull)

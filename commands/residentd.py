@@ -1,132 +1,307 @@
-"""The resident helper: a warm process that runs core's calls for ``commands.resident``.
+"""The resident helper: a warm process that runs core's calls for one config file.
 
-Started detached by a call that found none (``python -m commands.residentd SOCKET``), it
-imports everything a verb needs once, then serves each connection in a thread: it reads the
-verb, the config file's path and the request, runs the verb exactly as ``resource-gpu VERB``
-would (same code, with the call's own stdin, stdout and stderr), and sends back the answer and
-the exit status. It exits after ``IDLE_SECONDS`` without a call, when its socket is taken over,
-or when the config says ``resident: false``.
+Started detached by a call that found none (``python -m commands.residentd CONFIG``), it
+takes its socket in the runtime directory (``commands.rundir``) unless a live helper already
+has it, imports everything a verb needs, and serves each connection in a thread: it reads the
+verb and the request, runs the verb exactly as ``resource-gpu VERB`` would (same code, the
+call's own stdin, stdout and stderr), and sends back the answer and the exit status. The wire
+conversation is described in ``commands.resident``.
 
-Before a write goes out it tells the client where the stream stood and the write's operation
-id, so that a client whose helper dies mid-call can resume the write instead of repeating it.
+It exits, removing its socket, after ``IDLE_SECONDS`` without a call, on SIGTERM or SIGINT, on
+``resource-gpu helper --stop``, when its config says ``resident: false``, and when its socket is
+taken over; calls in flight finish first. Its process title names the plugin and its config.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import io
 import os
+import signal
 import socket
 import sys
 import threading
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
-from commands import resident
-from commands.protocol import CallIO, Session, Verb
-from commands.registry import CORE_VERBS, HIDDEN_VERBS, load
-from ledger import config as config_files
-from ledger.errors import PluginError
+from commands import resident, rundir
+
+if TYPE_CHECKING:
+    from ledger.config import Config
 
 IDLE_SECONDS = 600.0
-ANSWER_DEADLINE = resident.ANSWER_TIMEOUT
+TICK = 1.0
+"""How often the helper looks up from accept(): to stop, idle out, or see its socket taken."""
+BACKLOG = 128
+LOCK_WAIT = 10.0
+"""Seconds to wait for the runtime directory's lock (held only while a socket is claimed or
+removed)."""
+TITLE = "resource-gpu helper"
 
 
 def main(argv: list[str]) -> None:
-    path = argv[0]
-    directory = os.path.dirname(path)
-    if not resident.private(directory):
+    config_path = argv[0]
+    _set_title(f"{TITLE} {config_path}")
+    name = resident.socket_name(config_path)
+    try:
+        directory, path = rundir.open_private(create=True)
+    except OSError:
         return
-    os.chdir("/")
-    with open(path + ".lock", "a") as lock:
+    claimed = claim(directory, name)
+    if claimed is None:
+        return
+    listener, inode = claimed
+    Helper(listener, directory, name, inode, config_path, os.path.join(path, name)).serve()
+
+
+def _set_title(title: str) -> None:
+    try:
+        import setproctitle
+    except ImportError:  # the title is for people; the helper works without it
+        return
+    setproctitle.setproctitle(title)
+
+
+@contextlib.contextmanager
+def locked(directory: int) -> Iterator[bool]:
+    """The runtime directory's lock, which helpers hold while they claim or remove a socket;
+    yields False if it could not be had within ``LOCK_WAIT``."""
+    deadline = time.monotonic() + LOCK_WAIT
+    while True:
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return  # another helper serves this installation
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(path)
-        inode = os.stat(path).st_ino  # to remove our socket on the way out, and not a successor's
-        os.chmod(path, 0o600)
-        listener.listen(128)
+            fcntl.flock(directory, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                yield False
+                return
+            time.sleep(0.02)
+    try:
+        yield True
+    finally:
+        fcntl.flock(directory, fcntl.LOCK_UN)
+
+
+def claim(directory: int, name: str) -> tuple[socket.socket, int] | None:
+    """Bind the socket, warm up, and listen, unless a live helper has it already.
+
+    The lock is held throughout, so helpers started together wait here (not importing) and
+    then give way to the one that won; calls meanwhile run in-process.
+    """
+    with locked(directory) as held:
+        if not held or answers(directory, name):
+            return None
         _warm_up()
-        Helper(listener).serve()
-        with contextlib.suppress(OSError):
-            if os.stat(path).st_ino == inode:
-                os.unlink(path)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name, dir_fd=directory)  # a dead helper's
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        umask = os.umask(0o177)  # the socket is born 0600: no moment open to others
+        try:
+            listener.bind(rundir.via(directory, name))
+        finally:
+            os.umask(umask)
+        listener.listen(BACKLOG)
+        return listener, os.stat(name, dir_fd=directory, follow_symlinks=False).st_ino
+
+
+def answers(directory: int, name: str) -> bool:
+    """Whether a helper of this user is listening on ``name`` (a stuck one counts: the calls
+    it fails to answer kill it)."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(resident.CONNECT_TIMEOUT)
+    try:
+        probe.connect(rundir.via(directory, name))
+        return rundir.peer(probe)[1] == os.getuid()
+    except TimeoutError:
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
 
 
 def _warm_up() -> None:
     """Import every verb and what it uses now, not on a client's time."""
-    for name in (*CORE_VERBS, *HIDDEN_VERBS):
-        load(name)
+    from commands.registry import CORE_VERBS, HIDDEN_VERBS, load
+
+    for verb in (*CORE_VERBS, *HIDDEN_VERBS):
+        load(verb)
     import ledger.compaction
     import ledger.store  # noqa: F401
 
 
 class Helper:
-    def __init__(self, listener: socket.socket) -> None:
+    def __init__(
+        self,
+        listener: socket.socket,
+        directory: int,
+        name: str,
+        inode: int,
+        config_path: str,
+        socket_path: str,
+    ) -> None:
         self._listener = listener
+        self._directory = directory
+        self._name = name
+        self._inode = inode
+        self.config_path = config_path
+        self.socket_path = socket_path
+        self.started = time.time()
+        self.served = 0
+        self.in_flight = 0
+        self._last_call = time.monotonic()
         self._stopping = threading.Event()
         self._calls: set[threading.Thread] = set()
+        self._lock = threading.Lock()
+
+    def stop(self) -> None:
+        self._stopping.set()
 
     def serve(self) -> None:
-        self._listener.settimeout(IDLE_SECONDS)
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: self.stop())
+        self._listener.settimeout(TICK)
         try:
             while not self._stopping.is_set():
                 try:
                     connection, _ = self._listener.accept()
                 except TimeoutError:
-                    return  # idle: the next call starts a fresh helper
+                    if self._idle() or not self._still_ours():
+                        break
+                    continue
                 except OSError:
-                    return
+                    break
+                self._last_call = time.monotonic()
                 call = threading.Thread(target=self._serve_call, args=(connection,), daemon=True)
-                self._calls.add(call)
+                with self._lock:
+                    self._calls = {c for c in self._calls if c.is_alive()} | {call}
                 call.start()
-                self._calls = {c for c in self._calls if c.is_alive()}
         finally:
-            self._listener.close()
-            for call in list(self._calls):  # calls in flight finish before the helper goes
-                call.join(timeout=ANSWER_DEADLINE)
+            self._shut_down()
+
+    def _idle(self) -> bool:
+        with self._lock:
+            busy = any(call.is_alive() for call in self._calls)
+        return not busy and time.monotonic() - self._last_call > IDLE_SECONDS
+
+    def _still_ours(self) -> bool:
+        try:
+            stat = os.stat(self._name, dir_fd=self._directory, follow_symlinks=False)
+        except OSError:
+            return False
+        return stat.st_ino == self._inode
+
+    def _shut_down(self) -> None:
+        """Take the socket away first (new calls go elsewhere), let calls in flight finish,
+        and leave nothing behind."""
+        with locked(self._directory) as held:
+            if held and self._still_ours():
+                os.unlink(self._name, dir_fd=self._directory)
+        self._listener.close()
+        with self._lock:
+            calls = list(self._calls)
+        for call in calls:
+            call.join(timeout=25.0 + resident.ANSWER_MARGIN)
+        os.close(self._directory)
+
+    # -- one connection ---------------------------------------------------------------------
 
     def _serve_call(self, connection: socket.socket) -> None:
         with connection:
             try:
-                request = _read_call(connection)
-                if request is None:
+                _, uid = rundir.peer(connection)
+                if uid != os.getuid():
+                    return  # only this user's calls: never read, never answered
+                connection.settimeout(resident.ACCEPT_TIMEOUT)
+                reader = resident.Reader(connection)
+                head = reader.line()
+                fields = head.split(b"\0") if head else []
+                if len(fields) < 2 or fields[0] != resident.MAGIC:
                     return
-                verb_name, config_path, stdin = request
-                if not self._serves(config_path):
-                    connection.sendall(b"F\n")
-                    return
-                status, out, err = self._run(connection, verb_name, config_path, stdin)
-                connection.sendall(f"R {status} {len(out)} {len(err)}\n".encode() + out + err)
+                if fields[1] == b"call" and len(fields) == 5:
+                    self._call(connection, reader, fields[2:], uid)
+                elif fields[1] in (b"status", b"stop"):
+                    connection.sendall(_framed(self.status()))
+                    if fields[1] == b"stop":
+                        self.stop()
             except OSError:
                 return  # the client is gone; whatever it was doing, it does itself
 
-    def _serves(self, config_path: str) -> bool:
-        """Whether this call is for us: its config loads and does not turn the helper off."""
+    def _call(
+        self, connection: socket.socket, reader: resident.Reader, fields: list[bytes], uid: int
+    ) -> None:
+        from commands.registry import CORE_VERBS, HIDDEN_VERBS
+
+        verb, config_path = fields[0].decode(), os.fsdecode(fields[1])
+        stdin = reader.exactly(int(fields[2]))
+        if stdin is None or (verb not in CORE_VERBS and verb not in HIDDEN_VERBS):
+            return
+        settings = self._settings(config_path)
+        if settings is None:
+            connection.sendall(b"F\n")
+            return
+        connection.sendall(b"A %g\n" % (settings.etcd.timeout + resident.ANSWER_MARGIN))
+        with self._lock:
+            self.in_flight += 1
+        try:
+            status, out, err = self._run(connection, reader, verb, config_path, stdin, uid)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+                self.served += 1
+        connection.sendall(b"R %d %d %d\n" % (status, len(out), len(err)) + out + err)
+
+    def _settings(self, config_path: str) -> Config | None:
+        """The config, if this call is ours to serve: our config file, which loads and does
+        not turn the helper off (then it stops)."""
+        from ledger import config as config_files
+        from ledger.errors import PluginError
+
+        if config_path != self.config_path:
+            return None
         try:
             settings = config_files.load(config_path)
         except PluginError:
-            return False  # the call itself says what is wrong, word for word, in-process
+            return None  # the call itself says what is wrong, word for word, in-process
         if not settings.resident:
-            self._stopping.set()
-            self._listener.close()
-            return False
-        return True
+            self.stop()
+            return None
+        return settings
 
     def _run(
-        self, connection: socket.socket, verb_name: str, config_path: str, stdin: bytes
+        self,
+        connection: socket.socket,
+        reader: resident.Reader,
+        verb_name: str,
+        config_path: str,
+        stdin: bytes,
+        uid: int,
     ) -> tuple[int, bytes, bytes]:
+        import io
+
+        from commands.protocol import CallIO, Session, Verb
+        from commands.registry import load
+        from ledger.errors import PluginError
+        from ledger.store import who
+
         verb = load(verb_name)
         assert isinstance(verb, Verb)
         out, err = io.BytesIO(), io.BytesIO()
 
-        def tell_client(node: str, after: int, op: str) -> None:
-            connection.sendall(f"P {after} {op}\n".encode())
+        def ask_to_write(node: str, after: int, op: str) -> None:
+            """Send no write the client has not allowed: one that gave up on us must not find
+            its write made behind its back."""
+            connection.sendall(b"P %d %s %s\n" % (after, op.encode(), node.encode().hex().encode()))
+            try:
+                allowed = reader.line() == b"G"
+            except OSError:
+                allowed = False
+            if not allowed:
+                raise PluginError("the caller went away before the write was sent", node=node)
 
-        session = Session(config_path, CallIO(io.BytesIO(stdin), out, err), write_hook=tell_client)
+        io_ = CallIO(io.BytesIO(stdin), out, err)
+        session = Session(config_path, io_, write_hook=ask_to_write, caller=who(uid))
         try:
             verb(config_path, session)
             status = 0
@@ -134,18 +309,36 @@ class Helper:
             status = exit.code if isinstance(exit.code, int) else 1
         return status, out.getvalue(), err.getvalue()
 
+    def status(self) -> dict[str, Any]:
+        """What ``resource-gpu helper`` shows."""
+        from importlib import metadata
 
-def _read_call(connection: socket.socket) -> tuple[str, str, bytes] | None:
-    stream = connection.makefile("rb")
-    head = stream.readline(8192)
-    fields = head.rstrip(b"\n").split(b"\0")
-    if len(fields) != 4 or fields[0] != resident.MAGIC:
-        return None
-    verb, path, size = fields[1].decode(), os.fsdecode(fields[2]), int(fields[3])
-    if verb not in CORE_VERBS and verb not in HIDDEN_VERBS:
-        return None
-    stdin = stream.read(size)
-    return (verb, path, stdin) if len(stdin) == size else None
+        try:
+            version = metadata.version("resource-gpu")
+        except metadata.PackageNotFoundError:
+            version = "unknown"
+        with self._lock:
+            served, in_flight = self.served, self.in_flight
+        return {
+            "pid": os.getpid(),
+            "version": version,
+            "code": resident.code_identity(),
+            "python": sys.version.split()[0],
+            "config": self.config_path,
+            "socket": self.socket_path,
+            "started": self.started,
+            "uptime_s": round(time.time() - self.started, 3),
+            "calls_served": served,
+            "calls_in_flight": in_flight,
+            "stopping": self._stopping.is_set(),
+        }
+
+
+def _framed(answer: dict[str, Any]) -> bytes:
+    import json
+
+    body = json.dumps(answer).encode()
+    return b"S %d\n" % len(body) + body
 
 
 if __name__ == "__main__":

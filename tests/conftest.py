@@ -3,6 +3,7 @@ etcd access to that plugin's keys."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,7 +11,25 @@ import pytest
 
 from tests.etcd_server import shared_server
 from tests.etcdkv import Etcd
-from tests.plugin import Plugin
+from tests.plugin import Plugin, stop_helpers
+
+
+@pytest.fixture(scope="session", autouse=True)
+def runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The resident helpers the suite starts live in a runtime directory of the suite's own
+    (never the user's), and are all stopped when it ends: nothing is left running."""
+    directory = tmp_path_factory.mktemp("run")
+    directory.chmod(0o700)
+    before = os.environ.get("XDG_RUNTIME_DIR")
+    os.environ["XDG_RUNTIME_DIR"] = str(directory)
+    try:
+        yield directory
+    finally:
+        stop_helpers()
+        if before is None:
+            del os.environ["XDG_RUNTIME_DIR"]
+        else:
+            os.environ["XDG_RUNTIME_DIR"] = before
 
 
 @pytest.fixture(scope="session")
@@ -23,8 +42,10 @@ def etcd_endpoints() -> Iterator[list[str]]:
 
 
 @pytest.fixture
-def plugin(etcd_endpoints: list[str], tmp_path: Path) -> Plugin:
-    return Plugin(etcd_endpoints, tmp_path)
+def plugin(etcd_endpoints: list[str], tmp_path: Path) -> Iterator[Plugin]:
+    installation = Plugin(etcd_endpoints, tmp_path)
+    yield installation
+    installation.stop_helper()  # one helper per config: none outlives its test
 
 
 @pytest.fixture

@@ -10,14 +10,14 @@ import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 MODE = os.environ.get("RESOURCE_GPU_TEST_MODE", "http")
 """How the plugin runs in this test run (the suite runs once in each): calls in-process over
 HTTP or over gRPC, or served by the resident helper (over HTTP)."""
 if MODE not in ("http", "grpc", "resident"):
     raise RuntimeError(f"RESOURCE_GPU_TEST_MODE={MODE!r}: expected http, grpc or resident")
-TRANSPORT = "grpc" if MODE == "grpc" else "http"
+TRANSPORT: Literal["http", "grpc"] = "grpc" if MODE == "grpc" else "http"
 
 
 def binary() -> list[str]:
@@ -67,15 +67,18 @@ class Plugin:
         *args: str,
         raw: bytes | None = None,
         timeout: float = 60,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
     ) -> Result:
         stdin = (
             raw if raw is not None else json.dumps(request if request is not None else {}).encode()
         )
-        env = {k: v for k, v in os.environ.items() if k != "ERU_RESOURCE_CONFIG_PATH"}
-        env["ERU_RESOURCE_CONFIG_PATH"] = str(self.config)
+        environment = {k: v for k, v in os.environ.items() if k != "ERU_RESOURCE_CONFIG_PATH"}
+        environment["ERU_RESOURCE_CONFIG_PATH"] = str(self.config)
+        environment.update(env or {})
         done = subprocess.run(
-            [*binary(), verb, *args], input=stdin, capture_output=True, env=env,
-            cwd=self.workdir, timeout=timeout,
+            [*binary(), verb, *args], input=stdin, capture_output=True, env=environment,
+            cwd=cwd or self.workdir, timeout=timeout,
         )  # fmt: skip
         return Result(done.returncode, done.stdout.decode(), done.stderr.decode())
 
@@ -90,6 +93,10 @@ class Plugin:
         """Run a verb that must fail: non-zero exit, nothing on stdout, one line on stderr."""
         return failure_line(self.run(verb, request, raw=raw), verb)
 
+    def stop_helper(self) -> None:
+        """Stop the resident helper serving this installation's config, if one runs."""
+        stop_helpers(only=str(self.config))
+
     # Shorthands used across the tests.
     def add(self, node: str, counts: dict[str, int] | None = None) -> Any:
         return self.ok("add-node", {"nodename": node, "resource": R(counts)})
@@ -103,6 +110,26 @@ class Plugin:
         result = self.run("history", None, node, "--json")
         assert result.status == 0, result.stderr
         return json.loads(result.stdout)  # type: ignore[no-any-return]
+
+
+def stop_helpers(only: str | None = None) -> list[str]:
+    """Stop the resident helpers of this user's runtime directory (``$XDG_RUNTIME_DIR``, which
+    the suite points at a directory of its own): all, or ``only`` the one serving that config.
+    What was done to each, as ``resource-gpu helper --stop`` says it."""
+    from commands import helper, resident
+
+    names = helper.sockets()
+    if only is not None:
+        names = [name for name in names if name == resident.socket_name(only)]
+    done = []
+    for name in names:
+        seen = helper.look(name)
+        try:
+            done.append(helper.stop(seen))
+        finally:
+            if seen.link is not None:
+                seen.link.close()
+    return done
 
 
 def failure_line(result: Result, command: str) -> str:

@@ -1,0 +1,123 @@
+"""The resident helper's runtime directory: private to this user, checked all the way up, and
+used through a descriptor so that nothing can be swapped between the check and the use.
+
+The directory is ``$XDG_RUNTIME_DIR/resource-gpu-<uid>`` (``/tmp/resource-gpu-<uid>`` when
+that variable is unset, or names a place this user cannot trust). It is trusted, as ssh-agent
+and gpg-agent trust theirs, when it is a real directory (not a link) owned by this user with no
+access for anyone else, and every directory above it is owned by root or this user and is not
+writable by others (``/tmp``'s sticky bit is fine: nobody may rename what they do not own
+there). The walk opens each component relative to the one above with ``O_NOFOLLOW`` and checks
+the opened descriptor, and sockets are then reached as ``/proc/self/fd/<fd>/<name>``, which is
+the directory that was checked, whatever has been renamed since. Both ends also check peer
+credentials on the socket (``SO_PEERCRED``): a helper answers only its own user, and a call
+talks only to a helper of its own user.
+
+Imports only ``os``, ``sys`` and ``_socket``: the thin client of every core call uses it.
+"""
+
+from __future__ import annotations
+
+import _socket
+import os
+import sys
+
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+STICKY = 0o1000
+FALLBACK_BASE = "/tmp"
+"""Where the runtime directory lives when ``$XDG_RUNTIME_DIR`` is unset or untrusted."""
+
+
+class Untrusted(OSError):
+    """The runtime directory, or a directory above it, could be changed by another user."""
+
+
+def directory_name() -> str:
+    return f"resource-gpu-{os.getuid()}"
+
+
+def bases() -> list[str]:
+    """Where the runtime directory may live, in order of preference."""
+    found = [os.environ.get("XDG_RUNTIME_DIR", ""), FALLBACK_BASE]
+    return [base for base in dict.fromkeys(found) if base.startswith("/")]
+
+
+def open_private(*, create: bool) -> tuple[int, str]:
+    """A descriptor of this user's runtime directory, and its path; ``create`` makes it (mode
+    0700) when it is missing.
+
+    The first base (``$XDG_RUNTIME_DIR``, then ``/tmp``) that exists and can be trusted is
+    used; raises OSError (``Untrusted`` when another user could change what is found) when
+    none can, or when the directory itself is missing and not to be made.
+    """
+    failure: OSError = Untrusted("no runtime directory base")
+    for base in bases():
+        try:
+            fd, real = _open_base(base)
+        except OSError as exc:
+            failure = exc
+            continue
+        try:
+            return _open_own(fd, real, create=create)
+        finally:
+            os.close(fd)
+    raise failure
+
+
+def _open_base(base: str) -> tuple[int, str]:
+    """The base directory, walked from ``/`` one checked component at a time."""
+    real = os.path.realpath(base)
+    fd = os.open("/", DIR_FLAGS)
+    try:
+        _check_above(fd, "/")
+        walked = ""
+        for part in real.split("/"):
+            if part:
+                below = os.open(part, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+                os.close(fd)
+                fd = below
+                walked += "/" + part
+                _check_above(fd, walked)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, real
+
+
+def _open_own(base: int, real: str, *, create: bool) -> tuple[int, str]:
+    name = directory_name()
+    if create:
+        try:  # noqa: SIM105 (contextlib costs the thin client its import)
+            os.mkdir(name, 0o700, dir_fd=base)
+        except FileExistsError:
+            pass
+    own = os.open(name, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=base)
+    path = os.path.join(real, name)
+    stat = os.fstat(own)
+    if stat.st_uid != os.getuid() or stat.st_mode & 0o077:
+        os.close(own)
+        raise Untrusted(
+            f"{path} is not private to this user (uid {stat.st_uid}, mode {stat.st_mode & 0o777:o})"
+        )
+    return own, path
+
+
+def _check_above(fd: int, where: str) -> None:
+    """A directory above ours: owned by root or us, and not open to others' renames."""
+    stat = os.fstat(fd)
+    if stat.st_uid not in (0, os.getuid()):
+        raise Untrusted(f"{where} is owned by uid {stat.st_uid}")
+    if stat.st_mode & 0o022 and not stat.st_mode & STICKY:
+        raise Untrusted(f"{where} is writable by others")
+
+
+def via(directory: int, name: str) -> str:
+    """The path of ``name`` inside the opened directory, as the kernel resolves it now."""
+    return f"/proc/self/fd/{directory}/{name}"
+
+
+def peer(sock: _socket.socket) -> tuple[int, int]:
+    """``(pid, uid)`` of the process at the other end of a Unix socket (``SO_PEERCRED``)."""
+    raw = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
+    pid = int.from_bytes(raw[0:4], sys.byteorder, signed=True)
+    uid = int.from_bytes(raw[4:8], sys.byteorder)
+    return pid, uid

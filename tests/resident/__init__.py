@@ -1,0 +1,1 @@
+"""The resident helper (commands/resident.py, commands/residentd.py, commands/helper.py)."""

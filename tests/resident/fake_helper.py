@@ -1,0 +1,73 @@
+"""A resident helper with one fault, run as a process of its own (a helper that stops or dies
+must not take the test with it):
+
+    python -m tests.resident.fake_helper FAULT CONFIG
+
+It is the real helper (``commands.residentd``), except at one point of a call:
+
+* ``dies-before-answering``: the verb runs (its write lands), then the process exits without
+  answering: a helper killed between its write and its reply.
+* ``hangs-after-writing``: the call hangs for good once etcd has answered its write: alive, its
+  write made, and never answering.
+* ``hangs-before-writing``: the call hangs once the client allowed the write, before sending it:
+  a helper that might yet send it, were it ever to go on.
+
+(A hang, not SIGSTOP sent to itself: a process that stops itself may run on a little first, or
+not stop at all under a shell's job control. The tests stop real helpers from outside.)
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import Any
+
+from commands import resident, residentd, rundir
+
+FAULTS = ("dies-before-answering", "hangs-after-writing", "hangs-before-writing")
+
+
+class Faulty(residentd.Helper):
+    fault = ""
+
+    def _run(self, *args: Any, **kwargs: Any) -> tuple[int, bytes, bytes]:
+        result = super()._run(*args, **kwargs)
+        if self.fault == "dies-before-answering":
+            os._exit(0)
+        return result
+
+
+def hang_around_writes(fault: str) -> None:
+    from ledger import wire
+    from ledger.store import Store
+
+    send = Store._txn
+    never = threading.Event()
+
+    def txn(self: Store, request: wire.TxnRequest, *, write: bool = False) -> wire.TxnResponse:
+        if write and fault == "hangs-before-writing":
+            never.wait()
+        reply = send(self, request, write=write)
+        if write and fault == "hangs-after-writing":
+            never.wait()
+        return reply
+
+    Store._txn = txn  # type: ignore[method-assign]
+
+
+def main(fault: str, config_path: str) -> None:
+    assert fault in FAULTS, fault
+    hang_around_writes(fault)
+    name = resident.socket_name(config_path)
+    directory, path = rundir.open_private(create=True)
+    claimed = residentd.claim(directory, name)
+    assert claimed is not None, "a helper already serves this config"
+    listener, inode = claimed
+    helper = Faulty(listener, directory, name, inode, config_path, os.path.join(path, name))
+    helper.fault = fault
+    helper.serve()
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

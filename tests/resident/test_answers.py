@@ -1,0 +1,126 @@
+"""Calls the helper serves answer exactly as calls run in-process; it never holds core's pipes;
+it is easy to turn off; it follows config changes; the caller, not the helper, is on record."""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from commands import resident
+from tests.etcdkv import Etcd
+from tests.plugin import MODE, Plugin, R, counts
+from tests.resident.conftest import (
+    helper_pid,
+    own_dir,
+    resident_plugin,
+    started,
+    wait_for,
+)
+
+G = "nvidia-3090"
+TAKE = {"nodename": "n1", "resource": R({G: 1}), "delta": True, "incr": True}
+
+
+def test_a_call_starts_a_helper_without_holding_cores_pipes(plugin: Plugin, runtime: Path) -> None:
+    resident_plugin(plugin)
+    # The first call runs in-process and starts the helper; had the helper inherited stdout,
+    # this call would not return (the harness reads the pipes to their end).
+    plugin.add("n1", {G: 4})
+    wait_for(lambda: helper_pid(plugin), "the helper to answer")
+    assert own_dir(runtime).stat().st_mode & 0o777 == 0o700
+
+
+def test_answers_through_the_helper_are_the_in_process_answers(
+    plugin: Plugin, runtime: Path
+) -> None:
+    resident_plugin(plugin)
+    started(plugin)
+    calls: list[tuple[str, Any]] = [
+        ("get-node-resource-info", {"nodename": "n1"}),
+        ("get-nodes-deploy-capacity", {"nodenames": ["n1"], "resource_request": R({G: 1})}),
+        ("calculate-deploy", {"nodename": "n1", "deploy_count": 9, "resource_request": R({G: 1})}),
+        ("get-node-resource-info", {"nodename": "nope"}),
+        ("set-node-resource-usage", {"nodename": "n1", "resource": R({G: 99}), "delta": True}),
+        ("add-node", "{not json"),
+        ("name", None),
+        ("verbs", None),
+    ]
+    served_by = helper_pid(plugin)
+    for verb, request in calls:
+        raw = request.encode() if isinstance(request, str) else None
+        served = plugin.run(verb, request, raw=raw)
+        local = plugin.run(verb, request, raw=raw, env={resident.OFF_ENV: "0"})
+        assert (served.status, served.stdout, served.stderr) == (
+            local.status,
+            local.stdout,
+            local.stderr,
+        ), verb
+    assert helper_pid(plugin) == served_by, "the helper did not serve them all"
+
+
+def test_writes_through_the_helper_are_applied_once(
+    plugin: Plugin, runtime: Path, etcd: Etcd
+) -> None:
+    resident_plugin(plugin)
+    plugin.add("n1", {G: 64})
+    wait_for(lambda: helper_pid(plugin), "the helper to answer")
+    answers = [plugin.ok("set-node-resource-usage", TAKE) for _ in range(5)]
+    assert [counts(a["after"]) for a in answers] == [{G: n} for n in range(1, 6)]
+    assert len(etcd.events("n1")) == 1 + 5
+
+
+def test_it_is_easy_to_turn_off(plugin: Plugin, runtime: Path) -> None:
+    resident_plugin(plugin, on=False)
+    plugin.add("n1", {G: 4})
+    plugin.info("n1")
+    resident_plugin(plugin, on=True)
+    off = {resident.OFF_ENV: "0"}
+    assert plugin.run("get-node-resource-info", {"nodename": "n1"}, env=off).status == 0
+    time.sleep(0.5)
+    assert helper_pid(plugin) is None, "a helper started although it was turned off"
+
+
+def test_turning_it_off_in_the_config_stops_a_running_helper(plugin: Plugin, runtime: Path) -> None:
+    resident_plugin(plugin)
+    plugin.add("n1", {G: 4})
+    wait_for(lambda: helper_pid(plugin), "the helper to answer")
+    resident_plugin(plugin, on=False)  # the helper re-reads a changed config
+    assert counts(plugin.info("n1")["capacity"]) == {G: 4}
+    wait_for(lambda: not helper_pid(plugin), "the helper to stop")
+    assert counts(plugin.info("n1")["capacity"]) == {G: 4}  # calls go on in-process
+
+
+def test_a_config_change_that_keeps_size_and_time_is_seen(plugin: Plugin, runtime: Path) -> None:
+    """The helper re-reads its config by content, not by size and modification time."""
+    resident_plugin(plugin)
+    started(plugin)
+    before = plugin.config.stat()
+    config = json.loads(plugin.config.read_text())
+    config["etcd"]["prefix"] = config["etcd"]["prefix"][:-1] + (
+        "x" if config["etcd"]["prefix"][-1] != "x" else "y"
+    )  # another prefix, same length: a node that does not exist there
+    plugin.config.write_text(json.dumps(config))
+    os.utime(plugin.config, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert plugin.config.stat().st_size == before.st_size
+    assert plugin.run("get-node-resource-info", {"nodename": "n1"}).answer is None
+
+
+def test_events_name_the_caller_not_whoever_started_the_helper(plugin: Plugin, etcd: Etcd) -> None:
+    """``by`` is the account of the calling process (its uid, as the system names it), in every
+    mode: neither a name from the environment nor the helper's starter."""
+    plugin.run("add-node", {"nodename": "n1", "resource": R({G: 4})}, env=_named("mallory"))
+    if MODE == "resident":
+        wait_for(lambda: helper_pid(plugin), "the helper to answer")
+    result = plugin.run("set-node-resource-usage", TAKE, env=_named("alice"))
+    assert result.status == 0, result.stderr
+    account = f"{pwd.getpwuid(os.getuid()).pw_name}@{socket.gethostname()}"
+    assert [event["by"] for event in etcd.event_docs("n1")] == [account, account]
+
+
+def _named(user: str) -> dict[str, str]:
+    return {"USER": user, "LOGNAME": user, "LNAME": user, "USERNAME": user}

@@ -1,0 +1,176 @@
+"""A helper that dies, stops or hangs: calls go on in-process, it is replaced, and no write is
+ever applied twice or lost. Faulty helpers are real helpers in processes of their own
+(tests/resident/fake_helper.py); "stopped" is SIGSTOP, as a debugger or a hung host does."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from commands import resident
+from tests.etcdkv import Etcd
+from tests.plugin import Plugin, R, counts
+from tests.resident.conftest import (
+    ROOT,
+    Fake,
+    alive,
+    helper_pid,
+    own_dir,
+    resident_plugin,
+    started,
+    wait_for,
+)
+
+G = "nvidia-3090"
+TAKE = {"nodename": "n1", "resource": R({G: 1}), "delta": True, "incr": True}
+TIMEOUT = 1
+"""etcd.timeout in these tests: a helper that took a call is stuck after TIMEOUT + margin."""
+STUCK_AFTER = TIMEOUT + resident.ANSWER_MARGIN
+SLACK = 5.0
+"""What a call may take beyond the wait for a stuck helper: its own run in-process."""
+
+FakeStarter = Callable[[str, Plugin], Fake]
+
+
+def seeded(plugin: Plugin) -> None:
+    """Node n1 with 8 cards, added with the helper off (none is starting), then on."""
+    resident_plugin(plugin, on=False)
+    plugin.add("n1", {G: 8})
+    resident_plugin(plugin, timeout=TIMEOUT)
+
+
+def timed(plugin: Plugin, verb: str, request: object) -> tuple[float, Any]:
+    began = time.monotonic()
+    answer = plugin.ok(verb, request)
+    return time.monotonic() - began, answer
+
+
+def kinds(etcd: Etcd) -> list[str]:
+    return [event["change"]["kind"] for event in etcd.event_docs("n1")]
+
+
+def test_a_write_whose_helper_died_after_writing_is_not_applied_twice(
+    plugin: Plugin, etcd: Etcd, fake: FakeStarter
+) -> None:
+    seeded(plugin)
+    fake("dies-before-answering", plugin)
+    answer = plugin.ok("set-node-resource-usage", TAKE)  # resumed in-process: found, not redone
+    assert counts(answer["before"]) == {} and counts(answer["after"]) == {G: 1}
+    assert kinds(etcd) == ["node_added", "usage_changed"]
+
+
+def test_a_read_whose_helper_died_runs_again_in_process(plugin: Plugin, fake: FakeStarter) -> None:
+    seeded(plugin)
+    fake("dies-before-answering", plugin)
+    assert counts(plugin.info("n1")["capacity"]) == {G: 8}
+
+
+def test_a_stopped_helper_is_replaced_and_calls_go_on(
+    plugin: Plugin, runtime: Path, etcd: Etcd
+) -> None:
+    resident_plugin(plugin, timeout=TIMEOUT)
+    stopped = started(plugin)
+    os.kill(stopped, signal.SIGSTOP)
+    try:
+        took, answer = timed(plugin, "get-node-resource-info", {"nodename": "n1"})
+        assert counts(answer["capacity"]) == {G: 8}
+        assert took < resident.ACCEPT_TIMEOUT + SLACK
+        assert not alive(stopped), "the stopped helper was not replaced"
+        wait_for(lambda: helper_pid(plugin) not in (None, stopped), "a new helper")
+        took, answer = timed(plugin, "set-node-resource-usage", TAKE)
+        assert counts(answer["after"]) == {G: 1}
+    finally:
+        os.kill(stopped, signal.SIGCONT) if alive(stopped) else None
+    assert kinds(etcd) == ["node_added", "usage_changed"]
+
+
+def test_a_helper_stuck_after_its_write_went_out_is_resumed_not_repeated(
+    plugin: Plugin, etcd: Etcd, fake: FakeStarter
+) -> None:
+    seeded(plugin)
+    faulty = fake("hangs-after-writing", plugin)
+    took, answer = timed(plugin, "set-node-resource-usage", TAKE)
+    assert counts(answer["before"]) == {} and counts(answer["after"]) == {G: 1}
+    assert STUCK_AFTER <= took < STUCK_AFTER + SLACK
+    assert not alive(faulty.process.pid), "the stuck helper was not replaced"
+    assert kinds(etcd) == ["node_added", "usage_changed"]
+
+
+def test_a_helper_stuck_before_sending_its_write_never_sends_it(
+    plugin: Plugin, etcd: Etcd, fake: FakeStarter
+) -> None:
+    seeded(plugin)
+    faulty = fake("hangs-before-writing", plugin)
+    took, answer = timed(plugin, "set-node-resource-usage", TAKE)
+    assert counts(answer["after"]) == {G: 1}
+    assert STUCK_AFTER <= took < STUCK_AFTER + SLACK
+    assert not alive(faulty.process.pid)
+    time.sleep(0.5)  # had it been left alive, its write might land now
+    assert kinds(etcd) == ["node_added", "usage_changed"]
+    assert counts(plugin.info("n1")["usage"]) == {G: 1}
+
+
+BACKLOG_FULL = """
+import os, socket, sys, time
+listener = socket.socket(socket.AF_UNIX)
+os.umask(0o177)
+listener.bind(sys.argv[1])
+listener.listen(0)
+filler = socket.socket(socket.AF_UNIX)
+filler.connect(sys.argv[1])  # the only place in the backlog, taken: connect() now blocks
+print("ready", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_helper_whose_backlog_is_full_does_not_hang_a_call(plugin: Plugin, runtime: Path) -> None:
+    seeded(plugin)
+    own_dir(runtime).mkdir(mode=0o700)
+    path = own_dir(runtime) / resident.socket_name(str(plugin.config))
+    listener = subprocess.Popen(
+        [sys.executable, "-c", BACKLOG_FULL, str(path)], stdout=subprocess.PIPE, cwd=ROOT
+    )
+    try:
+        assert listener.stdout is not None and listener.stdout.readline() == b"ready\n"
+        took, answer = timed(plugin, "get-node-resource-info", {"nodename": "n1"})
+        assert counts(answer["capacity"]) == {G: 8}
+        assert took < resident.CONNECT_TIMEOUT + SLACK
+    finally:
+        listener.kill()
+        listener.wait()
+
+
+def test_the_helper_sends_no_write_its_caller_did_not_allow(
+    plugin: Plugin, runtime: Path, etcd: Etcd
+) -> None:
+    """A caller that gave up on the helper (it timed out, or was killed by core) must never
+    find its write made behind its back: the helper waits for the go-ahead (``G``) after it
+    announces a write, and a caller that hung up instead gets nothing written."""
+    resident_plugin(plugin, timeout=TIMEOUT)
+    started(plugin)
+    for give_up in (b"", b"N\n"):  # hang up; or answer anything but the go-ahead
+        link = resident.Link.connect(resident.socket_name(str(plugin.config)))
+        assert link is not None
+        request = json.dumps(TAKE).encode()
+        head = [resident.MAGIC, b"call", b"set-node-resource-usage", str(plugin.config).encode()]
+        link.sock.settimeout(10)
+        link.sock.sendall(b"\0".join([*head, b"%d" % len(request)]) + b"\n" + request)
+        assert link.reader.line() is not None  # A: taken
+        announced = link.reader.line()
+        assert announced is not None and announced.startswith(b"P "), announced
+        if give_up:
+            link.sock.sendall(give_up)
+        else:
+            link.close()
+        time.sleep(0.5)
+        if give_up:
+            link.close()
+    assert kinds(etcd) == ["node_added"], "a write went out that its caller had not allowed"
+    assert counts(plugin.info("n1")["usage"]) == {}
