@@ -2,26 +2,34 @@
 bounds on event streams.
 
 Looked up in this order: an explicit path (``--config``), ``$ERU_RESOURCE_CONFIG_PATH``,
-``gpu.yaml`` in the working directory (core runs plugins from their directory).
+``gpu.yaml`` in the working directory (core runs plugins from their directory). Relative paths
+in it are relative to the file itself, made absolute as it loads: the same file means the same
+files from core's directory, from another, or from the resident helper's ``/``.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Annotated, Literal
 
 import msgspec
 
+from ledger.endpoints import Endpoint, is_loopback, parse_endpoint
 from ledger.errors import PluginError
 
 ENV_VAR = "ERU_RESOURCE_CONFIG_PATH"
 DEFAULT_FILE = "gpu.yaml"
+MAX_CONFIG_BYTES = 1024 * 1024
+"""A gpu.yaml is a few hundred bytes: a file past this is not one (or not the right one)."""
 
 
 class Auth(msgspec.Struct, kw_only=True):
     username: str = ""
     password: str = ""
+    allow_plain_http: bool = False
+    """Send the credentials over plain HTTP to a host that is not this one: in clear."""
 
 
 class EtcdConfig(msgspec.Struct, kw_only=True):
@@ -38,9 +46,25 @@ class EtcdConfig(msgspec.Struct, kw_only=True):
     transport: Literal["http", "grpc"] = "http"
     """How requests reach etcd: its JSON gateway over HTTP (fast to start), or gRPC."""
 
+    def __post_init__(self) -> None:
+        if bool(self.cert) != bool(self.key):
+            raise ValueError(
+                "etcd.cert and etcd.key go together: set both (a client certificate) or neither"
+            )
+        endpoints = self.endpoints
+        if self.auth.username and not self.auth.allow_plain_http:
+            for entry, endpoint in zip(self.machines, endpoints, strict=True):
+                if not endpoint.tls and not is_loopback(endpoint.host):
+                    raise ValueError(
+                        f"etcd.machines entry {entry!r} would send etcd.auth's password in "
+                        "clear: write https:// (or set etcd.auth.allow_plain_http: true)"
+                    )
+
     @property
-    def tls(self) -> bool:
-        return bool(self.ca and self.cert and self.key)
+    def endpoints(self) -> list[Endpoint]:
+        """One per ``machines`` entry, in order, each knowing whether it speaks TLS."""
+        tls_files = bool(self.ca or self.cert or self.key)
+        return [parse_endpoint(entry, tls_files=tls_files) for entry in self.machines]
 
 
 class StreamsConfig(msgspec.Struct, kw_only=True):
@@ -78,9 +102,10 @@ class Config(msgspec.Struct, kw_only=True):
     """Serve core's calls from a warm resident helper (``commands.residentd``)."""
 
 
-_loaded: dict[Path, tuple[tuple[int, int, int], Config]] = {}
-"""Configs already parsed, by path, with the file's (inode, size, mtime) when parsed: the
-resident helper reads a file again only when it has changed."""
+_loaded: dict[str, tuple[bytes, str, Config]] = {}
+"""The config last parsed from each path, with the bytes and the directory it came from. The
+resident helper loads the config on every call: reading it again is cheap, parsing it is not.
+By content, not (inode, size, mtime): an edit that keeps those is an edit all the same."""
 
 
 def config_path(explicit: str | None) -> Path:
@@ -88,34 +113,126 @@ def config_path(explicit: str | None) -> Path:
 
 
 def load(explicit: str | None = None) -> Config:
-    path = config_path(explicit)
+    """The config in force, or a PluginError that says what is wrong with the file, in one
+    line: nothing else escapes, whatever the file holds or is."""
+    path = str(config_path(explicit))
+    data = _read(path)
     try:
-        stat = path.stat()
-        version = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
-        if (cached := _loaded.get(path)) is not None and cached[0] == version:
-            return cached[1]
-        text = path.read_text()
-    except FileNotFoundError:
+        base = os.path.dirname(os.path.abspath(path))
+    except OSError:  # a relative path, and the working directory is gone
+        raise _not_found(path) from None
+    cached = _loaded.get(path)
+    if cached is not None and cached[:2] == (data, base):
+        return cached[2]
+    try:
+        text = data.decode()
+    except UnicodeDecodeError as exc:
         raise PluginError(
-            f"config file {str(path)!r} not found (pass --config or set {ENV_VAR})"
+            f"config file {path!r} is not UTF-8 text (byte {data[exc.start]:#04x} at offset "
+            f"{exc.start}): save it as UTF-8"
         ) from None
-    except OSError as exc:
-        raise PluginError(f"cannot read config file {str(path)!r}: {exc.strerror}") from None
-    config = parse(text, source=str(path))
-    _loaded[path] = (version, config)
+    config = parse(text, source=path, base=base)
+    _loaded[path] = (data, base, config)
     return config
 
 
-def parse(text: str, *, source: str = "config") -> Config:
+def parse(text: str, *, source: str = "config", base: str | None = None) -> Config:
+    """``base``: the directory relative paths are relative to (the config file's); without
+    one they stay relative, to the working directory."""
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
         raw = yaml.load(text, Loader=loader)
     except yaml.YAMLError as exc:
-        reason = str(exc).replace("\n", " ")
-        raise PluginError(f"config {source!r} is not valid YAML: {reason}") from None
+        raise PluginError(f"config {source!r} is not valid YAML: {_one_line(exc)}") from None
+    except Exception as exc:  # what PyYAML lets through: a date's ValueError, say
+        reason = _one_line(exc)
+        raise PluginError(f"config {source!r} has a value YAML cannot read: {reason}") from None
     try:
-        return msgspec.convert(raw, Config)
+        config = msgspec.convert(raw, Config)
     except msgspec.ValidationError as exc:
-        raise PluginError(f"config {source!r}: {exc}") from None
+        raise PluginError(f"config {source!r}: {_one_line(exc)}") from None
+    return _anchored(config, base)
+
+
+def _anchored(config: Config, base: str | None) -> Config:
+    """The config with ``~`` expanded in its paths, and relative ones joined to ``base``."""
+
+    def anchored(path: str) -> str:
+        path = os.path.expanduser(path) if path else path
+        return os.path.join(base, path) if path and base else path
+
+    etcd, streams = config.etcd, config.streams
+    return msgspec.structs.replace(
+        config,
+        etcd=msgspec.structs.replace(
+            etcd, ca=anchored(etcd.ca), cert=anchored(etcd.cert), key=anchored(etcd.key)
+        ),
+        streams=msgspec.structs.replace(streams, export_dir=anchored(streams.export_dir)),
+    )
+
+
+class UnfitFile(ValueError):
+    """Not a file to read as a config: a FIFO, a device, a directory, or far too large."""
+
+
+def read_small_file(path: str, limit: int) -> bytes:
+    """The bytes of the regular file at ``path``, refusing (UnfitFile) anything else before it
+    reads a byte, and any file over ``limit`` bytes. Opened non-blocking and checked by its
+    descriptor: a FIFO cannot hang the call, nor a device feed it forever."""
+    if not stat.S_ISREG(mode := os.stat(path).st_mode):
+        raise UnfitFile(f"is not a regular file ({_kind(mode)})")
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(mode := os.fstat(descriptor).st_mode):
+            raise UnfitFile(f"is not a regular file ({_kind(mode)})")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit and (chunk := os.read(descriptor, limit + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(descriptor)
+    if size > limit:
+        raise UnfitFile(f"is larger than {limit // 1024} KiB")
+    return b"".join(chunks)
+
+
+def _read(path: str) -> bytes:
+    try:
+        return read_small_file(path, MAX_CONFIG_BYTES)
+    except FileNotFoundError:
+        raise _not_found(path) from None
+    except OSError as exc:
+        raise PluginError(f"cannot read config file {path!r}: {exc.strerror or exc}") from None
+    except UnfitFile as exc:
+        raise PluginError(
+            f"config file {path!r} {exc}: point --config or ${ENV_VAR} at the plugin's gpu.yaml"
+        ) from None
+    except ValueError as exc:  # a NUL in the path
+        raise PluginError(f"cannot read config file {path!r}: {exc}") from None
+
+
+def _not_found(path: str) -> PluginError:
+    gone = ""
+    if not os.path.isabs(path):
+        try:
+            os.getcwd()
+        except OSError:
+            gone = " (the working directory no longer exists)"
+    return PluginError(f"config file {path!r} not found{gone} (pass --config or set {ENV_VAR})")
+
+
+def _kind(mode: int) -> str:
+    for test, kind in (
+        (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+    ):  # fmt: skip
+        if test(mode):
+            return kind
+    return "not a file"
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).splitlines())

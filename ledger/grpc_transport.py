@@ -1,8 +1,10 @@
-"""The gRPC transport (``etcd.transport: grpc``), through the ``etcd3`` client.
+"""The gRPC transport (``etcd.transport: grpc``), on the ``etcd3`` package's generated stubs.
 
 Requests are ``ledger.wire`` structs turned into etcd's protobuf messages; replies come back
 the other way through their JSON form, so the store sees the same structs whichever transport
-carries them.
+carries them. The channels are made here rather than by ``etcd3.Etcd3Client``, which cannot
+verify a server without also presenting a client certificate: as over HTTP, each endpoint's
+scheme decides TLS, and TLS always verifies the server.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ if not os.environ.get("RESOURCE_GPU_DEBUG"):
 
 from typing import Any
 
-import etcd3
 import grpc
 import msgspec
 from etcd3 import etcdrpc
@@ -29,7 +30,8 @@ from google.protobuf import json_format
 
 from ledger import wire
 from ledger.config import EtcdConfig
-from ledger.transport import Refused, Reply, Unavailable, endpoint_of
+from ledger.endpoints import UNVERIFIED, read_tls_file
+from ledger.transport import Refused, Reply, Unavailable
 
 _TRANSIENT = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
 _GRPC_OPTIONS = [("grpc.max_receive_message_length", 64 * 1024 * 1024)]
@@ -37,13 +39,26 @@ _MESSAGES: dict[type, tuple[str, Any]] = {
     wire.RangeRequest: ("Range", etcdrpc.RangeRequest),
     wire.TxnRequest: ("Txn", etcdrpc.TxnRequest),
 }
+_UNVERIFIED_SIGNS = ("CERTIFICATE_VERIFY_FAILED", "verification check failed")
+"""How gRPC's TLS says the server's certificate (or the host name in it) did not verify."""
+Metadata = tuple[tuple[str, str], ...]
+
+
+class _Client:
+    """One endpoint's channel, its KV stub, and the auth token each request carries."""
+
+    def __init__(self, channel: grpc.Channel, metadata: Metadata | None) -> None:
+        self.channel = channel
+        self.kv = etcdrpc.KVStub(channel)
+        self.metadata = metadata
 
 
 class GrpcTransport:
     def __init__(self, config: EtcdConfig) -> None:
         self._config = config
-        self._endpoints = [endpoint_of(url) for url in config.machines]
-        self._clients: dict[int, etcd3.Etcd3Client] = {}
+        self._endpoints = config.endpoints
+        self._clients: dict[int, _Client] = {}
+        self._credentials: grpc.ChannelCredentials | None = None
 
     def send(
         self,
@@ -56,48 +71,86 @@ class GrpcTransport:
         fields = msgspec.to_builtins(request, builtin_types=(bytes,))
         client = self._client(endpoint, timeout)
         try:
-            answer = getattr(client.kvstub, method)(
+            answer = getattr(client.kv, method)(
                 message(**fields), timeout, metadata=client.metadata
             )
         except grpc.RpcError as exc:
-            detail = f"{exc.code().name.lower()}: {exc.details()}"
-            if exc.code() in _TRANSIENT:
+            failure = _failure(exc)
+            if isinstance(failure, Unavailable):
                 self.drop(endpoint)
-                raise Unavailable(detail) from None
-            raise Refused(detail) from None
+            raise failure from None
         as_json = json_format.MessageToJson(answer, preserving_proto_field_name=True, indent=None)
         return msgspec.json.decode(as_json, type=reply, strict=False)
 
     def drop(self, endpoint: int) -> None:
         client = self._clients.pop(endpoint, None)
         if client is not None:
-            client.close()
+            client.channel.close()
 
     def close(self) -> None:
         for endpoint in list(self._clients):
             self.drop(endpoint)
 
-    def _client(self, endpoint: int, timeout: float) -> etcd3.Etcd3Client:
+    def _client(self, endpoint: int, timeout: float) -> _Client:
         client = self._clients.get(endpoint)
         if client is None:
-            host, port = self._endpoints[endpoint]
-            settings, auth = self._config, self._config.auth
+            where = self._endpoints[endpoint]
+            if where.tls:
+                credentials = self._tls_credentials()
+                channel = grpc.secure_channel(where.address, credentials, options=_GRPC_OPTIONS)
+            else:
+                channel = grpc.insecure_channel(where.address, options=_GRPC_OPTIONS)
             try:
-                client = etcd3.client(
-                    host=host,
-                    port=port,
-                    ca_cert=settings.ca if settings.tls else None,
-                    cert_key=settings.key if settings.tls else None,
-                    cert_cert=settings.cert if settings.tls else None,
-                    timeout=timeout,
-                    user=auth.username or None,
-                    password=auth.password or None,
-                    grpc_options=_GRPC_OPTIONS,
-                )
-            except grpc.RpcError as exc:  # authentication happens as the client is made
-                detail = f"{exc.code().name.lower()}: {exc.details()}"
-                if exc.code() in _TRANSIENT:
-                    raise Unavailable(detail) from None
-                raise Refused(detail) from None
-            self._clients[endpoint] = client
+                metadata = self._authenticate(channel, timeout)
+            except grpc.RpcError as exc:
+                channel.close()
+                raise _failure(exc) from None
+            client = self._clients[endpoint] = _Client(channel, metadata)
         return client
+
+    def _authenticate(self, channel: grpc.Channel, timeout: float) -> Metadata | None:
+        """The token to send with each request, when etcd.auth names a user."""
+        auth = self._config.auth
+        if not auth.username:
+            return None
+        request = etcdrpc.AuthenticateRequest(name=auth.username, password=auth.password)
+        reply = etcdrpc.AuthStub(channel).Authenticate(request, timeout)
+        return (("token", reply.token),)
+
+    def _tls_credentials(self) -> grpc.ChannelCredentials:
+        """Verify the server against ``etcd.ca``, else the system's CAs; present
+        ``etcd.cert``/``key`` when they are set."""
+        if self._credentials is None:
+            settings = self._config
+            self._credentials = grpc.ssl_channel_credentials(
+                root_certificates=read_tls_file(settings.ca, "ca")
+                if settings.ca
+                else _system_cas(),
+                private_key=read_tls_file(settings.key, "key") if settings.key else None,
+                certificate_chain=read_tls_file(settings.cert, "cert") if settings.cert else None,
+            )
+        return self._credentials
+
+
+def _system_cas() -> bytes | None:
+    """The system's CA bundle, where ``ssl`` finds it (``$SSL_CERT_FILE`` first); None leaves
+    gRPC its own bundled roots."""
+    import ssl
+
+    paths = ssl.get_default_verify_paths()
+    for path in (paths.cafile, paths.openssl_cafile):
+        if path:
+            try:
+                with open(path, "rb") as file:
+                    return file.read()
+            except OSError:
+                continue
+    return None
+
+
+def _failure(exc: grpc.RpcError) -> Unavailable | Refused:
+    details = exc.details() or ""
+    if any(sign in details for sign in _UNVERIFIED_SIGNS):
+        details = f"{UNVERIFIED} ({details})"
+    detail = f"{exc.code().name.lower()}: {details}"
+    return Unavailable(detail) if exc.code() in _TRANSIENT else Refused(detail)

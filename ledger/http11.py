@@ -50,7 +50,8 @@ class Connection:
         """Send one request and read its whole reply; closes the connection on any failure."""
         try:
             sock = self._connect()
-            head = [f"POST {path} HTTP/1.1", f"Host: {self.host}:{self.port}"]
+            host = f"[{self.host}]" if ":" in self.host else self.host  # an IPv6 address
+            head = [f"POST {path} HTTP/1.1", f"Host: {host}:{self.port}"]
             head += [f"{name}: {value}" for name, value in headers.items()]
             head.append(f"Content-Length: {len(body)}")
             sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
@@ -66,9 +67,13 @@ class Connection:
     def _connect(self) -> socket.socket:
         if self._sock is None:
             sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if self._tls is not None:
-                sock = self._tls.wrap_socket(sock, server_hostname=self.host)
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                if self._tls is not None:  # verifies etcd's certificate, and that it names host
+                    sock = self._tls.wrap_socket(sock, server_hostname=self.host)
+            except BaseException:
+                sock.close()
+                raise
             self._sock = sock
         self._sock.settimeout(self.timeout)
         return self._sock

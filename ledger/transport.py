@@ -15,11 +15,11 @@ member; a write's outcome is then unknown) and :class:`Refused` (etcd answered n
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar
-from urllib.parse import urlsplit
 
 import msgspec
 
 from ledger import http11, wire
+from ledger.endpoints import UNVERIFIED, parse_endpoint, read_tls_file
 from ledger.errors import StoreError
 
 if TYPE_CHECKING:
@@ -64,10 +64,12 @@ class Transport(Protocol):
 
 
 def endpoint_of(url: str) -> tuple[str, int]:
-    parts = urlsplit(url if "://" in url else f"http://{url}")
-    if not parts.hostname:
-        raise StoreError(f"etcd.machines entry {url!r} has no host")
-    return parts.hostname, parts.port or 2379
+    """The host and port of an ``etcd.machines`` entry, for messages."""
+    try:
+        endpoint = parse_endpoint(url, tls_files=False)
+    except ValueError as exc:  # the config checked every entry already
+        raise StoreError(str(exc)) from None
+    return endpoint.host, endpoint.port
 
 
 def open_transport(config: EtcdConfig) -> Transport:
@@ -99,7 +101,8 @@ def _decode(raw: bytes, kind: type[Reply]) -> Reply:
 
 
 class HttpTransport:
-    """etcd's JSON gateway over HTTP/1.1 keep-alive connections (HTTPS with ``ca/cert/key``)."""
+    """etcd's JSON gateway over HTTP/1.1 keep-alive connections; HTTPS where the endpoint says
+    TLS (``ssl`` is imported only then)."""
 
     PATHS: ClassVar[dict[type, str]] = {
         wire.RangeRequest: "/v3/kv/range",
@@ -108,7 +111,7 @@ class HttpTransport:
 
     def __init__(self, config: EtcdConfig) -> None:
         self._config = config
-        self._endpoints = [endpoint_of(url) for url in config.machines]
+        self._endpoints = config.endpoints
         self._connections: dict[int, http11.Connection] = {}
         self._tokens: dict[int, str] = {}
         self._tls: ssl.SSLContext | None = None
@@ -136,23 +139,43 @@ class HttpTransport:
     def _connection(self, endpoint: int, timeout: float) -> http11.Connection:
         connection = self._connections.get(endpoint)
         if connection is None:
-            host, port = self._endpoints[endpoint]
-            tls = self._tls_context() if self._config.tls else None
-            connection = http11.Connection(host, port, timeout=timeout, tls=tls)
+            where = self._endpoints[endpoint]
+            tls = self._tls_context() if where.tls else None
+            connection = http11.Connection(where.host, where.port, timeout=timeout, tls=tls)
             self._connections[endpoint] = connection
         connection.timeout = timeout
         return connection
 
     def _tls_context(self) -> ssl.SSLContext:
+        """Verifies the server's certificate and host name, against ``etcd.ca`` or else the
+        system's CAs; presents ``etcd.cert``/``key`` when they are set."""
         if self._tls is None:
             import ssl
 
             settings = self._config
+            cadata: str | bytes | None = None  # none: the system's CAs
+            if settings.ca:
+                data = read_tls_file(settings.ca, "ca")
+                cadata = data.decode("latin-1") if b"-----BEGIN" in data else data  # PEM, DER
             try:
-                context = ssl.create_default_context(cafile=settings.ca)
-                context.load_cert_chain(settings.cert, settings.key)
-            except (OSError, ssl.SSLError) as exc:
-                raise StoreError(f"cannot load the TLS files etcd.ca/cert/key: {exc}") from None
+                if cadata is not None and not cadata:
+                    raise ValueError("the file is empty")
+                context = ssl.create_default_context(cadata=cadata)
+            except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+                raise StoreError(
+                    f"etcd.ca file {settings.ca!r} holds no usable CA certificate: {exc}"
+                ) from None
+            if settings.cert:
+                read_tls_file(settings.cert, "cert")
+                read_tls_file(settings.key, "key")
+                try:
+                    # No password: an encrypted key fails here, never prompts on a tty.
+                    context.load_cert_chain(settings.cert, settings.key, password="")
+                except (OSError, ValueError) as exc:
+                    raise StoreError(
+                        f"etcd.cert {settings.cert!r} and etcd.key {settings.key!r} are not a "
+                        f"usable certificate and key: {exc}"
+                    ) from None
             self._tls = context
         return self._tls
 
@@ -207,5 +230,7 @@ def _describe_os_error(exc: BaseException) -> str:
         return "deadline_exceeded: no answer in time"
     if isinstance(exc, ConnectionRefusedError):
         return "unavailable: connection refused"
+    if verify := getattr(exc, "verify_message", None):  # ssl.SSLCertVerificationError
+        return f"unavailable: {UNVERIFIED} ({verify})"
     reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
     return f"unavailable: {reason}"

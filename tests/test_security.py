@@ -1,9 +1,14 @@
-"""etcd with TLS client certificates, and with user/password auth; certificates made here."""
+"""etcd over TLS (server verified; client certificates optional), and with user/password auth;
+certificates made here. A URL's scheme decides TLS, and a password never goes out in clear."""
 
 from __future__ import annotations
 
+import json
+import shutil
+import socket
 import ssl
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,17 +16,19 @@ import pytest
 import trustme
 
 from tests.etcd_server import Member, etcdctl_binary, free_port
-from tests.plugin import Plugin, R, counts
+from tests.plugin import Plugin, R, Result, counts
 
 CARDS = {"nvidia-3090": 2}
 
 
 class TLSFiles:
-    def __init__(self, directory: Path) -> None:
+    def __init__(
+        self, directory: Path, server_names: tuple[str, ...] = ("127.0.0.1", "localhost")
+    ) -> None:
         self.ca = trustme.CA()
         self.directory = directory
         self.ca_file = self._write("ca.pem", self.ca.cert_pem.bytes())
-        server = self.ca.issue_cert("127.0.0.1", "localhost")
+        server = self.ca.issue_cert(*server_names)
         self.server_cert = self._write("server.pem", server.cert_chain_pems[0].bytes())
         self.server_key = self._write("server-key.pem", server.private_key_pem.bytes())
         client = self.ca.issue_cert("resource-gpu")
@@ -80,11 +87,11 @@ def test_tls_with_client_certificates(tls_etcd: tuple[Member, TLSFiles], tmp_pat
     assert counts(plugin.info("n1")["capacity"]) == CARDS
 
 
-def test_tls_server_refuses_a_plugin_without_certificates(
+def test_tls_server_refuses_a_plugin_without_a_client_certificate(
     tls_etcd: tuple[Member, TLSFiles], tmp_path: Path
 ) -> None:
-    member, _ = tls_etcd
-    plugin = Plugin([member.client_url], tmp_path, timeout=2)
+    member, files = tls_etcd
+    plugin = Plugin([member.client_url], tmp_path, timeout=2, ca=files.ca_file)
     line = plugin.fails("get-node-resource-info", {"nodename": "n1"})
     assert "etcd" in line
 
@@ -138,3 +145,166 @@ def test_wrong_or_missing_credentials_give_a_clear_error(
     line = plugin.fails("add-node", {"nodename": "n1", "resource": R(CARDS)})
     assert "node n1" in line
     assert "auth" in line or "user" in line
+
+
+# --- the URL's scheme decides TLS; https always verifies the server -------------------------
+
+
+@pytest.fixture
+def https_etcd(tmp_path: Path) -> Iterator[tuple[Member, TLSFiles]]:
+    """etcd serving TLS without asking for client certificates."""
+    files = TLSFiles(tmp_path)
+    member = start_member(
+        tmp_path, scheme="https", health_context=ssl.create_default_context(cafile=files.ca_file),
+        extra_args=["--cert-file", files.server_cert, "--key-file", files.server_key],
+    )  # fmt: skip
+    yield member, files
+    member.kill()
+
+
+def test_https_with_only_a_ca_verifies_the_server_and_needs_no_client_certificate(
+    https_etcd: tuple[Member, TLSFiles], tmp_path: Path
+) -> None:
+    member, files = https_etcd
+    plugin = Plugin([member.client_url], tmp_path, ca=files.ca_file)
+    plugin.add("n1", CARDS)
+    assert counts(plugin.info("n1")["capacity"]) == CARDS
+
+
+def test_a_bare_host_port_speaks_tls_when_a_ca_is_set(
+    https_etcd: tuple[Member, TLSFiles], tmp_path: Path
+) -> None:
+    member, files = https_etcd
+    plugin = Plugin([f"127.0.0.1:{member.client_port}"], tmp_path, ca=files.ca_file)
+    plugin.add("n1", CARDS)
+    assert counts(plugin.info("n1")["capacity"]) == CARDS
+
+
+def test_https_without_a_ca_verifies_against_the_system_cas(
+    https_etcd: tuple[Member, TLSFiles], tmp_path: Path
+) -> None:
+    """The test CA is in no system store, so the server's certificate fails verification."""
+    member, _ = https_etcd
+    plugin = Plugin([member.client_url], tmp_path, timeout=2)
+    line = plugin.fails("get-node-resource-info", {"nodename": "n1"}).lower()
+    assert "certificate" in line and "verif" in line, line
+
+
+def test_https_verifies_the_host_name(tmp_path: Path) -> None:
+    files = TLSFiles(tmp_path, server_names=("etcd.example",))
+    health = ssl.create_default_context(cafile=files.ca_file)
+    health.check_hostname = False
+    member = start_member(
+        tmp_path, scheme="https", health_context=health,
+        extra_args=["--cert-file", files.server_cert, "--key-file", files.server_key],
+    )  # fmt: skip
+    try:
+        plugin = Plugin([member.client_url], tmp_path, timeout=2, ca=files.ca_file)
+        line = plugin.fails("get-node-resource-info", {"nodename": "n1"}).lower()
+        assert "certificate" in line and "verif" in line and "host" in line, line
+    finally:
+        member.kill()
+
+
+def test_tls_files_with_a_plain_http_url_are_refused(
+    tls_etcd: tuple[Member, TLSFiles], tmp_path: Path
+) -> None:
+    """Never silently plain: the files say TLS, the URL says not; the operator must choose."""
+    member, files = tls_etcd
+    url = f"http://127.0.0.1:{member.client_port}"
+    plugin = Plugin([url], tmp_path, ca=files.ca_file, cert=files.client_cert, key=files.client_key)
+    line = plugin.fails("get-node-resource-info", {"nodename": "n1"})
+    assert repr(url) in line and "https://" in line, line
+
+
+def test_tls_files_relative_to_the_config_from_another_working_directory(
+    tls_etcd: tuple[Member, TLSFiles], tmp_path: Path
+) -> None:
+    member, files = tls_etcd
+    here, elsewhere = tmp_path / "plugin", tmp_path / "elsewhere"
+    (here / "tls").mkdir(parents=True)
+    elsewhere.mkdir()
+    for name in (files.ca_file, files.client_cert, files.client_key):
+        shutil.copy(name, here / "tls")
+    plugin = Plugin(
+        [member.client_url], here, ca="tls/ca.pem", cert="tls/client.pem", key="tls/client-key.pem"
+    )  # fmt: skip
+    request = {"nodename": "n1", "resource": R(CARDS)}
+    assert ok(plugin.run("add-node", request, cwd=elsewhere)).status == 0
+    info = ok(plugin.run("get-node-resource-info", {"nodename": "n1"}, cwd=elsewhere))
+    assert counts(info.answer["capacity"]) == CARDS
+
+
+def ok(result: Result) -> Result:
+    assert (result.status, result.stderr) == (0, ""), result
+    return result
+
+
+@pytest.mark.parametrize("setting", ["ca", "cert", "key"])
+def test_an_unreadable_tls_file_is_named(setting: str, tmp_path: Path) -> None:
+    files = TLSFiles(tmp_path)
+    missing = str(tmp_path / "missing.pem")
+    tls = {"ca": files.ca_file, "cert": files.client_cert, "key": files.client_key}
+    plugin = Plugin(["https://127.0.0.1:9"], tmp_path, timeout=2, **{**tls, setting: missing})
+    line = plugin.fails("get-node-resource-info", {"nodename": "n1"})
+    assert f"etcd.{setting} file {missing!r}" in line, line
+
+
+# --- a password never crosses in clear ------------------------------------------------------
+
+
+class Eavesdropper:
+    """A TCP listener that answers nothing and keeps what each connection sent first."""
+
+    def __init__(self) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.settimeout(0.1)
+        self.port = self._listener.getsockname()[1]
+        self.heard: list[bytes] = []
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._listen, daemon=True)
+        self._thread.start()
+
+    def _listen(self) -> None:
+        while not self._done.is_set():
+            try:
+                connection, _ = self._listener.accept()
+            except OSError:  # a timeout: look at the flag again
+                continue
+            with connection:
+                connection.settimeout(0.3)
+                data = b""
+                try:
+                    while chunk := connection.recv(65536):
+                        data += chunk
+                except OSError:
+                    pass
+                self.heard.append(data)
+
+    def close(self) -> None:
+        self._done.set()
+        self._thread.join(timeout=5)
+        self._listener.close()
+
+
+@pytest.mark.parametrize("form", ["https", "bare host:port with a ca"])
+def test_the_password_goes_out_only_inside_tls(form: str, tmp_path: Path) -> None:
+    files = TLSFiles(tmp_path)
+    eavesdropper = Eavesdropper()
+    try:
+        address = f"127.0.0.1:{eavesdropper.port}"
+        machines, tls = ([f"https://{address}"], {}) if form == "https" else (
+            [address], {"ca": files.ca_file}
+        )  # fmt: skip
+        secret = "pw-must-never-leak"
+        plugin = Plugin(
+            machines, tmp_path, timeout=1, auth={"username": "eru", "password": secret}, **tls
+        )
+        plugin.fails("get-node-resource-info", {"nodename": "n1"})
+    finally:
+        eavesdropper.close()
+    assert eavesdropper.heard, "the plugin never connected"
+    for data in eavesdropper.heard:
+        assert secret.encode() not in data
+        assert data[:1] == b"\x16", f"not a TLS handshake: {data[:40]!r}"  # TLS record: handshake
+    assert json.loads(plugin.config.read_text())["etcd"]["auth"]["password"] == secret

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from ledger.config import DEFAULT_FILE, ENV_VAR, config_path, load, parse
+from ledger.config import DEFAULT_FILE, ENV_VAR, MAX_CONFIG_BYTES, config_path, load, parse
+from ledger.endpoints import Endpoint
 from ledger.errors import PluginError
+from tests.unit.strategies import FAST
 
 MINIMAL = 'etcd:\n  machines: ["http://127.0.0.1:2379"]\n'
 
@@ -21,13 +29,13 @@ def test_minimal_config_gets_defaults() -> None:
     assert etcd.auth.username == ""
     assert etcd.auth.password == ""
     assert (etcd.ca, etcd.cert, etcd.key) == ("", "", "")
-    assert etcd.tls is False
+    assert etcd.endpoints == [Endpoint(host="127.0.0.1", port=2379, tls=False)]
 
 
 def test_full_core_format() -> None:
     text = """
 etcd:
-  machines: ["http://10.0.0.1:2379", "http://10.0.0.2:2379"]
+  machines: ["https://10.0.0.1:2379", "https://10.0.0.2:2379"]
   prefix: "/eru-gpu"
   auth: {username: "root", password: "secret"}
   ca: /etc/ca.pem
@@ -37,25 +45,17 @@ etcd:
   max_attempts: 10
 """
     etcd = parse(text).etcd
-    assert etcd.machines == ["http://10.0.0.1:2379", "http://10.0.0.2:2379"]
+    assert etcd.machines == ["https://10.0.0.1:2379", "https://10.0.0.2:2379"]
     assert etcd.prefix == "/eru-gpu"
     assert (etcd.auth.username, etcd.auth.password) == ("root", "secret")
-    assert etcd.tls is True
+    assert (etcd.ca, etcd.cert, etcd.key) == ("/etc/ca.pem", "/etc/cert.pem", "/etc/key.pem")
+    assert [e.tls for e in etcd.endpoints] == [True, True]
     assert etcd.timeout == 2.5
     assert etcd.max_attempts == 10
 
 
 def test_integer_timeout_is_accepted() -> None:
     assert parse("etcd: {machines: [a], timeout: 3}").etcd.timeout == 3.0
-
-
-@pytest.mark.parametrize(
-    "files", [("ca.pem", "", ""), ("", "cert.pem", "key.pem"), ("ca.pem", "cert.pem", "")]
-)
-def test_tls_needs_all_three_files(files: tuple[str, str, str]) -> None:
-    ca, cert, key = files
-    text = f'etcd: {{machines: [a], ca: "{ca}", cert: "{cert}", key: "{key}"}}'
-    assert parse(text).etcd.tls is False
 
 
 def test_unknown_keys_are_ignored() -> None:
@@ -159,15 +159,328 @@ def test_load_of_a_missing_file_is_a_one_line_plugin_error(tmp_path: Path) -> No
     assert "\n" not in message
 
 
-def test_load_of_a_directory_is_a_plugin_error(tmp_path: Path) -> None:
-    with pytest.raises(PluginError) as info:
-        load(str(tmp_path))
-    assert str(tmp_path) in str(info.value)
-
-
 def test_load_names_the_file_in_validation_errors(tmp_path: Path) -> None:
     path = tmp_path / "gpu.yaml"
     path.write_text("etcd: {}\n")
     with pytest.raises(PluginError, match="machines") as info:
         load(str(path))
     assert str(path) in str(info.value)
+
+
+# --- etcd.machines: each entry a valid URL, its scheme deciding TLS --------------------------
+
+
+def etcd_with(machines: list[str], **settings: object) -> str:
+    """A config document (JSON is YAML) with these machines and other etcd settings."""
+    import json
+
+    return json.dumps({"etcd": {"machines": machines, **settings}})
+
+
+@pytest.mark.parametrize(
+    "entry",
+    ["http://[::1", "http://host:99999", "http://host:port", "ftp://x", "http://", "", "http://:1",
+     "https://h:0", "http://ho st:1", "http://h:1/v3", "http://u:p@h:1", "unix:///run/etcd.sock",
+     "\thttp://h:1"],
+)  # fmt: skip
+def test_a_bad_machines_entry_is_a_config_error_naming_it(entry: str) -> None:
+    with pytest.raises(PluginError) as info:
+        parse(etcd_with([entry]), source="gpu.yaml")
+    message = str(info.value)
+    assert "gpu.yaml" in message
+    assert f"etcd.machines entry {entry!r}" in message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("entry", "endpoint"),
+    [
+        ("http://10.0.0.1:2379", Endpoint(host="10.0.0.1", port=2379, tls=False)),
+        ("https://etcd.example:2379", Endpoint(host="etcd.example", port=2379, tls=True)),
+        ("HTTPS://Etcd.Example", Endpoint(host="etcd.example", port=2379, tls=True)),
+        ("http://[::1]:23790/", Endpoint(host="::1", port=23790, tls=False)),
+        ("10.0.0.1:2380", Endpoint(host="10.0.0.1", port=2380, tls=False)),
+        ("etcd", Endpoint(host="etcd", port=2379, tls=False)),
+    ],
+)
+def test_the_scheme_decides_tls(entry: str, endpoint: Endpoint) -> None:
+    assert parse(etcd_with([entry])).etcd.endpoints == [endpoint]
+
+
+def test_https_verifies_with_the_system_cas_when_no_ca_is_set() -> None:
+    etcd = parse(etcd_with(["https://10.0.0.1:2379"])).etcd
+    assert etcd.endpoints[0].tls is True
+    assert etcd.ca == ""
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        {"ca": "/ca.pem"},
+        {"cert": "/c.pem", "key": "/k.pem"},
+        {"ca": "/a", "cert": "/c", "key": "/k"},
+    ],
+)
+def test_a_bare_host_port_speaks_tls_when_tls_files_are_set(files: dict[str, str]) -> None:
+    etcd = parse(etcd_with(["10.0.0.1:2379", "https://10.0.0.2:2379"], **files)).etcd
+    assert [e.tls for e in etcd.endpoints] == [True, True]
+
+
+@pytest.mark.parametrize("files", [{"ca": "/ca.pem"}, {"cert": "/c.pem", "key": "/k.pem"}])
+def test_tls_files_beside_a_plain_http_url_are_refused(files: dict[str, str]) -> None:
+    with pytest.raises(PluginError) as info:
+        parse(etcd_with(["https://a:2379", "http://b:2379"], **files), source="gpu.yaml")
+    message = str(info.value)
+    assert "'http://b:2379'" in message
+    assert "https://" in message
+
+
+@pytest.mark.parametrize(
+    "files", [{"cert": "/c.pem"}, {"key": "/k.pem"}, {"ca": "/a", "key": "/k"}]
+)
+def test_a_client_certificate_needs_both_cert_and_key(files: dict[str, str]) -> None:
+    with pytest.raises(PluginError, match=r"etcd\.cert.*etcd\.key"):
+        parse(etcd_with(["https://a:2379"], **files))
+
+
+# --- credentials never go out in clear unless asked to --------------------------------------
+
+SECRET = {"username": "eru", "password": "secret"}
+
+
+@pytest.mark.parametrize("entry", ["http://10.0.0.1:2379", "etcd.example:2379", "http://127.evil"])
+def test_credentials_over_plain_http_to_another_host_are_refused(entry: str) -> None:
+    with pytest.raises(PluginError) as info:
+        parse(etcd_with([entry], auth=SECRET), source="gpu.yaml")
+    message = str(info.value)
+    assert repr(entry) in message
+    assert "etcd.auth.allow_plain_http" in message
+    assert "\n" not in message
+
+
+def test_allow_plain_http_lets_credentials_go_in_clear() -> None:
+    auth = {**SECRET, "allow_plain_http": True}
+    etcd = parse(etcd_with(["http://10.0.0.1:2379"], auth=auth)).etcd
+    assert etcd.auth.allow_plain_http is True
+    assert etcd.endpoints[0].tls is False
+
+
+@pytest.mark.parametrize(
+    "entry",
+    ["http://127.0.0.1:2379", "http://127.1.2.3", "http://localhost:2379", "http://[::1]:2379",
+     "https://10.0.0.1:2379", "localhost:2379"],
+)  # fmt: skip
+def test_credentials_to_loopback_or_over_tls_need_no_opt_in(entry: str) -> None:
+    assert parse(etcd_with([entry], auth=SECRET)).etcd.auth.allow_plain_http is False
+
+
+def test_no_credentials_no_opt_in_needed() -> None:
+    assert parse(etcd_with(["http://10.0.0.1:2379"])).etcd.endpoints[0].tls is False
+
+
+# --- relative paths resolve against the config file's directory ------------------------------
+
+
+def test_relative_paths_resolve_against_the_config_files_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    directory = tmp_path / "etc" / "eru"
+    directory.mkdir(parents=True)
+    (directory / "gpu.yaml").write_text(
+        etcd_with(["https://e:2379"], ca="tls/ca.pem", cert="~/client.pem", key="/abs/key.pem")
+        [:-1] + ', "streams": {"max_events": 10, "export_dir": "exports"}}'
+    )  # fmt: skip
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    for path in (directory / "gpu.yaml", Path("../etc/eru/gpu.yaml")):
+        config = load(str(path))
+        assert config.etcd.ca == str(directory / "tls" / "ca.pem")
+        assert config.etcd.cert == str(home / "client.pem")
+        assert config.etcd.key == "/abs/key.pem"
+        assert config.streams.export_dir == str(directory / "exports")
+
+
+def test_parse_resolves_against_base_or_leaves_relative_paths_to_the_working_directory() -> None:
+    text = etcd_with(["a"], ca="ca.pem")
+    assert parse(text).etcd.ca == "ca.pem"
+    assert parse(text, base="/etc/eru").etcd.ca == "/etc/eru/ca.pem"
+
+
+# --- what a config file may be ---------------------------------------------------------------
+
+IN_CHILD = """
+import sys
+from ledger.config import load
+from ledger.errors import PluginError
+try:
+    load(sys.argv[1])
+except PluginError as exc:
+    print("PluginError:", exc)
+except BaseException as exc:
+    print("escaped:", type(exc).__name__, exc)
+else:
+    print("loaded")
+"""
+
+
+def load_in_a_child(path: str) -> str:
+    """What ``load(path)`` says, run where a hang or a runaway read cannot take the test down:
+    in a child process, killed after a few seconds, with its memory capped."""
+
+    def cap_memory() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", IN_CHILD, path], capture_output=True, timeout=15,
+            preexec_fn=cap_memory, cwd=Path(__file__).parents[2],
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"load({path!r}) hung")
+    return done.stdout.decode().strip() or done.stderr.decode().strip().splitlines()[-1]
+
+
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    fifo = tmp_path / "gpu.yaml"
+    os.mkfifo(fifo)
+    said = load_in_a_child(str(fifo))
+    assert said.startswith("PluginError:"), said
+    assert str(fifo) in said and "not a regular file" in said
+
+
+@pytest.mark.parametrize("path", ["/dev/zero", "/dev/null", "/"])
+def test_devices_and_directories_are_refused(path: str) -> None:
+    said = load_in_a_child(path)
+    assert said.startswith("PluginError:"), said
+    assert repr(path) in said and "not a regular file" in said
+
+
+def test_a_directory_is_refused_in_process(tmp_path: Path) -> None:
+    with pytest.raises(PluginError, match="not a regular file") as info:
+        load(str(tmp_path))
+    assert str(tmp_path) in str(info.value)
+
+
+def test_an_oversized_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "gpu.yaml"
+    path.write_text(MINIMAL + "#" * MAX_CONFIG_BYTES + "\n")
+    with pytest.raises(PluginError, match="larger than") as info:
+        load(str(path))
+    assert str(path) in str(info.value)
+
+
+def test_a_file_at_the_size_limit_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "gpu.yaml"
+    path.write_text(MINIMAL + "#" * (MAX_CONFIG_BYTES - len(MINIMAL) - 1) + "\n")
+    assert path.stat().st_size == MAX_CONFIG_BYTES
+    assert load(str(path)).etcd.machines == ["http://127.0.0.1:2379"]
+
+
+def test_a_file_that_is_not_utf8_is_a_one_line_plugin_error(tmp_path: Path) -> None:
+    path = tmp_path / "gpu.yaml"
+    path.write_bytes(b"etcd: {machines: [a], prefix: /caf\xe9}\n")
+    with pytest.raises(PluginError, match="UTF-8") as info:
+        load(str(path))
+    assert str(path) in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_an_unreadable_file_is_a_plugin_error(tmp_path: Path) -> None:
+    path = tmp_path / "gpu.yaml"
+    path.write_text(MINIMAL)
+    path.chmod(0)
+    if os.access(path, os.R_OK):
+        pytest.skip("running as root: every file is readable")
+    with pytest.raises(PluginError, match="cannot read") as info:
+        load(str(path))
+    assert str(path) in str(info.value)
+
+
+def test_the_default_file_in_a_deleted_working_directory_is_not_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    with pytest.raises(PluginError, match="not found") as info:
+        load()
+    assert "gpu.yaml" in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+# --- the resident helper's cache follows the file's content ----------------------------------
+
+
+def test_a_change_that_keeps_size_and_mtime_is_seen(tmp_path: Path) -> None:
+    path = tmp_path / "gpu.yaml"
+    path.write_text("etcd: {machines: [a], prefix: /aa}\n")
+    before = path.stat()
+    assert load(str(path)).etcd.prefix == "/aa"
+    path.write_text("etcd: {machines: [a], prefix: /bb}\n")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (
+        before.st_ino, before.st_size, before.st_mtime_ns,
+    )  # fmt: skip
+    assert load(str(path)).etcd.prefix == "/bb"
+
+
+def test_an_unchanged_file_is_not_parsed_again(tmp_path: Path) -> None:
+    path = tmp_path / "gpu.yaml"
+    path.write_text(MINIMAL)
+    assert load(str(path)) is load(str(path))
+
+
+def test_the_same_relative_path_from_another_directory_is_parsed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("one", "two"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "gpu.yaml").write_text(etcd_with(["a"], ca="ca.pem"))
+    monkeypatch.chdir(tmp_path / "one")
+    assert load("gpu.yaml").etcd.ca == str(tmp_path / "one" / "ca.pem")
+    monkeypatch.chdir(tmp_path / "two")
+    assert load("gpu.yaml").etcd.ca == str(tmp_path / "two" / "ca.pem")
+
+
+# --- nothing but a PluginError ever escapes --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["etcd: {machines: [a]}\nwhen: 2001-13-01\n", "etcd: {machines: [a], prefix: 2001-02-30}",
+     "etcd: {machines: &a [*a]}", "[" * 5000, "etcd: {machines: [a]}\n" + "x: &x [*x]\n",
+     "etcd: !!binary xx", "{? [a]: 1}", "etcd: !!python/object:os.system {}", "\x00", "\ud800",
+     "etcd: {machines: [a]}\n0: 1\n", "1: {machines: [a]}"],
+)  # fmt: skip
+def test_hostile_documents_are_plugin_errors_or_configs(text: str) -> None:
+    try:
+        parse(text)
+    except PluginError as exc:
+        assert "\n" not in str(exc)
+
+
+@FAST
+@given(st.text(alphabet=st.characters(), max_size=200))
+def test_any_text_is_a_config_or_a_plugin_error(text: str) -> None:
+    with contextlib.suppress(PluginError):
+        parse("etcd:\n  machines: [a]\n" + text)
+
+
+@FAST
+@given(st.binary(max_size=200))
+def test_any_bytes_in_the_file_are_a_config_or_a_plugin_error(data: bytes) -> None:
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(suffix=".yaml") as file:
+        file.write(data)
+        file.flush()
+        with contextlib.suppress(PluginError):
+            load(file.name)

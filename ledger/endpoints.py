@@ -1,0 +1,100 @@
+"""Where etcd is and how to reach it safely: ``etcd.machines`` entries as endpoints.
+
+A URL's scheme decides TLS, so that no missing file ever turns TLS off and sends a password in
+clear: ``https://`` always speaks TLS and verifies the server (against the system's CAs, or
+``etcd.ca``); ``http://`` never does, and TLS files beside it are an error rather than silently
+unused; a bare ``host:port`` speaks TLS when TLS files are set, as etcd's own client does.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+import msgspec
+
+from ledger.errors import StoreError
+
+DEFAULT_PORT = 2379
+SCHEMES = {"http": False, "https": True}
+MAX_TLS_FILE_BYTES = 1024 * 1024
+UNVERIFIED = (
+    "etcd's TLS certificate failed verification: etcd.ca must name the CA that signed it, and "
+    "the URL's host must be one the certificate names"
+)
+
+
+class Endpoint(msgspec.Struct, frozen=True):
+    host: str
+    port: int
+    tls: bool
+
+    @property
+    def address(self) -> str:
+        """``host:port``, as a socket or a gRPC target wants it (an IPv6 host in brackets)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+
+def parse_endpoint(entry: str, *, tls_files: bool) -> Endpoint:
+    """One ``etcd.machines`` entry; ``tls_files``: whether ``etcd.ca``/``cert``/``key`` are set.
+    Raises ValueError naming the entry (a config error)."""
+    where = f"etcd.machines entry {entry!r}"
+    if not entry:
+        raise ValueError(f"{where} is empty: write http(s)://host:port")
+    if any(char.isspace() or not char.isprintable() for char in entry):
+        raise ValueError(f"{where} contains blanks or control characters")
+    scheme, separator, rest = entry.partition("://")
+    scheme = scheme.lower() if separator else ""
+    if separator and scheme not in SCHEMES:
+        raise ValueError(f"{where}: the scheme must be http:// or https://")
+    try:
+        parts = urlsplit(f"//{rest if separator else entry}")
+        port = parts.port
+    except ValueError as exc:
+        raise ValueError(f"{where} is not a valid URL ({exc})") from None
+    if not parts.hostname:
+        raise ValueError(f"{where} names no host")
+    if parts.username is not None:
+        raise ValueError(f"{where} must not carry credentials: set etcd.auth")
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise ValueError(f"{where} must be scheme://host:port, with no path")
+    if port == 0:
+        raise ValueError(f"{where}: port 0 is not a port")
+    if scheme == "http" and tls_files:
+        raise ValueError(
+            f"{where} is plain http:// but etcd.ca/cert/key are set: write https:// to use TLS"
+        )
+    tls = SCHEMES[scheme] if scheme else tls_files
+    return Endpoint(host=parts.hostname, port=port or DEFAULT_PORT, tls=tls)
+
+
+def is_loopback(host: str) -> bool:
+    """127.0.0.0/8, ::1 or ``localhost``: traffic that never leaves the machine."""
+    if host == "localhost":
+        return True
+    if ":" in host:
+        import ipaddress  # only for an IPv6 host
+
+        try:
+            return ipaddress.IPv6Address(host.partition("%")[0]).is_loopback
+        except ValueError:
+            return False
+    octets = host.split(".")
+    return (
+        len(octets) == 4
+        and octets[0] == "127"
+        and all(o.isascii() and o.isdigit() and len(o) <= 3 and int(o) <= 255 for o in octets)
+    )
+
+
+def read_tls_file(path: str, setting: str) -> bytes:
+    """The content of ``etcd.<setting>``, or a one-line error naming the file."""
+    from ledger.config import UnfitFile, read_small_file  # loaded: the config named the file
+
+    try:
+        return read_small_file(path, MAX_TLS_FILE_BYTES)
+    except UnfitFile as exc:
+        raise StoreError(f"etcd.{setting} file {path!r} {exc}") from None
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise StoreError(f"cannot read etcd.{setting} file {path!r}: {reason}") from None
