@@ -112,7 +112,14 @@ class Session:
             # Whatever goes wrong here (an unwritable export directory, etcd's time budget spent)
             # must not turn the write that already landed into a reported failure.
             with contextlib.suppress(Exception):
-                compact(self.store, node, keep=bounds.max_events - 1, export_dir=bounds.export_dir)
+                compact(
+                    self.store,
+                    node,
+                    keep=bounds.max_events - 1,
+                    export_dir=bounds.export_dir,
+                    min_age=bounds.min_age,
+                    at_least=bounds.compact_over - bounds.max_events,
+                )
         return appended
 
     def close(self) -> None:

@@ -1,11 +1,15 @@
-"""``verify`` and ``compact``: check heads against their streams, and keep streams bounded."""
+"""``verify`` and ``compact``: check heads against their streams and checkpoints against their
+exports, and keep streams bounded."""
 
 from __future__ import annotations
 
 import click
+import msgspec
 
 from commands.protocol import Session, click_config, respond, run
+from ledger import export
 from ledger.errors import PluginError
+from ledger.events import Checkpoint, Event
 from ledger.keys import check_node_name
 from ledger.store import Store
 from projections import audit
@@ -21,30 +25,100 @@ def _targets(store: Store, nodes: tuple[str, ...], every: bool, which: str) -> l
     return [check_node_name(node) for node in dict.fromkeys(nodes)]
 
 
-def _verify_one(store: Store, node: str, repair: bool) -> tuple[str | None, bool]:
-    """The report line (None when the head agrees with its stream), and whether the node
-    agrees now (it may have been repaired)."""
+class Verified(msgspec.Struct):
+    """What verify found of one node."""
+
+    findings: list[str] = msgspec.field(default_factory=list)
+    """What to report (empty when all is well): disagreements, repairs, notes."""
+    agrees: bool = True
+    """No disagreement is left (there was none, or it was repaired)."""
+    repaired: int = 0
+    exports_read: int = 0
+    exports_elsewhere: int = 0
+
+
+def _verify_head(store: Store, node: str, repair: bool, found: Verified) -> Event | None:
+    """Check (and repair) the node's head against its stream; the stream's first event."""
     for _ in range(REPAIR_ATTEMPTS):
         stream = store.read_stream(node)
         if stream.head is None and not stream.events:
-            return f"node {node}: unknown: no head and no events", False
+            found.findings.append("unknown: no head and no events")
+            found.agrees = False
+            return None
+        first = stream.events[0] if stream.events else None
         verdict = audit.check(stream.head, stream.events)
         if not verdict.problems:
-            return None, True
-        report = f"node {node}: {'; '.join(verdict.problems)}"
+            return first
+        report = "; ".join(verdict.problems)
         if not repair:
-            return report, False
+            found.findings.append(report)
+            found.agrees = False
+            return first
         if not verdict.repairable:
-            return f"{report} (not repairable: the stream itself is incomplete)", False
+            found.findings.append(f"{report} (not repairable: the stream itself is incomplete)")
+            found.agrees = False
+            return first
         last = stream.events[-1].seq if stream.events else 0
         event = store.new_event(last + 1, "verify", audit.repair(stream.head, verdict))
         if store.repair_head(node, stream, event, verdict.folded):
-            return f"{report} -> repaired (event {event.seq})", True
-    return f"node {node}: not repaired: the node kept changing while it was being repaired", False
+            found.findings.append(f"{report} -> repaired (event {event.seq})")
+            found.repaired += 1
+            return first
+    found.findings.append("not repaired: the node kept changing while it was being repaired")
+    found.agrees = False
+    return None
 
 
-def _nodes(count: int) -> str:
-    return f"{count} node{'s' * (count != 1)}"
+def _verify_exports(node: str, checkpoint: Event, repair: bool, found: Verified) -> None:
+    """Follow the chain of exports from ``checkpoint`` back to event 1, checking each one this
+    host holds (``audit.check_export``); with ``repair``, publish one an interrupted
+    compaction left unpublished, once its content checks out."""
+    current: Event | None = checkpoint
+    while current is not None:
+        assert isinstance(current.change, Checkpoint)
+        where = current.change.export
+        what = f"export of checkpoint {current.seq} ({where})"
+        file = export.read(where)
+        if file.state == "elsewhere":
+            found.findings.append(f"{what} is on host {file.host}: not checked here")
+            found.exports_elsewhere += 1
+            return
+        if file.state in ("missing", "unreadable"):
+            reason = "is missing" if file.state == "missing" else f"cannot be read: {file.reason}"
+            found.findings.append(f"{what} {reason}")
+            found.agrees = False
+            return
+        found.exports_read += 1
+        checked = audit.check_export(current, file.path.name, file.lines)
+        if checked.problems:
+            found.findings.append(f"{what}: {'; '.join(checked.problems)}")
+            found.agrees = False
+            return
+        if file.state == "unpublished":
+            left = (
+                f"{what} was left unpublished by an interrupted compaction "
+                f"(as {file.path.name}{export.PARTIAL})"
+            )
+            if repair:
+                export.publish(file.path, node)
+                found.findings.append(f"{left} -> published")
+                found.repaired += 1
+            else:
+                found.findings.append(left)
+                found.agrees = False
+        current = checked.previous
+
+
+def _verify_one(store: Store, node: str, repair: bool) -> Verified:
+    found = Verified()
+    first = _verify_head(store, node, repair, found)
+    if first is not None and isinstance(first.change, Checkpoint):
+        _verify_exports(node, first, repair, found)
+    return found
+
+
+def _count(count: int, what: str) -> str:
+    return f"{count} {what}{'s' * (count != 1)}"
 
 
 @click.command("verify")
@@ -53,42 +127,68 @@ def _nodes(count: int) -> str:
 @click.option(
     "--repair",
     is_flag=True,
-    help="Rewrite each disagreeing head from its stream, recorded as a head_repaired event.",
+    help=(
+        "Rewrite each disagreeing head from its stream, recorded as a head_repaired event; "
+        "publish an export an interrupted compaction left unpublished."
+    ),
 )
 def verify(nodes: tuple[str, ...], every: bool, repair: bool) -> None:
-    """Fold each node's events and compare the result with its head (the record core reads).
+    """Fold each node's events and compare the result with its head (the record core reads);
+    check the exports a compacted stream's checkpoints name, back to event 1.
 
     \b
     Prints one line per node that disagrees, saying what differs with both values:
       node n1: usage differs: head nvidia-3090:3, stream nvidia-3090:2
     Exit status: 0 when every head agrees (or was repaired), 1 otherwise.
 
+    A compacted stream starts with a checkpoint naming its export (host:path). When that file
+    is on this host it must hold exactly the events the checkpoint stands for: every line an
+    event, seqs without gaps from event 1 or the previous checkpoint up to the checkpoint's,
+    folding to the checkpoint's state, and the file name carrying the checkpoint's op. The
+    previous checkpoint's export is checked the same way, back to event 1. A missing or
+    mismatched export is a disagreement; one on another host is noted, not checked.
+
     With --repair, a head is rewritten from its stream when the stream is whole (no events
     missing). The repair is an event like any other: head_repaired, holding the head as it
-    was found. A head the upstream plugin wrote that has no stream yet is not a disagreement.
+    was found. An export left as <name>.partial by a compaction interrupted between its
+    commit and the rename is renamed, once its content checks out. A head the upstream
+    plugin wrote that has no stream yet is not a disagreement.
     """
 
     def check(session: Session) -> str:
         store = session.store
         targets = _targets(store, nodes, every, "verify")
         reports: list[str] = []
+        total = Verified()
         failed = 0
         for node in targets:
             try:
-                report, agrees = _verify_one(store, node, repair)
+                found = _verify_one(store, node, repair)
             except PluginError as exc:
-                report, agrees = f"node {node}: cannot verify: {exc.reason}", False
-            if report:
-                reports.append(report)
-            failed += not agrees
+                found = Verified(findings=[f"cannot verify: {exc.reason}"], agrees=False)
+            if found.findings:
+                reports.append(f"node {node}: {'; '.join(found.findings)}")
+            failed += not found.agrees
+            total.repaired += found.repaired
+            total.exports_read += found.exports_read
+            total.exports_elsewhere += found.exports_elsewhere
         if reports:
             respond("\n".join(reports), text=True, io=session.io)
         if failed:
-            hint = "" if repair else " (--repair rewrites heads from their streams)"
+            hint = "" if repair else " (--repair rewrites heads and publishes exports)"
             verb = "disagrees" if failed == 1 else "disagree"
-            raise PluginError(f"{failed} of {_nodes(len(targets))} {verb} with their streams{hint}")
-        repaired = f", {len(reports)} repaired" if reports else ""
-        return f"{_nodes(len(targets))} verified: every head agrees with its stream{repaired}"
+            raise PluginError(
+                f"{failed} of {_count(len(targets), 'node')} {verb} with their streams or "
+                f"exports{hint}"
+            )
+        summary = f"{_count(len(targets), 'node')} verified: every head agrees with its stream"
+        if total.exports_read:
+            summary += f", {_count(total.exports_read, 'export')} checked"
+        if total.exports_elsewhere:
+            summary += f", {total.exports_elsewhere} on other hosts not checked"
+        if total.repaired:
+            summary += f", {total.repaired} repaired"
+        return summary
 
     run("verify", check, config=click_config(), text=True)
 
@@ -103,32 +203,62 @@ def verify(nodes: tuple[str, ...], every: bool, repair: bool) -> None:
     help="How many of the newest events stay as they are.",
 )
 @click.option(
+    "--min-age",
+    type=click.FloatRange(min=0),
+    metavar="SECONDS",
+    help=(
+        "Events younger than this, by this host's clock, stay too, with everything after them "
+        "(default: streams.min_age, itself 300 by default). A core call whose answer was lost "
+        "looks for its own event among the recent ones: compacted away, its outcome could "
+        "only be reported as unknown. 0: events of any age go."
+    ),
+)
+@click.option(
     "--export-dir",
     metavar="DIR",
     help="Where the removed events are written first (default: streams.export_dir).",
 )
-def compact(nodes: tuple[str, ...], every: bool, keep: int, export_dir: str | None) -> None:
+def compact(
+    nodes: tuple[str, ...],
+    every: bool,
+    keep: int,
+    min_age: float | None,
+    export_dir: str | None,
+) -> None:
     """Bound event streams: replace all but the newest --keep events by one checkpoint.
 
     \b
     For each node: the events to go are written to DIR as JSON lines
-    (<node>.<first>-<last>.<op>.jsonl), then one transaction puts a checkpoint event, holding
-    the full state and the export's host:path, in place of the newest of them and deletes the
-    rest. history, show --at and verify start from the checkpoint; points before it name the
-    export. Streams can also be bounded as they grow: see streams.max_events in gpu.yaml.
+    (<node>.<first>-<last>.<op>.jsonl, named <...>.jsonl.partial until the checkpoint is in),
+    then one transaction puts a checkpoint event, holding the full state and the export's
+    host:path, in place of the newest of them and deletes the rest.
+
+    Events younger than --min-age stay whatever --keep says, and so does everything after the
+    first of them: a core call whose answer was lost settles it by finding its own event among
+    the recent ones.
+
+    Compactions of one node may run at once (by hand, and after writes with
+    streams.max_events): of those that start from the same first event only one commits, and
+    the others start again from its checkpoint. So every removed event is in exactly one
+    export, and every export is named by a checkpoint; verify checks them back to event 1.
+
+    history, show --at and verify start from the checkpoint; points before it name the export.
+    Streams can also be bounded as they grow: see streams.max_events in gpu.yaml.
     """
 
     def run_compaction(session: Session) -> str:
         from ledger.compaction import compact as compact_node
 
-        directory = export_dir or session.config.streams.export_dir
+        streams = session.config.streams
+        directory = export_dir or streams.export_dir
         if not directory:
             raise PluginError("no export directory: pass --export-dir or set streams.export_dir")
+        age = streams.min_age if min_age is None else min_age
         store = session.store
         lines = []
         for node in _targets(store, nodes, every, "compact"):
             session.node = node
-            done = compact_node(store, node, keep=keep, export_dir=directory)
+            done = compact_node(store, node, keep=keep, export_dir=directory, min_age=age)
             session.node = None
             if done is None:
                 lines.append(f"node {node}: nothing to compact")

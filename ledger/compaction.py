@@ -1,52 +1,152 @@
 """Compaction: bound a stream by replacing its older events with one checkpoint.
 
-The events to go are exported first (``ledger.export``); then one transaction puts the
-checkpoint in place of the newest of them and deletes the rest. A lost race with another
-compaction leaves the export file behind for nobody, so it is removed and the work redone.
+What it promises: every event it removes from etcd is in exactly one export file, and a
+checkpoint references that file; an export file that no checkpoint references exists only as
+an unpublished temporary (``<name>.partial``). How:
+
+1. Choose the cut: the newest ``keep`` events stay, and so does every event younger than
+   ``min_age`` seconds and everything after it (by this process's clock against each event's
+   time; a checkpoint's is the last event it replaced). A call whose answer was lost looks for
+   its own event among the recent ones (``Store._landed``): they must outlive it.
+2. Export the events to go under a temporary name, flushed to disk (``ledger.export``).
+3. One transaction (``Store.replace_with_checkpoint``): if the stream's first event and the
+   event at the cut are as read, put the checkpoint at the cut and delete the events before
+   it. Two compactions that read the same first event cannot both commit.
+4. Won: publish the export (rename it to its final name). Lost to another compaction: delete
+   the temporary and start again. Answer lost: read the cut back and settle by the
+   checkpoint's operation id; if etcd cannot say, the temporary stays, and ``verify --repair``
+   publishes it once a checkpoint is found naming it.
 """
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+from pathlib import Path
+
 import msgspec
 
 from ledger import export
-from ledger.errors import Contention, PluginError
-from ledger.store import Compacted, Store, new_op
+from ledger.errors import Contention, OutcomeUnknown, PluginError, StoreError
+from ledger.events import Event
+from ledger.store import Store, Stream, new_op
 from projections import audit
 
 ATTEMPTS = 5
 """Compactions race only with compactions (appends never touch the keys they replace)."""
 
 
-def compact(
-    store: Store, node: str, *, keep: int, export_dir: str, verb: str = "compact"
-) -> Compacted | None:
-    """Keep the ``keep`` newest events, replace all older ones by a checkpoint.
+class Compacted(msgspec.Struct, frozen=True):
+    """A compaction that took place: ``checkpoint`` replaced events ``first`` .. its seq."""
 
-    None when there is nothing to replace (the stream holds at most ``keep`` events after its
-    first one).
+    first: int
+    checkpoint: Event
+
+
+def compact(
+    store: Store,
+    node: str,
+    *,
+    keep: int,
+    export_dir: str,
+    min_age: float,
+    at_least: int = 1,
+    verb: str = "compact",
+) -> Compacted | None:
+    """Keep the ``keep`` newest events and every event younger than ``min_age`` seconds (and
+    all after it); replace all older ones by a checkpoint.
+
+    None when that would shorten the stream by fewer than ``at_least`` (at least 1) events
+    (auto-compaction waits for a tenth of the bound, rather than export a file per write as
+    events come of age one by one). Reads the
+    stream only as far as the cut: while young events block it, one page of ``at_least + 1``
+    events (so auto-compaction, retried after every write, stays cheap).
     """
+    at_least = max(at_least, 1)  # so every compaction deletes the stream's first key
     for _ in range(ATTEMPTS):
-        record = store.read(node, with_first=True)
-        assert record.first is not None
-        through = record.seq - keep
-        if through <= record.first:
-            return None
-        stream = store.read_stream(node, after=record.first - 1, until=through)
-        if not stream.events or stream.events[-1].seq != through:
-            if store.read(node, with_first=True).first == record.first:
-                raise PluginError(
-                    f"cannot compact: event {through} is missing from the stream "
-                    f"(see: resource-gpu verify {node})",
-                    node=node,
-                )
-            continue  # compacted meanwhile by someone else
-        change = audit.checkpoint_for(stream.events, export="")  # refuses a stream with gaps
-        op = new_op()
-        path = export.write(export_dir, node, stream.raw_events, stream.events, op)
-        change = msgspec.structs.replace(change, export=export.location(path))
-        checkpoint = store.new_event(through, verb, change, op)
-        if store.replace_with_checkpoint(node, checkpoint, stream.event_revisions[-1]):
-            return Compacted(first=change.first, checkpoint=checkpoint)
-        path.unlink(missing_ok=True)
+        try:
+            stream = _to_cut(store, node, keep=keep, min_age=min_age, at_least=at_least)
+            return None if stream is None else _replace(store, node, stream, export_dir, verb)
+        except _Raced:
+            continue
     raise Contention(f"contention: other compactions of this node won {ATTEMPTS} times", node=node)
+
+
+class _Raced(Exception):
+    """Another compaction of the node committed first: read again and start over."""
+
+
+def _to_cut(store: Store, node: str, *, keep: int, min_age: float, at_least: int) -> Stream | None:
+    """The events to replace, from the stream's first to the cut, read at one revision (None:
+    too few)."""
+    record = store.read(node, with_first=True)
+    assert record.first is not None
+    first = record.first
+    through = record.seq - keep
+    if through - first < at_least:
+        return None
+    now = datetime.now(timezone.utc)
+    stream = store.read_stream(
+        node,
+        after=first - 1,
+        until=through,
+        stop=lambda event: audit.too_young(event, now=now, min_age=min_age),
+        first_page=at_least + 1,
+    )
+    if stream.stopped_at is not None:
+        through = stream.stopped_at - 1
+        if through - first < at_least:
+            return None
+    if not stream.events or stream.events[0].seq != first:
+        raise _Raced  # the first event is gone since the stream's first key was read
+    if stream.events[-1].seq != through:
+        raise PluginError(
+            f"cannot compact: event {through} is missing from the stream "
+            f"(see: resource-gpu verify {node})",
+            node=node,
+        )
+    return stream
+
+
+def _replace(store: Store, node: str, stream: Stream, export_dir: str, verb: str) -> Compacted:
+    """Export ``stream.events``, then replace them by a checkpoint (``_Raced`` when another
+    compaction came first: the temporary export is gone again)."""
+    change = audit.checkpoint_for(stream.events, export="")  # refuses a stream with gaps
+    op = new_op()
+    path = export.write_partial(export_dir, node, stream.raw_events, stream.events, op)
+    change = msgspec.structs.replace(change, export=export.location(path))
+    checkpoint = store.new_event(stream.events[-1].seq, verb, change, op)
+    try:
+        won = store.replace_with_checkpoint(node, checkpoint, stream)
+    except OutcomeUnknown:
+        won = _settle(store, node, checkpoint, path)
+    except StoreError:
+        export.discard(path)  # etcd refused it, or it was never sent
+        raise
+    if not won:
+        export.discard(path)
+        raise _Raced
+    export.publish(path, node)
+    return Compacted(first=change.first, checkpoint=checkpoint)
+
+
+def _settle(store: Store, node: str, checkpoint: Event, path: Path) -> bool:
+    """Whether the compaction whose answer was lost committed: the event at the cut is its
+    checkpoint (same operation id). Anything else there means it did not; nothing there (a
+    later compaction removed it already) or no answer leaves it unknown, and the temporary
+    export in place for ``verify --repair``."""
+
+    def unknown(why: str) -> OutcomeUnknown:
+        return OutcomeUnknown(
+            f"compaction {checkpoint.op} was sent but its answer was lost, and {why}; its "
+            f"export stays unpublished as {str(export.partial_of(path))!r}, which "
+            f"'resource-gpu verify {node} --repair' publishes if a checkpoint names it",
+            node=node,
+        )
+
+    try:
+        found = store.event_at(node, checkpoint.seq)
+    except StoreError as exc:
+        raise unknown(f"etcd could not be asked whether it was applied: {exc.reason}") from None
+    if found is None:
+        raise unknown(f"a later compaction has already replaced event {checkpoint.seq}")
+    return found.op == checkpoint.op

@@ -1,8 +1,12 @@
 """Export files: a stream's events as JSON lines, one event per line exactly as stored.
 
 Compaction writes the events it is about to delete here first, so the audit trail outlives the
-keys. Each file is written under a temporary name, flushed to disk and then renamed, so a file
-with the final name is always complete.
+keys. A file's life: written as ``<name>.partial`` and flushed to disk (file and directory)
+before the compaction's transaction is sent; renamed to ``<name>`` once that transaction has
+committed, or deleted if it lost. So a file with the final name is always one a checkpoint
+references, and complete; a ``.partial`` is one whose compaction has not (or not yet) been
+seen through. ``verify`` reads them back (:func:`read`) and publishes a ``.partial`` a
+checkpoint names (:func:`publish`).
 """
 
 from __future__ import annotations
@@ -13,10 +17,16 @@ import os
 import socket
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Literal
 from urllib.parse import quote
+
+import msgspec
 
 from ledger.errors import PluginError
 from ledger.events import Event
+
+PARTIAL = ".partial"
+"""The suffix of an export whose compaction has not been seen to commit."""
 
 
 def json_lines(stored: Iterable[bytes]) -> bytes:
@@ -39,22 +49,25 @@ def file_name(node: str, events: list[Event], op: str) -> str:
     return f"{safe}.{events[0].seq:012d}-{events[-1].seq:012d}.{op[:12]}.jsonl"
 
 
-def write(directory: str, node: str, stored: list[bytes], events: list[Event], op: str) -> Path:
-    """Write the events (``stored``: their etcd values) to a new file in ``directory``."""
+def partial_of(path: Path) -> Path:
+    """Where the export that will be ``path`` lies until its compaction is seen to commit."""
+    return path.with_name(path.name + PARTIAL)
+
+
+def write_partial(
+    directory: str, node: str, stored: list[bytes], events: list[Event], op: str
+) -> Path:
+    """Write the events (``stored``: their etcd values) to a new temporary file in
+    ``directory``, on disk (file and directory entry) when this returns; the final path."""
     folder = Path(directory).expanduser().resolve()
     path = folder / file_name(node, events, op)
-    partial = path.with_name(path.name + ".partial")
+    partial = partial_of(path)
     try:
         with open(partial, "xb") as out:
             out.write(json_lines(stored))
             out.flush()
             os.fsync(out.fileno())
-        os.rename(partial, path)
-        directory_fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(directory_fd)
-        finally:
-            os.close(directory_fd)
+        _sync_directory(folder)
     except OSError as exc:
         with contextlib.suppress(OSError):
             partial.unlink(missing_ok=True)
@@ -64,6 +77,76 @@ def write(directory: str, node: str, stored: list[bytes], events: list[Event], o
     return path
 
 
+def publish(path: Path, node: str | None = None) -> None:
+    """Give the temporary export its final name ``path``: its compaction has committed.
+    Already done (``verify --repair`` may get there first) is done."""
+    try:
+        try:
+            os.rename(partial_of(path), path)
+        except FileNotFoundError:
+            if not path.is_file():
+                raise
+        _sync_directory(path.parent)
+    except OSError as exc:
+        raise PluginError(
+            f"the checkpoint is written, but its export could not be renamed from "
+            f"{str(partial_of(path))!r} to {str(path)!r}: {exc.strerror or exc} "
+            "('resource-gpu verify --repair' does it)",
+            node=node,
+        ) from None
+
+
+def discard(path: Path) -> None:
+    """Delete the temporary export of a compaction that did not commit."""
+    with contextlib.suppress(OSError):
+        partial_of(path).unlink(missing_ok=True)
+
+
+def _sync_directory(folder: Path) -> None:
+    directory_fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(directory_fd)
+    finally:
+        os.close(directory_fd)
+
+
 def location(path: Path) -> str:
     """Where an export is, for the checkpoint that points at it: ``host:/absolute/path``."""
     return f"{socket.gethostname()}:{path}"
+
+
+class Found(msgspec.Struct, frozen=True):
+    """What is found of the export a checkpoint names (``host:path``)."""
+
+    host: str
+    path: Path
+    state: Literal["published", "unpublished", "missing", "elsewhere", "unreadable"]
+    """``unpublished``: only the temporary file is there (its compaction was interrupted
+    between commit and rename); ``elsewhere``: on another host, not read."""
+    lines: list[bytes] = msgspec.field(default_factory=list)
+    reason: str = ""
+    """Why it could not be read (``unreadable``)."""
+
+
+def read(where: str) -> Found:
+    """The export at ``host:path`` (as a checkpoint names it), read if it is on this host."""
+    host, _, name = where.partition(":")
+    path = Path(name)
+    if host != socket.gethostname():
+        return Found(host=host, path=path, state="elsewhere")
+    try:
+        if (lines := _lines(path)) is not None:
+            return Found(host=host, path=path, state="published", lines=lines)
+        if (lines := _lines(partial_of(path))) is not None:
+            return Found(host=host, path=path, state="unpublished", lines=lines)
+    except OSError as exc:
+        reason = f"{exc.filename}: {exc.strerror or exc}"
+        return Found(host=host, path=path, state="unreadable", reason=reason)
+    return Found(host=host, path=path, state="missing")
+
+
+def _lines(path: Path) -> list[bytes] | None:
+    try:
+        return path.read_bytes().splitlines()
+    except FileNotFoundError:
+        return None

@@ -9,7 +9,9 @@ then one transaction
     else:    read the head and the stream end again (so the retry costs no extra round trip)
 
 A transport failure after a write was sent leaves its outcome unknown; the retry first looks for
-the write's operation id among the events appended since, so no change is ever applied twice.
+the write's operation id among the events appended since, so no change is ever applied twice
+(compaction leaves events younger than ``streams.min_age`` in place, so they are there to look
+in: ``ledger.compaction``).
 """
 
 from __future__ import annotations
@@ -104,13 +106,8 @@ class Stream(msgspec.Struct, frozen=True):
     """Each event as stored (the etcd value), in step with ``events``."""
     event_revisions: list[int]
     """Each event key's ``mod_revision``, in step with ``events``."""
-
-
-class Compacted(msgspec.Struct, frozen=True):
-    """A compaction that took place: ``checkpoint`` replaced events ``first`` .. its seq."""
-
-    first: int
-    checkpoint: Event
+    stopped_at: int | None = None
+    """The seq of the event the read stopped before (``read_stream``'s ``stop``), if any."""
 
 
 class NodeKeys(msgspec.Struct, frozen=True):
@@ -345,15 +342,31 @@ class Store:
         """The node's stream, oldest first, from position ``after + 1``."""
         return self.read_stream(node, after=after).events
 
-    def read_stream(self, node: str, *, after: int = 0, until: int | None = None) -> Stream:
+    def read_stream(
+        self,
+        node: str,
+        *,
+        after: int = 0,
+        until: int | None = None,
+        stop: Callable[[Event], bool] | None = None,
+        first_page: int = EVENT_PAGE,
+    ) -> Stream:
         """The head and the events ``after + 1`` .. ``until`` (default: the end), oldest first,
-        read at one revision: the first page comes with the head, the rest are pinned to it."""
+        read at one revision: the first page comes with the head, the rest are pinned to it.
+
+        ``stop`` ends the read before the first event it is true of (its seq is kept as
+        ``stopped_at``); with a small ``first_page`` a read that stops early costs one small
+        request, whatever the stream's length.
+        """
         events_prefix = self._keys.events(node)
         start = self._keys.event(node, after + 1)
         end = self._keys.event(node, until + 1) if until is not None else range_end(events_prefix)
         first = self._txn(
             wire.TxnRequest(
-                success=[wire.get(self._keys.head(node)), wire.get(start, end, limit=EVENT_PAGE)]
+                success=[
+                    wire.get(self._keys.head(node)),
+                    wire.get(start, end, limit=min(max(first_page, 1), EVENT_PAGE)),
+                ]
             )
         )
         head_reply, page = first.ranges()
@@ -361,12 +374,17 @@ class Store:
         events: list[Event] = []
         raw: list[bytes] = []
         revisions: list[int] = []
+        stopped_at: int | None = None
         while True:
             for kv in page.kvs:
-                events.append(self._decode_event(node, kv))
+                event = self._decode_event(node, kv)
+                if stop is not None and stop(event):
+                    stopped_at = event.seq
+                    break
+                events.append(event)
                 raw.append(kv.value)
                 revisions.append(kv.mod_revision)
-            if not page.more:
+            if stopped_at is not None or not page.more:
                 break
             start = page.kvs[-1].key + b"\x00"
             page = self._range(
@@ -379,7 +397,13 @@ class Store:
             events=events,
             raw_events=raw,
             event_revisions=revisions,
+            stopped_at=stopped_at,
         )
+
+    def event_at(self, node: str, seq: int) -> Event | None:
+        """The event stored at ``seq`` (None: no such key)."""
+        events = self.read_stream(node, after=seq - 1, until=seq).events
+        return events[0] if events else None
 
     def _decode_event(self, node: str, kv: wire.KeyValue) -> Event:
         try:
@@ -494,6 +518,8 @@ class Store:
                     )
                 record = self._record(node, reply)
                 time.sleep(random.uniform(0, min(0.002 * 2**attempt, 0.05)))
+            except OutcomeUnknown:
+                raise
             except StoreError as exc:
                 if sent_after is not None:
                     raise OutcomeUnknown(
@@ -519,13 +545,25 @@ class Store:
 
         ``base`` is the record read at ``after``; without it (resuming another process's
         write) the state before is folded from the start of the stream.
+
+        Compaction leaves events younger than ``streams.min_age`` in place, so the events
+        appended since ``after`` are all still there to look in. Should a checkpoint stand in
+        for some of them all the same, the write may have landed and been compacted away: that
+        is an unknown outcome, never a failure.
         """
         stream = self.events(node, after=after if base is not None else 0)
         ours = [event for event in stream if event.op == op]
         if not ours:
             if any(isinstance(e.change, Checkpoint) and e.seq > after for e in stream):
-                # A compaction replaced events written since: ours may be among them.
-                raise StoreError("the stream was compacted meanwhile")
+                raise OutcomeUnknown(
+                    f"write {op} was sent but its answer was lost, and the events appended "
+                    "since were compacted before they could be searched for it: it may have "
+                    "landed and been compacted away (by a compaction run with a --min-age "
+                    "shorter than a call, or on a host whose clock is ahead by more than "
+                    "streams.min_age); the export the checkpoint names (resource-gpu history) "
+                    "holds the answer",
+                    node=node,
+                )
             return None
         earlier = (event for event in stream if event.seq < ours[0].seq)
         before = fold(earlier, base.state if base is not None else None)
@@ -560,16 +598,31 @@ class Store:
         txn = self._append_txn(node, stream.head_revision, [event], after)
         return self._write_once(node, txn).succeeded
 
-    def replace_with_checkpoint(self, node: str, checkpoint: Event, revision: int) -> bool:
-        """Put ``checkpoint`` in place of the event at its seq and delete every event before it.
+    def replace_with_checkpoint(self, node: str, checkpoint: Event, replaced: Stream) -> bool:
+        """Put ``checkpoint`` in place of the event at its seq and delete every event before it;
+        ``replaced`` is the stream from its first event to that one, as read. False when
+        another compaction came first.
 
-        Compare: that event still has ``mod_revision`` ``revision`` (no other compaction
-        replaced or removed it). Appends never touch these keys, so they do not conflict. Two
-        operations whatever the stream's length: one put and one range delete.
+            compare: the stream's first event and the event at the checkpoint's seq are
+                     unchanged since ``replaced`` was read
+            then:    put the checkpoint, delete every event key before it
+            else:    nothing
+
+        Every compaction deletes or rewrites the stream's first key, so of two compactions
+        that read the same first event only one commits, whatever seq each cuts at: no event
+        lands in two exports, and no checkpoint is deleted by a compaction that never saw it.
+        Appends touch neither key, so they never conflict. Two operations whatever the
+        stream's length. An answer lost on the way raises ``OutcomeUnknown``.
         """
+        first, last = replaced.events[0], replaced.events[-1]
+        assert last.seq == checkpoint.seq, (last.seq, checkpoint.seq)
         key = self._keys.event(node, checkpoint.seq)
+        first_key = self._keys.event(node, first.seq)
         txn = wire.TxnRequest(
-            compare=[wire.Compare(key=key, target="MOD", mod_revision=revision)],
+            compare=[
+                wire.unchanged_since(first_key, replaced.event_revisions[0]),
+                wire.unchanged_since(key, replaced.event_revisions[-1]),
+            ],
             success=[
                 wire.put(key, encode(checkpoint)),
                 wire.delete(self._keys.events(node), range_end=key),

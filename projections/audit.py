@@ -1,8 +1,11 @@
 """What auditors ask of a stream, answered without etcd: the state at a point, whether the head
-agrees with the fold, and the checkpoint that may stand in for a stream's older events.
+agrees with the fold, the checkpoint that may stand in for a stream's older events, which events
+are too young to compact, and whether an export holds what its checkpoint stands for.
 
 A stream starts either at event 1 or at a checkpoint that replaced events ``first`` .. its seq
-(compaction); everything after that is one event per seq, with no gaps.
+(compaction); everything after that is one event per seq, with no gaps. The checkpoint's export
+holds the events it replaced, starting with event 1 or with the checkpoint before it, whose own
+export holds the events before that: a chain back to event 1.
 """
 
 from __future__ import annotations
@@ -14,8 +17,15 @@ import msgspec
 
 from ledger import cards
 from ledger.errors import InvalidRequest, PluginError
-from ledger.events import Checkpoint, Event, HeadRepaired, decode_head
-from projections.node import BrokenStream, NodeState, apply, snapshot_of, state_of_head
+from ledger.events import Checkpoint, Event, HeadRepaired, decode_event, decode_head
+from projections.node import (
+    BrokenStream,
+    NodeState,
+    apply,
+    snapshot_of,
+    state_of,
+    state_of_head,
+)
 
 Point = int | datetime
 """A place in a stream: a seq, or a time (the state then is the one after the last event
@@ -184,6 +194,83 @@ def checkpoint_for(events: list[Event], export: str) -> Checkpoint:
         last_at=written_at(events[-1]),
         export=export,
     )
+
+
+def too_young(event: Event, *, now: datetime, min_age: float) -> bool:
+    """Whether compaction must leave ``event`` in place: it was written less than ``min_age``
+    seconds before ``now`` (or after it, by ``now``'s clock). A checkpoint counts from the last
+    event it replaced. ``min_age`` 0 leaves nothing too young."""
+    return min_age > 0 and (now - written_at(event)).total_seconds() < min_age
+
+
+class ExportCheck(msgspec.Struct, frozen=True):
+    """What an export file holds, against the checkpoint that names it."""
+
+    problems: list[str]
+    """Empty when it holds exactly the events the checkpoint stands for."""
+    previous: Event | None = None
+    """The checkpoint it starts with, whose own export comes next in the chain (None when it
+    starts at event 1, or has problems)."""
+
+
+def check_export(checkpoint: Event, name: str, lines: list[bytes]) -> ExportCheck:
+    """Check the export ``name`` (its file name) against ``checkpoint``: every line is an event;
+    their seqs run without gaps from event 1 or the previous checkpoint to the checkpoint's
+    seq; they fold to the checkpoint's state, first seq and time; the name carries the
+    checkpoint's op."""
+    change = checkpoint.change
+    assert isinstance(change, Checkpoint)
+    problems: list[str] = []
+    if not name.endswith(f".{checkpoint.op[:12]}.jsonl"):
+        problems.append(f"its name does not carry the checkpoint's op {checkpoint.op[:12]}")
+    events: list[Event] = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            events.append(decode_event(line))
+        except msgspec.DecodeError as exc:
+            return ExportCheck(problems=[*problems, f"line {number} is not an event: {exc}"])
+    if not events:
+        return ExportCheck(problems=[*problems, "it holds no events"])
+    first, last = events[0], events[-1]
+    previous = first if isinstance(first.change, Checkpoint) else None
+    if first.seq != 1 and previous is None:
+        problems.append(f"it starts at seq {first.seq}, neither event 1 nor a checkpoint")
+    if previous is not None and previous.seq >= checkpoint.seq:
+        problems.append(f"it holds no event after the checkpoint it starts with ({first.seq})")
+    for before, after in pairwise(events):
+        if after.seq <= before.seq:
+            problems.append(f"seq {after.seq} follows seq {before.seq}")
+        elif after.seq != before.seq + 1:
+            problems.append(f"events {before.seq + 1}..{after.seq - 1} are missing")
+    if last.seq != checkpoint.seq:
+        problems.append(f"it ends at seq {last.seq}, not at the checkpoint's ({checkpoint.seq})")
+    if not problems:
+        problems += _fold_problems(change, events)
+    return ExportCheck(problems=problems, previous=None if problems else previous)
+
+
+def _fold_problems(change: Checkpoint, events: list[Event]) -> list[str]:
+    """How the checkpoint that ``events`` (a whole, gapless export) make differs from
+    ``change``."""
+    try:
+        made = checkpoint_for(events, export=change.export)
+    except PluginError as exc:
+        return [f"its events do not fold: {exc.reason}"]
+    problems = []
+    if made.state != change.state:
+        folded, said = (
+            _describe(state) if state is not None else "the node removed"
+            for state in (state_of(made.state), state_of(change.state))
+        )
+        problems.append(f"its events fold to {folded}, the checkpoint says {said}")
+    if made.first != change.first:
+        problems.append(f"it goes back to seq {made.first}, the checkpoint says {change.first}")
+    if made.last_at != change.last_at:
+        problems.append(
+            f"its last event is of {rfc3339(made.last_at)}, the checkpoint says "
+            f"{rfc3339(change.last_at)}"
+        )
+    return problems
 
 
 def _describe(state: NodeState) -> str:

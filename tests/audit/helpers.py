@@ -9,13 +9,16 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any, TypeVar
 
 from tests.etcdkv import Etcd
-from tests.plugin import Plugin, Result, failure_line
+from tests.plugin import MODE, TRANSPORT, Plugin, Result, failure_line
 
 UTC = timezone.utc
 G = "nvidia-3090"
@@ -114,6 +117,13 @@ def delete_key(etcd: Etcd, key: str) -> None:
     assert etcd.client.delete(key), f"{key} was not there to delete"
 
 
+def write_streams(plugin: Plugin, streams: dict[str, Any]) -> None:
+    """The plugin's config with a ``streams`` section (the test run's transport and mode kept)."""
+    etcd = {"machines": plugin.endpoints, "prefix": plugin.prefix, "transport": TRANSPORT}
+    config = {"etcd": etcd, "streams": streams, "resident": MODE == "resident"}
+    plugin.config.write_text(json.dumps(config))  # JSON is YAML
+
+
 # -- running commands ----------------------------------------------------------------------------
 
 
@@ -180,6 +190,42 @@ def table_rows(text: str) -> list[list[str]]:
 def cards_cell(counts: dict[str, int]) -> str:
     """How tables print a card map: ``nvidia-3090:4, nvidia-a100:2``, or ``none``."""
     return ", ".join(f"{p}:{n}" for p, n in sorted(counts.items()) if n) or "none"
+
+
+@dataclass
+class Chain:
+    """A compacted stream read back by hand: the export files its checkpoints reference (the
+    newest first) and every event they and the stream still hold."""
+
+    files: list[Path]
+    events: list[Doc]
+    """Every event that is not a checkpoint, from the oldest export to the end of the stream."""
+
+
+def export_chain(etcd: Etcd, node: str) -> Chain:
+    """Follow the stream's first checkpoint to its export, that export's first line (the
+    previous checkpoint) to its own, and so on back to event 1, checking each link: the export
+    is on this host, ends with the event its checkpoint stands at, and starts with event 1 or
+    the previous checkpoint."""
+    live = etcd.event_docs(node)
+    assert live, f"{node} has no events"
+    files: list[Path] = []
+    older: list[Doc] = []
+    current = live[0]
+    while current["change"]["kind"] == "checkpoint":
+        host, _, path = current["change"]["export"].partition(":")
+        assert host == socket.gethostname(), current
+        export = Path(path)
+        assert export.is_file(), f"checkpoint {current['seq']}: no export {export}"
+        assert export not in files, f"{export} is referenced twice"
+        lines = [json.loads(line) for line in export.read_bytes().splitlines()]
+        assert lines and lines[-1]["seq"] == current["seq"], (export, current)
+        assert lines[0]["seq"] == 1 or lines[0]["change"]["kind"] == "checkpoint", export
+        files.append(export)
+        older = lines + older
+        current = lines[0]
+    events = [e for e in older + live if e["change"]["kind"] != "checkpoint"]
+    return Chain(files=files, events=events)
 
 
 def prod(value: Any) -> dict[str, int]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from tests.audit.helpers import (
     added,
     error_line,
     event,
+    export_chain,
     grown,
     head,
     minute,
@@ -252,3 +254,35 @@ def test_a_hole_at_the_cut_is_reported_as_a_hole_not_contention(
         result = run(plugin, "compact", "n1", "--keep", "2", "--export-dir", str(tmp_path))
     line = error_line(result, "compact")
     assert "missing" in line and "contention" not in line, line
+
+
+AGE = 2.0
+"""A --min-age short enough to wait out."""
+
+
+def test_compaction_leaves_events_younger_than_min_age(
+    plugin: Plugin, etcd: Etcd, tmp_path: Path
+) -> None:
+    """Whatever --keep says, events younger than --min-age (default streams.min_age, 300 s)
+    stay, and so does everything after the first of them; once old enough they go."""
+    plugin.add("n1", {G: 8})
+    plugin.ok(*take("n1", {G: 1}))
+    plugin.ok(*take("n1", {G: 1}))
+    written = time.monotonic()
+    everything = ["n1", "--keep", "0", "--export-dir", str(tmp_path)]
+    with no_write(etcd):
+        by_default, young = run_many(
+            plugin,
+            [["compact", *everything], ["compact", *everything, "--min-age", "60"]],
+        )
+    for result in (by_default, young):
+        assert ok_text(result).strip() == "node n1: nothing to compact"
+    assert [p for p in tmp_path.iterdir() if p.name.startswith("n1.")] == []
+
+    time.sleep(max(0.0, written + AGE + 0.2 - time.monotonic()))
+    plugin.ok(*take("n1", {G: 1}))  # event 4: young again
+    out = ok_text(run(plugin, "compact", *everything, "--min-age", str(AGE)))
+    assert "events 1..3 were compacted" in out, out
+    assert seqs(stored(etcd, "n1")) == [3, 4]
+    assert seqs(export_chain(etcd, "n1").events) == [1, 2, 3, 4]
+    assert ok_text(run(plugin, "verify", "n1")).startswith("1 node verified")

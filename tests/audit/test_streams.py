@@ -4,17 +4,24 @@ past M + M//10 events compacts it back to M (its checkpoint included), exporting
 
 from __future__ import annotations
 
-import json
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from ledger import wire
+from ledger.compaction import compact
+from ledger.config import EtcdConfig
 from ledger.events import decode_event
+from ledger.store import Store
 from tests.audit.helpers import (
     Doc,
     G,
     added,
     error_line,
     event,
+    export_chain,
     head,
     head_doc,
     ok_json,
@@ -25,16 +32,12 @@ from tests.audit.helpers import (
     run_many,
     take,
     used,
+    write_streams,
 )
 from tests.etcdkv import Etcd, no_write
-from tests.plugin import Plugin
+from tests.plugin import TRANSPORT, Plugin
 
 M = 10
-
-
-def write_streams(plugin: Plugin, streams: dict[str, Any]) -> None:
-    etcd = {"machines": plugin.endpoints, "prefix": plugin.prefix}
-    plugin.config.write_text(json.dumps({"etcd": etcd, "streams": streams}))  # JSON is YAML
 
 
 def test_streams_stay_bounded_and_nothing_is_lost(
@@ -113,3 +116,64 @@ def test_a_compaction_that_cannot_happen_leaves_no_exports_behind(
     plugin.ok(*take("n1", {G: 1}))
     assert len(etcd.events("n1")) == 7  # nothing compacted
     assert sorted(p.name for p in (tmp_path / "exports").iterdir()) == []
+
+
+def test_auto_compaction_takes_old_events_and_leaves_young_ones(
+    plugin: Plugin, etcd: Etcd, tmp_path: Path
+) -> None:
+    """``streams.min_age`` (default 300 s) holds for compaction after a write: the stream goes
+    past its bound rather than lose an event a call whose answer was lost may look for."""
+    directory = tmp_path / "exports"
+    directory.mkdir()
+    write_streams(plugin, {"max_events": 2, "export_dir": str(directory)})  # bound: 3 events
+    plant(etcd, "n1", [event(1, added({G: 8})), event(2, used({G: 1})), event(3, used({G: 1}))],
+          head({G: 8}, {G: 2}, 3))  # fmt: skip
+    lengths = []
+    for _ in range(4):
+        plugin.ok(*take("n1", {G: 1}))
+        lengths.append([e["seq"] for e in etcd.event_docs("n1")])
+    assert lengths == [
+        [3, 4],  # events 1..3 were a month old: compacted
+        [3, 4, 5],
+        [3, 4, 5, 6],  # over the bound, but event 4 is young: nothing goes
+        [3, 4, 5, 6, 7],
+    ]
+    chain = export_chain(etcd, "n1")
+    assert [e["seq"] for e in chain.events] == [1, 2, 3, 4, 5, 6, 7]
+    assert len(chain.files) == 1 == len(list(directory.iterdir()))
+    assert ok_text(run_many(plugin, [["verify", "n1"]])[0]).startswith("1 node verified")
+
+
+def test_young_events_blocking_auto_compaction_cost_one_small_read(
+    plugin: Plugin, etcd: Etcd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Auto-compaction runs after every write while a stream is over its bound: with young
+    events in the way it must read only as far as it needs to know that (``at_least + 1``
+    events), not the thousands a cut would otherwise take."""
+    now = datetime.now(timezone.utc)
+    young = [event(s, used({G: 1 if s % 2 else -1}), at=now) for s in range(2, 2001)]
+    plant(etcd, "n1", [event(1, added({G: 8})), *young], head({G: 8}, {}, 2000))
+    settings = EtcdConfig(machines=plugin.endpoints, prefix=plugin.prefix, transport=TRANSPORT)
+    store = Store(settings)
+    events_read: list[int] = []
+    send = Store._send
+
+    def counting(self: Store, request: Any, reply: Any, *, write: bool = False) -> Any:
+        answer = send(self, request, reply, write=write)
+        ranges = answer.ranges() if isinstance(answer, wire.TxnResponse) else [answer]
+        events_read.append(sum(1 for r in ranges for kv in r.kvs if b"/events/" in kv.key))
+        return answer
+
+    monkeypatch.setattr(Store, "_send", counting)
+    try:
+        for at_least in (1, 100):
+            events_read.clear()
+            done = compact(
+                store, "n1", keep=999, export_dir=str(tmp_path), min_age=300, at_least=at_least
+            )
+            assert done is None
+            # the first key (with the head), then one page of at_least + 1 events
+            assert sum(events_read) <= 1 + at_least + 1, (at_least, events_read)
+    finally:
+        store.close()
+    assert len(etcd.events("n1")) == 2000

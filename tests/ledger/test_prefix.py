@@ -227,7 +227,7 @@ def audit(installation: Installation, name: str, *, accepted: bool) -> None:
         ["show", "--json", "--", name],
         ["verify", "--", name],
         ["export", "--", name],
-        ["compact", "--keep", "0", "--export-dir", exports, "--", name],
+        ["compact", "--keep", "0", "--min-age", "0", "--export-dir", exports, "--", name],
         ["verify", "--", name],
         ["history", "--json", "--", name],
     ]
@@ -273,7 +273,7 @@ def test_auto_compaction_never_fails_a_write_that_landed(
     try:
         config = {
             "etcd": {"machines": etcd_endpoints, "prefix": installation.plugin.prefix},
-            "streams": {"max_events": 2, "export_dir": str(installation.exports)},
+            "streams": {"max_events": 2, "export_dir": str(installation.exports), "min_age": 0},
         }
         installation.plugin.config.write_text(json.dumps(config))
         name = "x" * 253

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from msgspec.structs import replace
 
 from ledger.errors import InvalidRequest, PluginError
 from ledger.events import (
@@ -252,3 +253,98 @@ def test_a_stream_that_does_not_fold_is_reported_not_repaired() -> None:
     verdict = audit.check(head(NOW, 3), broken)
     assert any("broken at seq 3" in p for p in verdict.problems)
     assert not verdict.repairable
+
+
+# --- compaction's age limit ------------------------------------------------------------------
+
+
+def test_an_event_is_too_young_to_compact_until_min_age_has_passed() -> None:
+    event = LIFE[0]  # written at T0 + 1 minute
+    written = event.at
+    assert audit.too_young(event, now=written + timedelta(seconds=299), min_age=300)
+    assert not audit.too_young(event, now=written + timedelta(seconds=300), min_age=300)
+    assert audit.too_young(event, now=written - timedelta(seconds=1), min_age=300)  # ahead
+    assert not audit.too_young(event, now=written - timedelta(days=1), min_age=0)
+
+
+def test_a_checkpoint_is_as_old_as_the_last_event_it_replaced() -> None:
+    checkpoint = compacted(LIFE, through=3)[0]  # written a day after T0
+    replaced = LIFE[2].at
+    assert not audit.too_young(checkpoint, now=replaced + timedelta(seconds=300), min_age=300)
+
+
+# --- exports ---------------------------------------------------------------------------------
+
+
+def exported(events: list[Event], through: int) -> tuple[Event, str, list[bytes]]:
+    """A compaction of ``events`` through ``through``: its checkpoint, its export's file name
+    and lines."""
+    gone = [e for e in events if e.seq <= through]
+    name = f"n1.{gone[0].seq:012d}-{through:012d}.opcheckpoint.jsonl"
+    checkpoint = Event(
+        seq=through,
+        at=T0 + timedelta(days=1),
+        verb="compact",
+        op="opcheckpoint0123",
+        change=audit.checkpoint_for(gone, f"host-1:/exports/{name}"),
+    )
+    return checkpoint, name, [encode(e) for e in gone]
+
+
+def test_an_export_that_holds_what_its_checkpoint_stands_for_checks_out() -> None:
+    checkpoint, name, lines = exported(LIFE, 3)
+    assert audit.check_export(checkpoint, name, lines) == audit.ExportCheck(problems=[])
+
+
+def test_an_export_that_starts_with_a_checkpoint_leads_to_the_one_before() -> None:
+    first, _, _ = exported(LIFE, 3)
+    later = [first, *LIFE[3:]]
+    checkpoint, name, lines = exported(later, 5)
+    checked = audit.check_export(checkpoint, name, lines)
+    assert checked.problems == []
+    assert checked.previous == first
+
+
+def replace_line(lines: list[bytes], index: int, event: Event) -> list[bytes]:
+    return [*lines[:index], encode(event), *lines[index + 1 :]]
+
+
+def test_each_way_an_export_can_be_wrong_is_named() -> None:
+    checkpoint, name, lines = exported(LIFE, 4)
+    fewer = replace(LIFE[2], change=UsageChanged(delta={"a": 1}))  # 1 card taken, not 2
+    later = replace(LIFE[3], at=LIFE[3].at + timedelta(seconds=1))
+    folded = "fold to capacity a:4, usage a:1, the checkpoint says capacity a:4, usage a:2"
+    cases: dict[str, tuple[str, list[bytes], str]] = {
+        "a line that is not an event": (name, [*lines, b"{oops"], "line 5 is not an event"),
+        "no lines": (name, [], "holds no events"),
+        "a gap": (name, [lines[0], lines[1], lines[3]], "events 3..3 are missing"),
+        "out of order": (name, [lines[0], lines[2], lines[1], lines[3]], "seq 2 follows seq 3"),
+        "short of the checkpoint": (name, lines[:3], "ends at seq 3, not at the checkpoint's (4)"),
+        "not from event 1": (name, lines[1:], "starts at seq 2, neither event 1 nor a checkpoint"),
+        "another state": (name, replace_line(lines, 2, fewer), folded),
+        "another time": (name, replace_line(lines, 3, later), "its last event is of"),
+        "another op": (name.replace("opcheckpoint", "someoneelses"), lines, "does not carry"),
+    }
+    for case, (file_name, content, problem) in cases.items():
+        checked = audit.check_export(checkpoint, file_name, content)
+        assert any(problem in p for p in checked.problems), (case, checked.problems)
+        assert checked.previous is None, case
+
+
+def test_an_export_whose_checkpoint_claims_another_first_seq_is_caught() -> None:
+    checkpoint, name, lines = exported(LIFE, 4)
+    assert isinstance(checkpoint.change, Checkpoint)
+    wrong = replace(checkpoint, change=replace(checkpoint.change, first=2))
+    (problem,) = audit.check_export(wrong, name, lines).problems
+    assert problem == "it goes back to seq 1, the checkpoint says 2"
+
+
+def test_an_export_that_only_repeats_a_checkpoint_leads_nowhere() -> None:
+    """A chain must go back: an export holding nothing but a checkpoint at its own seq (which
+    could name the same file again) is a problem, not a link to follow."""
+    checkpoint, _, _ = exported(LIFE, 3)
+    assert isinstance(checkpoint.change, Checkpoint)
+    name = checkpoint.change.export.rpartition("/")[2]
+    checked = audit.check_export(checkpoint, name, [encode(checkpoint)])
+    assert checked.previous is None
+    assert any("no event after the checkpoint" in p for p in checked.problems), checked

@@ -1,0 +1,147 @@
+"""``verify`` checks the chain of exports a compacted stream's checkpoints name, back to event
+1: each export on this host must hold exactly the events its checkpoint stands for. A missing
+or mismatched export is a disagreement; an export left as ``.partial`` by a compaction
+interrupted between its commit and the rename is reported, and ``--repair`` publishes it once
+its content checks out; an export on another host is noted, not checked.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from tests.audit.helpers import (
+    Doc,
+    G,
+    added,
+    event,
+    export_chain,
+    head,
+    ok_text,
+    plant,
+    run,
+    run_many,
+    used,
+)
+from tests.audit.test_verify import report
+from tests.etcdkv import Etcd
+from tests.plugin import Plugin
+
+STREAM: list[Doc] = [event(1, added({G: 8}))] + [event(s, used({G: 1})) for s in range(2, 9)]
+"""Eight events written a month ago; usage ends at 7."""
+
+
+def compacted_twice(plugin: Plugin, etcd: Etcd, nodes: list[str], exports: Path) -> None:
+    """Each node: checkpoint 3 (exporting 1..3), then checkpoint 6 (exporting 3..6)."""
+    for node in nodes:
+        plant(etcd, node, STREAM, head({G: 8}, {G: 7}, 8))
+    directory = ["--export-dir", str(exports)]
+    for keep in ("5", "2"):
+        for result in run_many(plugin, [["compact", n, "--keep", keep, *directory] for n in nodes]):
+            ok_text(result, "compact")
+
+
+def newest_export(etcd: Etcd, node: str) -> Path:
+    return export_chain(etcd, node).files[0]
+
+
+def oldest_export(etcd: Etcd, node: str) -> Path:
+    return export_chain(etcd, node).files[-1]
+
+
+def rewrite(path: Path, edit: dict[int, Doc | None]) -> None:
+    """Replace (or, with None, drop) lines of an export, by index."""
+    lines = path.read_bytes().splitlines()
+    kept = [
+        line if i not in edit else json.dumps(edit[i]).encode()
+        for i, line in enumerate(lines)
+        if i not in edit or edit[i] is not None
+    ]
+    path.write_bytes(b"".join(line + b"\n" for line in kept))
+
+
+def test_a_whole_chain_verifies(plugin: Plugin, etcd: Etcd, tmp_path: Path) -> None:
+    compacted_twice(plugin, etcd, ["n1"], tmp_path)
+    out = ok_text(run(plugin, "verify", "n1"))
+    assert out.strip() == "1 node verified: every head agrees with its stream, 2 exports checked"
+
+
+def test_broken_exports_are_disagreements_and_an_unpublished_one_is_repaired(
+    plugin: Plugin, etcd: Etcd, tmp_path: Path
+) -> None:
+    nodes = ["missing", "old-missing", "tampered", "holed", "garbage", "other-op", "partial"]
+    compacted_twice(plugin, etcd, [*nodes, "bad-partial"], tmp_path)
+    newest_export(etcd, "missing").unlink()
+    oldest_export(etcd, "old-missing").unlink()
+    tampered = newest_export(etcd, "tampered")
+    rewrite(tampered, {2: event(5, used({G: 2}))})  # 2 cards taken at event 5, not 1
+    rewrite(newest_export(etcd, "holed"), {1: None})  # event 4 gone
+    garbage = newest_export(etcd, "garbage")
+    garbage.write_bytes(garbage.read_bytes() + b"not an event\n")
+    # The checkpoint names a copy of its export under another compaction's op.
+    checkpoint_key = etcd.event_key("other-op", 6)
+    checkpoint = json.loads(etcd.events("other-op")[0].value)
+    original = Path(checkpoint["change"]["export"].partition(":")[2])
+    copy = original.with_name(original.name.replace(checkpoint["op"][:12], "0" * 12))
+    shutil.copy(original, copy)
+    checkpoint["change"]["export"] = checkpoint["change"]["export"].replace(
+        original.name, copy.name
+    )
+    etcd.put_many({checkpoint_key: json.dumps(checkpoint).encode()})
+    # What a compaction that died between its commit and the rename leaves behind.
+    published = newest_export(etcd, "partial")
+    published.rename(published.with_name(published.name + ".partial"))
+    bad = newest_export(etcd, "bad-partial")
+    rewrite(bad, {2: event(5, used({G: 2}))})
+    bad.rename(bad.with_name(bad.name + ".partial"))
+
+    expected = {
+        "missing": "export of checkpoint 6 (",
+        "old-missing": "export of checkpoint 3 (",
+        "tampered": f"its events fold to capacity {G}:8, usage {G}:6, "
+        f"the checkpoint says capacity {G}:8, usage {G}:5",
+        "holed": "events 4..4 are missing",
+        "garbage": "line 5 is not an event",
+        "other-op": f"its name does not carry the checkpoint's op {checkpoint['op'][:12]}",
+        "partial": "was left unpublished by an interrupted compaction",
+        "bad-partial": "its events fold to",
+    }
+    everything = [*nodes, "bad-partial"]
+    lines = report(run(plugin, "verify", "--all"), len(everything), len(everything))
+    assert sorted(lines) == sorted(everything)
+    for node, fragment in expected.items():
+        assert fragment in lines[node], (node, lines[node])
+    assert lines["missing"].endswith("is missing") and lines["old-missing"].endswith("is missing")
+
+    repaired = report(run(plugin, "verify", "--all", "--repair"), len(nodes), len(everything))
+    assert repaired["partial"].endswith("-> published"), repaired["partial"]
+    assert published.is_file() and not published.with_name(published.name + ".partial").exists()
+    assert "published" not in repaired["bad-partial"]
+    assert bad.with_name(bad.name + ".partial").is_file() and not bad.exists()
+    assert ok_text(run(plugin, "verify", "partial")).startswith("1 node verified")
+
+
+def test_an_export_on_another_host_is_noted_not_checked(plugin: Plugin, etcd: Etcd) -> None:
+    elsewhere = "build-host-7:/var/lib/resource-gpu/exports/n1.x.jsonl"
+    checkpoint = event(
+        5,
+        {
+            "kind": "checkpoint",
+            "state": {"capacity": {G: 8}, "usage": {G: 4}},
+            "first": 1,
+            "last_at": "2026-11-01T10:04:00Z",
+            "export": elsewhere,
+        },
+        verb="compact",
+    )
+    plant(etcd, "n1", [checkpoint, *STREAM[5:]], head({G: 8}, {G: 7}, 8))
+    result = run(plugin, "verify", "n1")
+    assert result.status == 0, result.stderr
+    note, summary = result.stdout.splitlines()
+    assert note == (
+        f"node n1: export of checkpoint 5 ({elsewhere}) is on host build-host-7: not checked here"
+    )
+    assert summary == (
+        "1 node verified: every head agrees with its stream, 1 on other hosts not checked"
+    )
