@@ -7,6 +7,7 @@ request core would send on stdin, and the plugin's answer.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -42,12 +43,25 @@ def main() -> None:
     etcd = Cluster(1).start()
     try:
         with tempfile.TemporaryDirectory() as tmp:
+            # The resident helper the first call starts lives in a runtime directory of the
+            # demo's own, and is stopped at the end: nothing of the user's is touched or left.
+            runtime = Path(tmp, "run")
+            runtime.mkdir(mode=0o700)
+            os.environ["XDG_RUNTIME_DIR"] = str(runtime)
             config = Path(tmp) / "gpu.yaml"
             config.write_text(f'etcd:\n  machines: ["{etcd.endpoints[0]}"]\n  prefix: "/demo"\n')
             print(f"# a throwaway etcd at {etcd.endpoints[0]}; config {config}")
-            drive(config)
-            print(f"\n$ resource-gpu history {NODE}")
-            subprocess.run(["resource-gpu", "--config", str(config), "history", NODE], check=True)
+            try:
+                drive(config)
+                print(f"\n$ resource-gpu history {NODE}")
+                plugin = ["resource-gpu", "--config", str(config)]
+                subprocess.run([*plugin, "history", NODE], check=True)
+                print("\n# the resident helper that served the calls after the first")
+                print("$ resource-gpu helper")
+                subprocess.run([*plugin, "helper"], check=False)
+            finally:
+                print("\n$ resource-gpu helper --all --stop")
+                subprocess.run(["resource-gpu", "helper", "--all", "--stop"], check=False)
     finally:
         etcd.stop()
 

@@ -11,7 +11,7 @@ import pytest
 
 from tests.etcd_server import shared_server
 from tests.etcdkv import Etcd
-from tests.plugin import Plugin, stop_helpers
+from tests.plugin import Plugin, kill_helpers_for, stop_helpers
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -26,6 +26,7 @@ def runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield directory
     finally:
         stop_helpers()
+        kill_helpers_for(str(tmp_path_factory.getbasetemp()))
         if before is None:
             del os.environ["XDG_RUNTIME_DIR"]
         else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -94,8 +95,10 @@ class Plugin:
         return failure_line(self.run(verb, request, raw=raw), verb)
 
     def stop_helper(self) -> None:
-        """Stop the resident helper serving this installation's config, if one runs."""
+        """Stop the resident helper serving this installation's config, if one runs, and one
+        still starting (a call's fallback may have started it a moment ago)."""
         stop_helpers(only=str(self.config))
+        kill_helpers_for(str(self.config))
 
     # Shorthands used across the tests.
     def add(self, node: str, counts: dict[str, int] | None = None) -> Any:
@@ -130,6 +133,28 @@ def stop_helpers(only: str | None = None) -> list[str]:
             if seen.link is not None:
                 seen.link.close()
     return done
+
+
+def kill_helpers_for(config_prefix: str) -> list[int]:
+    """Kill every helper process whose config path starts with ``config_prefix``, listening or
+    not: one started by a call's fallback just as the others were stopped would otherwise
+    outlive the test (until its idle timeout). Found by their command lines."""
+    import signal
+
+    killed = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        helper = argv.startswith(b"resource-gpu helper ") or b"-m commands.residentd " in argv
+        if helper and f" {config_prefix}".encode() in argv:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(proc.name), signal.SIGKILL)
+                killed.append(int(proc.name))
+    return killed
 
 
 def failure_line(result: Result, command: str) -> str:

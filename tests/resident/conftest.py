@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from commands import resident
-from tests.plugin import Plugin, stop_helpers
+from tests.plugin import Plugin, kill_helpers_for, stop_helpers
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,6 +30,7 @@ def runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.delenv(resident.OFF_ENV, raising=False)
     yield directory
     stop_helpers()
+    kill_helpers_for(str(tmp_path))
 
 
 def own_dir(runtime: Path) -> Path:

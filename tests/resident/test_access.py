@@ -65,7 +65,7 @@ while True:
 def forged(plugin: Plugin, runtime: Path, tmp_path: Path) -> Iterator[Path]:
     """A socket where the plugin's helper would be, answered by another user's process with
     made-up capacities; yields the file where it writes whatever it hears."""
-    own_dir(runtime).mkdir(mode=0o700)
+    own_dir(runtime).mkdir(mode=0o700, exist_ok=True)  # parsed copies may be there
     heard = tmp_path / "heard"
     heard.touch(mode=0o666)
     uid, gid = stranger()

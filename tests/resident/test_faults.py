@@ -132,7 +132,7 @@ time.sleep(120)
 
 def test_a_helper_whose_backlog_is_full_does_not_hang_a_call(plugin: Plugin, runtime: Path) -> None:
     seeded(plugin)
-    own_dir(runtime).mkdir(mode=0o700)
+    own_dir(runtime).mkdir(mode=0o700, exist_ok=True)  # parsed copies may be there
     path = own_dir(runtime) / resident.socket_name(str(plugin.config))
     listener = subprocess.Popen(
         [sys.executable, "-c", BACKLOG_FULL, str(path)], stdout=subprocess.PIPE, cwd=ROOT
