@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Protocol
 
 import msgspec
 
@@ -108,14 +107,36 @@ resident helper loads the config on every call: reading it again is cheap, parsi
 By content, not (inode, size, mtime): an edit that keeps those is an edit all the same."""
 
 
-def config_path(explicit: str | None) -> Path:
-    return Path(explicit or os.environ.get(ENV_VAR) or DEFAULT_FILE)
+class ParsedCopies(Protocol):
+    """A private place to keep what config files parsed to, by path. A process that starts for
+    one call then need not import PyYAML, which costs about what msgspec does."""
+
+    def get(self, path: str) -> bytes | None: ...
+
+    def put(self, path: str, copy: bytes) -> None: ...
 
 
-def load(explicit: str | None = None) -> Config:
+class _Copy(msgspec.Struct):
+    """A parsed copy: the config, and the text and directory it was parsed from."""
+
+    text: str
+    base: str
+    config: msgspec.Raw
+
+
+def config_path(explicit: str | None) -> str:
+    return explicit or os.environ.get(ENV_VAR) or DEFAULT_FILE
+
+
+def load(explicit: str | None = None, *, copies: ParsedCopies | None = None) -> Config:
     """The config in force, or a PluginError that says what is wrong with the file, in one
-    line: nothing else escapes, whatever the file holds or is."""
-    path = str(config_path(explicit))
+    line: nothing else escapes, whatever the file holds or is.
+
+    ``copies``: where to look for this file's parsed copy (taken only if it was parsed from
+    this very text, in this very directory), and to leave one when the config turns the
+    resident helper off (with the helper on, calls run in-process only until it is up).
+    """
+    path = config_path(explicit)
     data = _read(path)
     try:
         base = os.path.dirname(os.path.abspath(path))
@@ -131,9 +152,30 @@ def load(explicit: str | None = None) -> Config:
             f"config file {path!r} is not UTF-8 text (byte {data[exc.start]:#04x} at offset "
             f"{exc.start}): save it as UTF-8"
         ) from None
-    config = parse(text, source=path, base=base)
+    config = _from_copy(copies, path, text, base) if copies else None
+    if config is None:
+        config = parse(text, source=path, base=base)
+        if copies is not None and not config.resident:  # a helper, if any, keeps it in memory
+            copies.put(path, msgspec.json.encode(_Copy(text, base, _raw(config))))
     _loaded[path] = (data, base, config)
     return config
+
+
+def _from_copy(copies: ParsedCopies, path: str, text: str, base: str) -> Config | None:
+    found = copies.get(path)
+    if found is None:
+        return None
+    try:
+        copy = msgspec.json.decode(found, type=_Copy)
+        if copy.text != text or copy.base != base:
+            return None
+        return msgspec.json.decode(copy.config, type=Config)
+    except (msgspec.DecodeError, ValueError):  # an older release's copy, say: parse afresh
+        return None
+
+
+def _raw(config: Config) -> msgspec.Raw:
+    return msgspec.Raw(msgspec.json.encode(config))
 
 
 def parse(text: str, *, source: str = "config", base: str | None = None) -> Config:

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from ledger.errors import InvalidRequest
 
@@ -22,8 +22,7 @@ def range_end(prefix: bytes) -> bytes:
     return trimmed[:-1] + bytes([trimmed[-1] + 1])
 
 
-@dataclass(frozen=True)
-class KeyLayout:
+class KeyLayout(msgspec.Struct, frozen=True):
     prefix: str = "/eru"
 
     @property

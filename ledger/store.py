@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import os
-import random
 import time
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
@@ -517,7 +516,7 @@ class Store:
                         length=_length(record.first, events[0].seq, events[-1].seq),
                     )
                 record = self._record(node, reply)
-                time.sleep(random.uniform(0, min(0.002 * 2**attempt, 0.05)))
+                time.sleep(_jitter(min(0.002 * 2**attempt, 0.05)))
             except OutcomeUnknown:
                 raise
             except StoreError as exc:
@@ -677,19 +676,24 @@ def new_op() -> str:
     return os.urandom(16).hex()
 
 
+def _jitter(most: float) -> float:
+    """A pause of up to ``most`` seconds, so that racing writers retry apart (``random`` is
+    not worth its import to a call)."""
+    return most * int.from_bytes(os.urandom(2), "big") / 0xFFFF
+
+
 @functools.cache
 def who(uid: int | None = None) -> str:
     """``user@host`` for the events a caller appends: the account the system knows ``uid`` (by
     default this process's) by, never a name from the environment, which the caller sets."""
     import pwd
-    import socket
 
     uid = os.getuid() if uid is None else uid
     try:
         user = pwd.getpwuid(uid).pw_name
     except KeyError:
         user = f"uid{uid}"
-    return f"{user}@{socket.gethostname()}"
+    return f"{user}@{os.uname().nodename}"  # the host name, without the socket module
 
 
 def _length(first: int | None, new_first: int, last: int) -> int | None:

@@ -72,10 +72,20 @@ def endpoint_of(url: str) -> tuple[str, int]:
     return endpoint.host, endpoint.port
 
 
+GRPC_EXTRA = "pip install 'resource-gpu[grpc]'"
+"""What brings the gRPC transport's libraries (etcd3, grpcio, protobuf): an extra, so that
+installs which speak HTTP (the default) carry none of them."""
+
+
 def open_transport(config: EtcdConfig) -> Transport:
     if config.transport == "grpc":
-        from ledger.grpc_transport import GrpcTransport
-
+        try:
+            from ledger.grpc_transport import GrpcTransport
+        except ImportError as exc:
+            raise StoreError(
+                f"etcd.transport: grpc needs the gRPC libraries ({exc.name} is missing): "
+                f"{GRPC_EXTRA}, or use transport: http"
+            ) from None
         return GrpcTransport(config)
     return HttpTransport(config)
 

@@ -1,0 +1,80 @@
+"""Parsed copies of the config (commands/config_copies.py): with ``resident: false`` every call
+is a new process, and the first one keeps what gpu.yaml parsed to in the private runtime
+directory, so later ones need not load PyYAML. A copy is used only for the very text and
+directory it was parsed from."""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from pathlib import Path
+
+import pytest
+
+from tests.plugin import Plugin, counts
+from tests.test_startup import modules_loaded_by
+
+G = "nvidia-3090"
+
+
+def copy_of(plugin: Plugin) -> Path:
+    runtime = Path(os.environ["XDG_RUNTIME_DIR"], f"resource-gpu-{os.getuid()}")
+    return runtime / f"{zlib.crc32(str(plugin.config).encode()):08x}.config"
+
+
+def as_yaml(plugin: Plugin, resident: bool = False) -> None:
+    """The plugin's config as an operator writes it: YAML, not the harness's JSON."""
+    settings = json.loads(plugin.config.read_text())["etcd"]
+    plugin.config.write_text(
+        "etcd:\n"
+        f"  machines: [{', '.join(settings['machines'])}]\n"
+        f"  prefix: {settings['prefix']}\n"
+        f"  transport: {settings['transport']}\n"
+        f"resident: {'true' if resident else 'false'}\n"
+    )
+
+
+@pytest.fixture
+def n1(plugin: Plugin) -> Plugin:
+    as_yaml(plugin)
+    plugin.add("n1", {G: 4})
+    return plugin
+
+
+def test_later_calls_take_the_parsed_copy_and_leave_pyyaml_alone(n1: Plugin) -> None:
+    copy = copy_of(n1)
+    assert copy.stat().st_mode & 0o777 == 0o600
+    assert json.loads(copy.read_bytes())["text"] == n1.config.read_text()
+    request = json.dumps({"nodename": "n1"}).encode()
+    assert "yaml" not in modules_loaded_by("get-node-resource-info", request, str(n1.config))
+    assert counts(n1.info("n1")["capacity"]) == {G: 4}
+
+
+def test_an_edited_config_is_parsed_again(n1: Plugin) -> None:
+    text = n1.config.read_text()
+    before = n1.config.stat()
+    n1.config.write_text(text.replace("prefix: /test-", "prefix: /TEST-"))  # same size
+    os.utime(n1.config, ns=(before.st_atime_ns, before.st_mtime_ns))  # and time
+    assert n1.run("get-node-resource-info", {"nodename": "n1"}).answer is None  # other prefix
+    assert "/TEST-" in json.loads(copy_of(n1).read_bytes())["text"]
+
+
+def test_a_copy_that_does_not_match_its_file_is_never_used(n1: Plugin) -> None:
+    """A copy parsed from other text, or from the same text in another directory (relative
+    paths would mean other files), or that is not a copy at all, is parsed afresh."""
+    copy = copy_of(n1)
+    found = json.loads(copy.read_bytes())
+    elsewhere = {**json.loads(copy.read_bytes()), "base": "/somewhere/else"}
+    elsewhere["config"]["etcd"]["prefix"] = "/another-prefix"
+    other_text = {**elsewhere, "base": found["base"], "text": found["text"] + "# edited\n"}
+    for planted in (json.dumps(elsewhere), json.dumps(other_text), "not json", ""):
+        copy.write_text(planted)
+        assert counts(n1.info("n1")["capacity"]) == {G: 4}, planted
+    assert json.loads(copy.read_bytes()) == found  # and a right one is kept again
+
+
+def test_with_the_helper_on_no_copy_is_kept(plugin: Plugin) -> None:
+    as_yaml(plugin, resident=True)
+    plugin.add("n1", {G: 4})
+    assert not copy_of(plugin).exists()
