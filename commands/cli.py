@@ -55,7 +55,8 @@ def cli(config: str | None) -> None:
       resource-gpu show NODE [--at POINT] [--json] capacity and usage then
       resource-gpu verify NODE... | --all [--repair]   do heads match their streams?
       resource-gpu export NODE > NODE.jsonl        the stream as JSON lines
-      resource-gpu compact NODE... | --all --keep N [--export-dir DIR]
+      resource-gpu compact NODE... | --all --keep N [--export-dir DIR] [--min-age S]
+      resource-gpu helper [--stop] [--all]         the resident helper serving core's calls
     POINT is a seq or an RFC 3339 time. Run "resource-gpu COMMAND --help" for each.
     """
 

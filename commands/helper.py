@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from datetime import datetime, timezone
@@ -89,7 +90,8 @@ def remove_stale(name: str) -> bool:
     try:
         with locked(directory) as held:
             if held and not answers(directory, name):
-                os.unlink(name, dir_fd=directory)
+                with contextlib.suppress(FileNotFoundError):  # it may have just gone itself
+                    os.unlink(name, dir_fd=directory)
                 return True
     finally:
         os.close(directory)

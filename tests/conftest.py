@@ -25,8 +25,10 @@ def runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     try:
         yield directory
     finally:
-        stop_helpers()
-        kill_helpers_for(str(tmp_path_factory.getbasetemp()))
+        try:
+            stop_helpers()
+        finally:
+            kill_helpers_for(str(tmp_path_factory.getbasetemp()))
         if before is None:
             del os.environ["XDG_RUNTIME_DIR"]
         else:
@@ -40,6 +42,14 @@ def etcd_endpoints() -> Iterator[list[str]]:
         yield server.endpoints
     finally:
         server.stop()
+
+
+@pytest.fixture(autouse=True)
+def no_helper_outlives_its_test(tmp_path: Path) -> Iterator[None]:
+    """A helper serving a config in the test's own directory ends with the test, whichever
+    way the test made its plugin (one helper per config: a suite of them would pile up)."""
+    yield
+    kill_helpers_for(str(tmp_path))
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -136,12 +135,25 @@ def stop_helpers(only: str | None = None) -> list[str]:
 
 
 def kill_helpers_for(config_prefix: str) -> list[int]:
-    """Kill every helper process whose config path starts with ``config_prefix``, listening or
-    not: one started by a call's fallback just as the others were stopped would otherwise
-    outlive the test (until its idle timeout). Found by their command lines."""
+    """End every helper process whose config path starts with ``config_prefix``, listening or
+    not (one started by a call's fallback just as the others were stopped would otherwise
+    outlive the test, until its idle timeout): SIGTERM, which a helper answers by removing its
+    socket and exiting, then SIGKILL for any still there after 2 s. Found by command line."""
     import signal
+    import time
 
-    killed = []
+    ended = [pid for pid in helper_pids(config_prefix) if _signal(pid, signal.SIGTERM)]
+    deadline = time.monotonic() + 2.0
+    while (left := set(helper_pids(config_prefix)) & set(ended)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    for pid in left:
+        _signal(pid, signal.SIGKILL)
+    return ended
+
+
+def helper_pids(config_prefix: str) -> list[int]:
+    """Live helper processes (zombies aside) serving a config under ``config_prefix``."""
+    found = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
@@ -151,10 +163,16 @@ def kill_helpers_for(config_prefix: str) -> list[int]:
             continue
         helper = argv.startswith(b"resource-gpu helper ") or b"-m commands.residentd " in argv
         if helper and f" {config_prefix}".encode() in argv:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(proc.name), signal.SIGKILL)
-                killed.append(int(proc.name))
-    return killed
+            found.append(int(proc.name))
+    return found
+
+
+def _signal(pid: int, signum: int) -> bool:
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def failure_line(result: Result, command: str) -> str:

@@ -152,6 +152,7 @@ class Installation:
 
     def close(self) -> None:
         self.etcd.close()
+        self.plugin.stop_helper()  # one helper per config: none outlives its installation
 
     def call(self, args: list[str], stdin: bytes = b"") -> Outcome:
         return in_process(self.plugin.config, args, stdin)
