@@ -12,6 +12,7 @@ If none works the suite fails loudly: storage tests never skip themselves.
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import socket
 import ssl
@@ -30,9 +31,33 @@ class EtcdUnavailable(RuntimeError):
 
 
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A free loopback port below the kernel's ephemeral range: a port the kernel hands out
+    (``bind(0)``) may be handed again, to the next outgoing connection, before etcd binds it
+    ("address already in use")."""
+    low = _ephemeral_low()
+    for _ in range(100):
+        port = random.randrange(max(low - 12000, 1024), low)
+        if port in _handed_out:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
+    raise EtcdUnavailable("no free loopback port below the ephemeral range")
+
+
+_handed_out: set[int] = set()
+"""Ports this process has handed out: two members never get the same one."""
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def etcd_binary() -> str:
