@@ -150,8 +150,10 @@ def read_request(request_type: type[R], io: CallIO | None = None) -> R:
         raise PluginError(f"request is larger than {MAX_REQUEST_BYTES} bytes")
     if not raw.strip():
         raw = b"{}"
+    from commands import requests
+
     try:
-        return msgspec.json.decode(raw, type=request_type)
+        return requests.decode(raw, request_type)
     except msgspec.ValidationError as exc:
         raise PluginError(f"invalid request: {exc}", node=_node_named_in(raw)) from None
     except msgspec.DecodeError as exc:

@@ -1,13 +1,18 @@
 """The request of every core verb, with core's field names. Unknown keys are ignored and
-``null`` stands for an absent value everywhere."""
+``null`` stands for an absent value everywhere, with one exception: a key that spells a field
+of ``R`` in another case (``Prod_Count_Map``) is refused (:func:`decode`)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
 import msgspec
 
-from ledger.resources import Resource
+from ledger.resources import Count, Product, Resource
+
+T = TypeVar("T")
+FIELD = "prod_count_map"
+"""The one field of ``R``."""
 
 Nodenames = Annotated[list[str], msgspec.Meta(max_length=100_000)]
 Workloads = Annotated[list[Resource | None], msgspec.Meta(max_length=1_000_000)]
@@ -46,9 +51,24 @@ class DeployCapacity(NodesRequest, kw_only=True):
     workload_resource: Resource | None = None
 
 
+class ResourceRequest(msgspec.Struct):
+    """``resource_request`` of the set verbs: ``R``, where ``{}`` (no ``prod_count_map`` at all)
+    asks set-node-resource-capacity to keep the capacity on a replace, as upstream does."""
+
+    prod_count_map: dict[Product, Count] | msgspec.UnsetType | None = msgspec.UNSET
+
+    @property
+    def names_cards(self) -> bool:
+        return self.prod_count_map is not msgspec.UNSET
+
+    def as_resource(self) -> Resource:
+        cards = self.prod_count_map
+        return Resource(prod_count_map=None if cards is msgspec.UNSET else cards)
+
+
 class SetCapacity(NodeRequest, kw_only=True):
     resource: Resource | None = None
-    resource_request: Resource | None = None
+    resource_request: ResourceRequest | None = None
     delta: bool | None = False
     incr: bool | None = False
 
@@ -73,3 +93,42 @@ class MetricsNode(msgspec.Struct, kw_only=True):
 
 class Metrics(MetricsNode, kw_only=True):
     nodes: Annotated[list[MetricsNode], msgspec.Meta(max_length=100_000)] | None = None
+
+
+def decode(raw: bytes, request_type: type[T]) -> T:
+    """``raw`` as ``request_type``; raises msgspec's errors, and ``ValidationError`` for a key
+    that spells ``prod_count_map`` in another case anywhere (see :func:`miscased`)."""
+    decoded = msgspec.json.decode(raw, type=request_type)
+    if _may_spell_field_otherwise(raw):
+        where = miscased(msgspec.json.decode(raw))
+        if where is not None:
+            raise msgspec.ValidationError(
+                f"{where[1]!r} is not a field: field names are lower case ({FIELD!r}) "
+                f"- at `{where[0]}`"
+            )
+    return decoded
+
+
+def _may_spell_field_otherwise(raw: bytes) -> bool:
+    """A quick look at the bytes: only these requests need :func:`miscased`'s full walk."""
+    return raw.lower().count(FIELD.encode()) != raw.count(FIELD.encode()) or b"\\u" in raw
+
+
+def miscased(request: Any) -> tuple[str, str] | None:
+    """Where (path, key) a decoded request spells ``prod_count_map`` in another case, if
+    anywhere. Upstream's decoder matched such a key to the field; ignored here, as unknown keys
+    are, it would leave the map empty and a deploy without its cards. Product maps (the values
+    of ``prod_count_map`` itself) are not looked into: their keys are products."""
+    stack: list[tuple[str, Any]] = [("$", request)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key == FIELD:
+                    continue
+                if key.lower() == FIELD:
+                    return path, key
+                stack.append((f"{path}.{key}" if key.isidentifier() else f"{path}[...]", item))
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{i}]", item) for i, item in enumerate(value))
+    return None

@@ -28,7 +28,7 @@ def _capacity_from_info(info: requests.EngineInfo | None) -> Cards:
         if raw:
             what = f"info.Resources[{key!r}]"
             try:
-                reported = msgspec.json.decode(raw, type=Resource)
+                reported = requests.decode(raw, Resource)
             except msgspec.DecodeError as exc:  # ValidationError included
                 raise InvalidRequest(f"{what} is not a GPU map: {exc}") from None
             return positive_cards(reported, what)
@@ -73,7 +73,7 @@ def remove_node(request: requests.NodeRequest, session: Session) -> dict[str, An
 def _input(request: requests.SetCapacity, workloads: Cards | None = None) -> Resource | None:
     """One input wins: resource_request, then resource (then, for usage, the workloads)."""
     if request.resource_request is not None:
-        return request.resource_request
+        return request.resource_request.as_resource()
     if request.resource is not None:
         return request.resource
     return None if workloads is None else Resource.of(workloads)
@@ -98,12 +98,15 @@ def set_node_resource_capacity(request: requests.SetCapacity, session: Session) 
 
     One input wins: resource_request, then resource. delta=true adds (incr=true) or subtracts
     (incr=false), and negative counts subtract; delta=false replaces the capacity (core's
-    rollback sends the "before" it got back). No product may end below zero; capacity below
-    usage is allowed.
+    rollback sends the "before" it got back), except that a resource_request without
+    "prod_count_map" ({}, as "node set" sends for no change) keeps it, as upstream does. No
+    product may end below zero; capacity below usage is allowed.
     """
     node = check_node_name(request.nodename)
     delta = bool(request.delta)
-    given = _checked(_input(request), "capacity", delta=delta)
+    asked = request.resource_request
+    keep = not delta and asked is not None and not asked.names_cards
+    given = None if keep else _checked(_input(request), "capacity", delta=delta)
     appended = session.append(
         node,
         "set-node-resource-capacity",

@@ -66,10 +66,13 @@ def _refuse_too_many(node: str, what: str, given: Cards) -> None:
 
 
 def set_capacity(
-    node: str, state: NodeState | None, given: Cards, *, delta: bool, incr: bool
+    node: str, state: NodeState | None, given: Cards | None, *, delta: bool, incr: bool
 ) -> Change | None:
-    """``given`` is signed when ``delta`` (validated so by the caller), non-negative otherwise."""
+    """``given`` is signed when ``delta`` (validated so by the caller), non-negative otherwise;
+    ``None`` when the request names no cards at all, which keeps the capacity."""
     current = existing(node, state)
+    if given is None:
+        return None
     if not delta:
         return None if given == current.capacity else CapacitySet(capacity=given)
     change = given if incr else cards.negate(given)
