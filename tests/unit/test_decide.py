@@ -66,10 +66,16 @@ def test_remove_missing_node_is_a_no_op() -> None:
 # --- set_capacity ----------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("given", [{P70: 1}, None])
 @pytest.mark.parametrize("delta", [True, False])
-def test_set_capacity_of_a_missing_node_is_node_not_found(delta: bool) -> None:
+def test_set_capacity_of_a_missing_node_is_node_not_found(delta: bool, given: Cards | None) -> None:
     with pytest.raises(NodeNotFound):
-        decide.set_capacity("n1", None, {P70: 1}, delta=delta, incr=True)
+        decide.set_capacity("n1", None, given, delta=delta, incr=True)
+
+
+def test_set_capacity_naming_no_cards_keeps_the_capacity() -> None:
+    """A replace whose resource_request has no prod_count_map, as upstream."""
+    assert decide.set_capacity("n1", EIGHT, None, delta=False, incr=True) is None
 
 
 @pytest.mark.parametrize("incr", [True, False])
