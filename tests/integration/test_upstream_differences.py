@@ -194,3 +194,21 @@ def test_a_realloc_that_grows_must_fit_on_an_overcommitted_node(overcommitted: P
         "workload_resource_request": RG({3070: 1}),
     }
     fails_on(overcommitted, "calculate-realloc", request, "n1", "not enough resource")
+
+
+# -- The deliberate differences the README lists, where no other test pins them ------------
+
+
+def test_null_delta_and_incr_mean_false_and_other_non_booleans_are_refused(plugin: Plugin) -> None:
+    """Upstream reads any present non-boolean ``delta``/``incr`` as true, so ``"false"`` would
+    add where a replace was meant. Here ``null`` is absent (false), as everywhere, and anything
+    else is refused."""
+    plugin.add("n1", EIGHT)
+    replace = {"nodename": "n1", "resource_request": RG({3070: 1}), "delta": None, "incr": None}
+    assert counts(plugin.ok("set-node-resource-capacity", replace)["after"]) == G({3070: 1})
+    events = event_count(plugin, "n1")
+    for bad in ("false", 0, 1, [], {}):
+        request = {**replace, "delta": bad}
+        fails_on(plugin, "set-node-resource-capacity", request, "n1", "delta")
+    assert state(plugin, "n1") == (G({3070: 1}), {})
+    assert event_count(plugin, "n1") == events
