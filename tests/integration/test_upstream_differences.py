@@ -207,7 +207,8 @@ def test_null_delta_and_incr_mean_false_and_other_non_booleans_are_refused(plugi
     replace = {"nodename": "n1", "resource_request": RG({3070: 1}), "delta": None, "incr": None}
     assert counts(plugin.ok("set-node-resource-capacity", replace)["after"]) == G({3070: 1})
     events = event_count(plugin, "n1")
-    for bad in ("false", 0, 1, [], {}):
+    not_booleans: list[object] = ["false", 0, 1, [], {}]
+    for bad in not_booleans:
         request = {**replace, "delta": bad}
         fails_on(plugin, "set-node-resource-capacity", request, "n1", "delta")
     assert state(plugin, "n1") == (G({3070: 1}), {})
