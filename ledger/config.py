@@ -10,13 +10,13 @@ files from core's directory, from another, or from the resident helper's ``/``.
 from __future__ import annotations
 
 import os
-import stat
 from typing import Annotated, Literal, Protocol
 
 import msgspec
 
 from ledger.endpoints import Endpoint, is_loopback, parse_endpoint
 from ledger.errors import PluginError
+from ledger.files import UnfitFile, read_small_file
 
 ENV_VAR = "ERU_RESOURCE_CONFIG_PATH"
 DEFAULT_FILE = "gpu.yaml"
@@ -215,32 +215,6 @@ def _anchored(config: Config, base: str | None) -> Config:
     )
 
 
-class UnfitFile(ValueError):
-    """Not a file to read as a config: a FIFO, a device, a directory, or far too large."""
-
-
-def read_small_file(path: str, limit: int) -> bytes:
-    """The bytes of the regular file at ``path``, refusing (UnfitFile) anything else before it
-    reads a byte, and any file over ``limit`` bytes. Opened non-blocking and checked by its
-    descriptor: a FIFO cannot hang the call, nor a device feed it forever."""
-    if not stat.S_ISREG(mode := os.stat(path).st_mode):
-        raise UnfitFile(f"is not a regular file ({_kind(mode)})")
-    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(mode := os.fstat(descriptor).st_mode):
-            raise UnfitFile(f"is not a regular file ({_kind(mode)})")
-        chunks: list[bytes] = []
-        size = 0
-        while size <= limit and (chunk := os.read(descriptor, limit + 1 - size)):
-            chunks.append(chunk)
-            size += len(chunk)
-    finally:
-        os.close(descriptor)
-    if size > limit:
-        raise UnfitFile(f"is larger than {limit // 1024} KiB")
-    return b"".join(chunks)
-
-
 def _read(path: str) -> bytes:
     try:
         return read_small_file(path, MAX_CONFIG_BYTES)
@@ -264,16 +238,6 @@ def _not_found(path: str) -> PluginError:
         except OSError:
             gone = " (the working directory no longer exists)"
     return PluginError(f"config file {path!r} not found{gone} (pass --config or set {ENV_VAR})")
-
-
-def _kind(mode: int) -> str:
-    for test, kind in (
-        (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-    ):  # fmt: skip
-        if test(mode):
-            return kind
-    return "not a file"
 
 
 def _one_line(exc: BaseException) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import msgspec
 
 from ledger.errors import StoreError
+from ledger.files import UnfitFile, read_small_file
 
 DEFAULT_PORT = 2379
 SCHEMES = {"http": False, "https": True}
@@ -112,8 +113,6 @@ def is_loopback(host: str) -> bool:
 
 def read_tls_file(path: str, setting: str) -> bytes:
     """The content of ``etcd.<setting>``, or a one-line error naming the file."""
-    from ledger.config import UnfitFile, read_small_file  # loaded: the config named the file
-
     try:
         return read_small_file(path, MAX_TLS_FILE_BYTES)
     except UnfitFile as exc:

@@ -1,0 +1,44 @@
+"""Reading the small files a config names (itself, its TLS files) without being hung or flooded
+by what a path may turn out to be."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+
+class UnfitFile(ValueError):
+    """Not a file to read as a small text file (a config, a TLS file): a FIFO, a device, a
+    directory, or far too large."""
+
+
+def read_small_file(path: str, limit: int) -> bytes:
+    """The bytes of the regular file at ``path``, refusing (UnfitFile) anything else before it
+    reads a byte, and any file over ``limit`` bytes. Opened non-blocking and checked by its
+    descriptor: a FIFO cannot hang the call, nor a device feed it forever."""
+    if not stat.S_ISREG(mode := os.stat(path).st_mode):
+        raise UnfitFile(f"is not a regular file ({_kind(mode)})")
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(mode := os.fstat(descriptor).st_mode):
+            raise UnfitFile(f"is not a regular file ({_kind(mode)})")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit and (chunk := os.read(descriptor, limit + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(descriptor)
+    if size > limit:
+        raise UnfitFile(f"is larger than {limit // 1024} KiB")
+    return b"".join(chunks)
+
+
+def _kind(mode: int) -> str:
+    for test, kind in (
+        (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+    ):  # fmt: skip
+        if test(mode):
+            return kind
+    return "not a file"
