@@ -8,10 +8,15 @@ unused; a bare ``host:port`` speaks TLS when TLS files are set, as etcd's own cl
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import msgspec
 
 from ledger.errors import StoreError
 from ledger.files import UnfitFile, read_small_file
+
+if TYPE_CHECKING:
+    from ipaddress import IPv6Address
 
 DEFAULT_PORT = 2379
 SCHEMES = {"http": False, "https": True}
@@ -68,7 +73,7 @@ def _host_and_port(where: str, authority: str) -> tuple[str, int | None]:
         raise ValueError(f"{where} must be scheme://host:port, with no path")
     if text.startswith("["):
         host, bracket, after = text[1:].partition("]")
-        if not bracket or (after and not after.startswith(":")) or not _ipv6(host):
+        if not bracket or (after and not after.startswith(":")) or _ipv6(host) is None:
             raise ValueError(f"{where} is not a valid URL (a bad [IPv6] address)")
         port = after[1:] if after else ""
     else:
@@ -82,14 +87,14 @@ def _host_and_port(where: str, authority: str) -> tuple[str, int | None]:
     return host.lower(), int(port) if port else None
 
 
-def _ipv6(host: str) -> bool:
+def _ipv6(host: str) -> IPv6Address | None:
+    """``host`` as an IPv6 address, if it is one."""
     import ipaddress  # only for an IPv6 host
 
     try:
-        ipaddress.IPv6Address(host)
+        return ipaddress.IPv6Address(host)
     except ValueError:
-        return False
-    return True
+        return None
 
 
 def is_loopback(host: str) -> bool:
@@ -97,12 +102,8 @@ def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
     if ":" in host:
-        import ipaddress  # only for an IPv6 host
-
-        try:
-            return ipaddress.IPv6Address(host.partition("%")[0]).is_loopback
-        except ValueError:
-            return False
+        address = _ipv6(host.partition("%")[0])
+        return address is not None and address.is_loopback
     octets = host.split(".")
     return (
         len(octets) == 4
