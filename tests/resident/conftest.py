@@ -15,9 +15,13 @@ from pathlib import Path
 import pytest
 
 from commands import resident
-from tests.plugin import Plugin, kill_helpers_for, stop_helpers
+from tests.plugin import Plugin, R, kill_helpers_for, stop_helpers
 
 ROOT = Path(__file__).resolve().parents[2]
+G = "nvidia-3090"
+"""The product the resident tests deal in."""
+TAKE = {"nodename": "n1", "resource": R({G: 1}), "delta": True, "incr": True}
+"""set-node-resource-usage taking one card of ``G`` on n1."""
 
 
 @pytest.fixture

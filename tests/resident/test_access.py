@@ -22,6 +22,7 @@ from commands import resident
 from tests.plugin import Plugin, binary, counts
 from tests.resident.conftest import (
     ROOT,
+    G,
     helper_pid,
     own_dir,
     resident_plugin,
@@ -29,7 +30,6 @@ from tests.resident.conftest import (
     wait_for,
 )
 
-G = "nvidia-3090"
 STRANGER = "nobody"
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="acting as another user needs root")

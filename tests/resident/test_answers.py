@@ -15,15 +15,14 @@ from commands import resident
 from tests.etcdkv import Etcd
 from tests.plugin import MODE, Plugin, R, counts
 from tests.resident.conftest import (
+    TAKE,
+    G,
     helper_pid,
     own_dir,
     resident_plugin,
     started,
     wait_for,
 )
-
-G = "nvidia-3090"
-TAKE = {"nodename": "n1", "resource": R({G: 1}), "delta": True, "incr": True}
 
 
 def test_a_call_starts_a_helper_without_holding_cores_pipes(plugin: Plugin, runtime: Path) -> None:

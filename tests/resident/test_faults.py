@@ -16,10 +16,12 @@ from typing import Any
 
 from commands import resident
 from tests.etcdkv import Etcd
-from tests.plugin import Plugin, R, counts
+from tests.plugin import Plugin, counts
 from tests.resident.conftest import (
     ROOT,
+    TAKE,
     Fake,
+    G,
     alive,
     helper_pid,
     own_dir,
@@ -28,8 +30,6 @@ from tests.resident.conftest import (
     wait_for,
 )
 
-G = "nvidia-3090"
-TAKE = {"nodename": "n1", "resource": R({G: 1}), "delta": True, "incr": True}
 TIMEOUT = 1
 """etcd.timeout in these tests: a helper that took a call is stuck after TIMEOUT + margin."""
 STUCK_AFTER = TIMEOUT + resident.ANSWER_MARGIN
