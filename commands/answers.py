@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ledger import cards
-from ledger.cards import Cards
-from ledger.errors import InvalidRequest
-from ledger.keys import check_node_name
-from ledger.resources import Resource, held_cards
-from projections.node import NodeState
+from resource_extend.ledger.errors import InvalidRequest
+from resource_extend.ledger.keys import check_node_name
+from resource_extend.projections.gpu import cards
+from resource_extend.projections.gpu.cards import Cards
+from resource_extend.projections.gpu.node import NodeState
+from resource_extend.projections.gpu.resources import Resource, held_cards
 
 
 def node_resources(state: NodeState) -> dict[str, Any]:

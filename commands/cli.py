@@ -11,8 +11,8 @@ import sys
 
 import click
 
-from commands.protocol import Verb
-from commands.registry import AUDITOR_COMMANDS, CORE_VERBS, load
+from resource_extend.commands.protocol import Verb
+from resource_extend.commands.registry import AUDITOR_COMMANDS, CORE_VERBS, load
 
 PROG = "resource-gpu"
 

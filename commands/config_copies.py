@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 
-from commands import rundir
+from resource_extend.commands import rundir
 
 MAX_COPY_BYTES = 4 * 1024 * 1024
 """Bigger than any copy of a config (which is at most 1 MiB of text): not one of ours."""

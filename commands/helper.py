@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
-from commands import resident, rundir
-from commands.protocol import click_config
+from resource_extend.commands import resident, rundir
+from resource_extend.commands.protocol import click_config
 
 NOT_RUNNING = 3
 """Exit status when no helper runs (as ``systemctl status`` has it)."""
@@ -84,7 +84,7 @@ def stop(seen: Seen) -> str:
 
 def remove_stale(name: str) -> bool:
     """Remove a socket nobody listens on, under the lock helpers hold to claim one."""
-    from commands.residentd import answers, locked
+    from resource_extend.commands.residentd import answers, locked
 
     directory, _ = rundir.open_private(create=False)
     try:

@@ -8,10 +8,9 @@ from typing import TYPE_CHECKING, Any
 import click
 import msgspec
 
-from commands.protocol import Session, click_config, run
-from ledger import cards
-from ledger.errors import PluginError
-from ledger.events import (
+from resource_extend.commands.protocol import Session, click_config, run
+from resource_extend.ledger.errors import PluginError
+from resource_extend.ledger.events import (
     KINDS,
     Adopted,
     CapacityChanged,
@@ -26,12 +25,13 @@ from ledger.events import (
     UsageRebuilt,
     UsageSet,
 )
-from ledger.keys import check_node_name
-from projections import audit
-from projections.node import NodeState
+from resource_extend.ledger.keys import check_node_name
+from resource_extend.projections import audit
+from resource_extend.projections.gpu import cards
+from resource_extend.projections.gpu.node import NodeState
 
 if TYPE_CHECKING:
-    from ledger.store import Stream
+    from resource_extend.ledger.store import Stream
 
 POINT_HELP = "a seq (42) or an RFC 3339 time (2026-11-29T03:00:00Z; no offset means UTC)"
 
@@ -202,7 +202,7 @@ def export(node: str) -> None:
     """
 
     def lines(session: Session) -> str:
-        from ledger.export import json_lines
+        from resource_extend.ledger.export import json_lines
 
         stream = stream_of(session, node)
         if not stream.events:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from commands.registry import CORE_VERBS, HIDDEN_VERBS, OFFLINE_VERBS
+from resource_extend.commands.registry import CORE_VERBS, HIDDEN_VERBS, OFFLINE_VERBS
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -18,13 +18,13 @@ def main(argv: list[str] | None = None) -> None:
     config, rest = _config_option(args)
     if len(rest) == 1 and (rest[0] in CORE_VERBS or rest[0] in HIDDEN_VERBS):
         verb = rest[0]
-        from commands import resident
+        from resource_extend.commands import resident
 
         outcome = resident.call(verb, config)
         if outcome.status is not None:
             raise SystemExit(outcome.status)
-        from commands.protocol import Session
-        from commands.registry import load
+        from resource_extend.commands.protocol import Session
+        from resource_extend.commands.registry import load
 
         try:
             load(verb)(config, Session(config, resume=outcome.resume))
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> None:
             if verb not in OFFLINE_VERBS:
                 resident.start_if_wanted(config)
         raise SystemExit(0)
-    from commands.cli import main as run_cli
+    from resource_extend.commands.cli import main as run_cli
 
     run_cli(args)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from commands.protocol import Session, verb
+from resource_extend.commands.protocol import Session, verb
 
 PLUGIN_NAME = "resource-gpu"
 
@@ -18,7 +18,7 @@ def name(session: Session) -> str:
 @verb("verbs")
 def verbs(session: Session) -> list[str]:
     """Print the JSON array of the verbs offered to core (asked once at load)."""
-    from commands.registry import CORE_VERBS
+    from resource_extend.commands.registry import CORE_VERBS
 
     return list(CORE_VERBS)
 
@@ -26,7 +26,7 @@ def verbs(session: Session) -> list[str]:
 @verb("get-metrics-description")
 def get_metrics_description(session: Session) -> list[Any]:
     """Describe the gauges get-metrics emits: gpu_capacity and gpu_used, per product."""
-    from projections.metrics import DESCRIPTIONS
+    from resource_extend.projections.gpu.metrics import DESCRIPTIONS
 
     return DESCRIPTIONS
 

@@ -16,16 +16,16 @@ from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn, TypeVar
 
 import msgspec
 
-from commands.registry import MAX_REQUEST_BYTES
-from ledger.errors import PluginError
+from resource_extend.commands.registry import MAX_REQUEST_BYTES
+from resource_extend.ledger.errors import PluginError
 
 if TYPE_CHECKING:
     import click
 
-    from ledger.config import Config
-    from ledger.events import Change
-    from ledger.store import Appended, Resume, Store, WriteHook
-    from projections.node import NodeState
+    from resource_extend.ledger.config import Config
+    from resource_extend.ledger.events import Change
+    from resource_extend.ledger.store import Appended, Resume, Store, WriteHook
+    from resource_extend.projections.gpu.node import NodeState
 
 PROG = "resource-gpu"
 EXIT_FAILURE = 1
@@ -77,15 +77,15 @@ class Session:
 
     @cached_property
     def config(self) -> Config:
-        from commands.config_copies import RuntimeCopies
-        from ledger import config
+        from resource_extend.commands.config_copies import RuntimeCopies
+        from resource_extend.ledger import config
 
         return config.load(self._config_path, copies=RuntimeCopies())
 
     @cached_property
     def store(self) -> Store:
         settings = self.config.etcd  # a config error must not cost the etcd client's import
-        from ledger.store import Store
+        from resource_extend.ledger.store import Store
 
         return Store(settings, write_hook=self._write_hook, by=self._caller)
 
@@ -105,7 +105,7 @@ class Session:
         )
         length = appended.length or 0
         if appended.events and bounds.compact_over and length > bounds.compact_over:
-            from ledger.compaction import compact
+            from resource_extend.ledger.compaction import compact
 
             # Whatever goes wrong here (an unwritable export directory, etcd's time budget spent)
             # must not turn the write that already landed into a reported failure.
@@ -150,7 +150,7 @@ def read_request(request_type: type[R], io: CallIO | None = None) -> R:
         raise PluginError(f"request is larger than {MAX_REQUEST_BYTES} bytes")
     if not raw.strip():
         raw = b"{}"
-    from commands import requests
+    from resource_extend.commands import requests
 
     try:
         return requests.decode(raw, request_type)

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from commands import requests
-from commands.answers import node_names, node_resources, workloads_sum
-from commands.protocol import Session, verb
-from ledger.errors import NodeNotFound
-from ledger.keys import check_node_name
-from ledger.resources import Resource, held_cards, positive_cards, signed_cards
-from projections import capacity, metrics
-from projections.diffs import usage_diffs
-from projections.node import NodeState
+from resource_extend.commands import requests
+from resource_extend.commands.answers import node_names, node_resources, workloads_sum
+from resource_extend.commands.protocol import Session, verb
+from resource_extend.ledger.errors import NodeNotFound
+from resource_extend.ledger.keys import check_node_name
+from resource_extend.projections.gpu import capacity, metrics
+from resource_extend.projections.gpu.diffs import usage_diffs
+from resource_extend.projections.gpu.node import NodeState
+from resource_extend.projections.gpu.resources import (
+    Resource,
+    held_cards,
+    positive_cards,
+    signed_cards,
+)
 
 
 def _state(session: Session, node: str) -> NodeState:

@@ -11,41 +11,41 @@ MAX_REQUEST_BYTES = 4 * 1024 * 1024
 """The largest request a verb reads from stdin (anything longer is refused)."""
 
 CORE_VERBS: dict[str, str] = {
-    "add-node": "commands.writes:add_node",
-    "remove-node": "commands.writes:remove_node",
-    "set-node-resource-capacity": "commands.writes:set_node_resource_capacity",
-    "set-node-resource-usage": "commands.writes:set_node_resource_usage",
-    "set-node-resource-info": "commands.writes:set_node_resource_info",
-    "fix-node-resource": "commands.writes:fix_node_resource",
-    "calculate-deploy": "commands.queries:calculate_deploy",
-    "calculate-realloc": "commands.queries:calculate_realloc",
-    "get-nodes-deploy-capacity": "commands.queries:get_nodes_deploy_capacity",
-    "get-node-resource-info": "commands.queries:get_node_resource_info",
-    "get-nodes-resource-info": "commands.queries:get_nodes_resource_info",
-    "get-most-idle-node": "commands.queries:get_most_idle_node",
-    "get-metrics-description": "commands.meta:get_metrics_description",
-    "get-metrics": "commands.queries:get_metrics",
-    "name": "commands.meta:name",
-    "verbs": "commands.meta:verbs",
+    "add-node": "resource_extend.commands.writes:add_node",
+    "remove-node": "resource_extend.commands.writes:remove_node",
+    "set-node-resource-capacity": "resource_extend.commands.writes:set_node_resource_capacity",
+    "set-node-resource-usage": "resource_extend.commands.writes:set_node_resource_usage",
+    "set-node-resource-info": "resource_extend.commands.writes:set_node_resource_info",
+    "fix-node-resource": "resource_extend.commands.writes:fix_node_resource",
+    "calculate-deploy": "resource_extend.commands.queries:calculate_deploy",
+    "calculate-realloc": "resource_extend.commands.queries:calculate_realloc",
+    "get-nodes-deploy-capacity": "resource_extend.commands.queries:get_nodes_deploy_capacity",
+    "get-node-resource-info": "resource_extend.commands.queries:get_node_resource_info",
+    "get-nodes-resource-info": "resource_extend.commands.queries:get_nodes_resource_info",
+    "get-most-idle-node": "resource_extend.commands.queries:get_most_idle_node",
+    "get-metrics-description": "resource_extend.commands.meta:get_metrics_description",
+    "get-metrics": "resource_extend.commands.queries:get_metrics",
+    "name": "resource_extend.commands.meta:name",
+    "verbs": "resource_extend.commands.meta:verbs",
 }
 """The verbs offered to core (the answer of ``verbs``)."""
 
 HIDDEN_VERBS: dict[str, str] = {
     # Not offered (cards are never re-pinned), but an older core may still call it.
-    "calculate-remap": "commands.meta:calculate_remap",
+    "calculate-remap": "resource_extend.commands.meta:calculate_remap",
 }
 
 OFFLINE_VERBS = frozenset({"name", "verbs", "get-metrics-description", "calculate-remap"})
 """Verbs that need neither etcd nor a config file: they never start a resident helper."""
 
 AUDITOR_COMMANDS: dict[str, str] = {
-    "history": "commands.history:history",
-    "show": "commands.state:show",
-    "nodes": "commands.state:nodes",
-    "verify": "commands.verify:verify",
-    "export": "commands.history:export",
-    "compact": "commands.verify:compact",
-    "helper": "commands.helper:helper",
+    "history": "resource_extend.commands.history:history",
+    "show": "resource_extend.commands.state:show",
+    "nodes": "resource_extend.commands.state:nodes",
+    "verify": "resource_extend.commands.verify:verify",
+    "export": "resource_extend.commands.history:export",
+    "compact": "resource_extend.commands.verify:compact",
+    "helper": "resource_extend.commands.helper:helper",
 }
 """Commands for people (auditors, operators); not offered to core."""
 

@@ -8,7 +8,7 @@ from typing import Annotated, Any, TypeVar
 
 import msgspec
 
-from ledger.resources import Count, Product, Resource
+from resource_extend.projections.gpu.resources import Count, Product, Resource
 
 T = TypeVar("T")
 FIELD = "prod_count_map"

@@ -33,14 +33,14 @@ from __future__ import annotations
 import os
 import sys
 
-from commands import rundir
-from commands.registry import MAX_REQUEST_BYTES
+from resource_extend.commands import rundir
+from resource_extend.commands.registry import MAX_REQUEST_BYTES
 
 TYPE_CHECKING = False  # not typing's: importing typing costs a core call ~3 ms
 if TYPE_CHECKING:
     from _socket import socket
 
-    from ledger.store import Resume
+    from resource_extend.ledger.store import Resume
 
 MAGIC = b"RGPU2"
 CONNECT_TIMEOUT = 1.0
@@ -55,7 +55,7 @@ STOP_WAIT = 2.0
 """Seconds to wait for a killed helper to be gone."""
 OFF_ENV = "RESOURCE_GPU_RESIDENT"
 PACKAGES = ("commands", "ledger", "projections")
-HELPER_MODULE = "commands.residentd"
+HELPER_MODULE = "resource_extend.commands.residentd"
 
 
 def turned_off() -> bool:
@@ -82,11 +82,13 @@ def installation() -> str:
     parts = [sys.prefix, sys.version]
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     for package in PACKAGES:
-        with os.scandir(os.path.join(root, package)) as entries:
-            for entry in entries:
-                if entry.name.endswith(".py"):
-                    stat = entry.stat()
-                    parts.append(f"{package}/{entry.name}:{stat.st_mtime_ns}:{stat.st_size}")
+        for folder, _, names in os.walk(os.path.join(root, package)):
+            for name in names:
+                if name.endswith(".py"):
+                    path = os.path.join(folder, name)
+                    stat = os.stat(path)
+                    where = os.path.relpath(path, root)
+                    parts.append(f"{where}:{stat.st_mtime_ns}:{stat.st_size}")
     return "|".join(sorted(parts))
 
 
@@ -116,7 +118,7 @@ class Outcome:
     def resume(self) -> Resume | None:
         if self.sent is None:
             return None
-        from ledger.store import Resume
+        from resource_extend.ledger.store import Resume
 
         return Resume(op=self.sent[0], after=self.sent[1])
 
@@ -309,7 +311,7 @@ def start_if_wanted(config: str | None) -> None:
     if path is None:
         return
     try:
-        from ledger import config as config_files
+        from resource_extend.ledger import config as config_files
 
         wanted = config_files.load(path).resident
     except Exception:

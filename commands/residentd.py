@@ -25,10 +25,10 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from commands import resident, rundir
+from resource_extend.commands import resident, rundir
 
 if TYPE_CHECKING:
-    from ledger.config import Config
+    from resource_extend.ledger.config import Config
 
 IDLE_SECONDS = 600.0
 TICK = 1.0
@@ -123,12 +123,12 @@ def answers(directory: int, name: str) -> bool:
 
 def _warm_up() -> None:
     """Import every verb and what it uses now, not on a client's time."""
-    from commands.registry import CORE_VERBS, HIDDEN_VERBS, load
+    from resource_extend.commands.registry import CORE_VERBS, HIDDEN_VERBS, load
 
     for verb in (*CORE_VERBS, *HIDDEN_VERBS):
         load(verb)
-    import ledger.compaction
-    import ledger.store  # noqa: F401
+    import resource_extend.ledger.compaction
+    import resource_extend.ledger.store  # noqa: F401
 
 
 class Helper:
@@ -239,7 +239,7 @@ class Helper:
     def _call(
         self, connection: socket.socket, reader: resident.Reader, fields: list[bytes], uid: int
     ) -> None:
-        from commands.registry import CORE_VERBS, HIDDEN_VERBS
+        from resource_extend.commands.registry import CORE_VERBS, HIDDEN_VERBS
 
         verb, config_path = fields[0].decode(), os.fsdecode(fields[1])
         stdin = reader.exactly(int(fields[2]))
@@ -263,8 +263,8 @@ class Helper:
     def _settings(self, config_path: str) -> Config | None:
         """The config, if this call is ours to serve: our config file, which loads and does
         not turn the helper off (then it stops)."""
-        from ledger import config as config_files
-        from ledger.errors import PluginError
+        from resource_extend.ledger import config as config_files
+        from resource_extend.ledger.errors import PluginError
 
         if config_path != self.config_path:
             return None
@@ -288,10 +288,10 @@ class Helper:
     ) -> tuple[int, bytes, bytes]:
         import io
 
-        from commands.protocol import CallIO, Session, Verb
-        from commands.registry import load
-        from ledger.errors import PluginError
-        from ledger.store import who
+        from resource_extend.commands.protocol import CallIO, Session, Verb
+        from resource_extend.commands.registry import load
+        from resource_extend.ledger.errors import PluginError
+        from resource_extend.ledger.store import who
 
         verb = load(verb_name)
         assert isinstance(verb, Verb)

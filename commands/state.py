@@ -7,14 +7,14 @@ from typing import Any
 import click
 import msgspec
 
-from commands.answers import node_resources
-from commands.history import NOT_ADOPTED, POINT_HELP, columns, stream_of
-from commands.protocol import Session, click_config, run
-from ledger import cards
-from ledger.errors import PluginError
-from ledger.events import decode_head
-from projections import audit
-from projections.node import NodeState, state_of_head
+from resource_extend.commands.answers import node_resources
+from resource_extend.commands.history import NOT_ADOPTED, POINT_HELP, columns, stream_of
+from resource_extend.commands.protocol import Session, click_config, run
+from resource_extend.ledger.errors import PluginError
+from resource_extend.ledger.events import decode_head
+from resource_extend.projections import audit
+from resource_extend.projections.gpu import cards
+from resource_extend.projections.gpu.node import NodeState, state_of_head
 
 
 @click.command("show")

@@ -6,13 +6,13 @@ from __future__ import annotations
 import click
 import msgspec
 
-from commands.protocol import Session, click_config, respond, run
-from ledger import export
-from ledger.errors import PluginError
-from ledger.events import Checkpoint, Event
-from ledger.keys import check_node_name
-from ledger.store import Store
-from projections import audit
+from resource_extend.commands.protocol import Session, click_config, respond, run
+from resource_extend.ledger import export
+from resource_extend.ledger.errors import PluginError
+from resource_extend.ledger.events import Checkpoint, Event
+from resource_extend.ledger.keys import check_node_name
+from resource_extend.ledger.store import Store
+from resource_extend.projections import audit
 
 REPAIR_ATTEMPTS = 5
 
@@ -247,7 +247,7 @@ def compact(
     """
 
     def run_compaction(session: Session) -> str:
-        from ledger.compaction import compact as compact_node
+        from resource_extend.ledger.compaction import compact as compact_node
 
         streams = session.config.streams
         directory = export_dir or streams.export_dir

@@ -6,17 +6,21 @@ from typing import Any
 
 import msgspec
 
-from commands import requests
-from commands.answers import node_resources, workloads_sum
-from commands.protocol import Session, verb
-from ledger import cards
-from ledger.cards import Cards
-from ledger.errors import InvalidRequest
-from ledger.events import UsageRebuilt
-from ledger.keys import check_node_name
-from ledger.resources import Resource, held_cards, positive_cards, signed_cards
-from projections import decide
-from projections.node import NodeState
+from resource_extend.commands import requests
+from resource_extend.commands.answers import node_resources, workloads_sum
+from resource_extend.commands.protocol import Session, verb
+from resource_extend.ledger.errors import InvalidRequest
+from resource_extend.ledger.events import UsageRebuilt
+from resource_extend.ledger.keys import check_node_name
+from resource_extend.projections.gpu import cards, decide
+from resource_extend.projections.gpu.cards import Cards
+from resource_extend.projections.gpu.node import NodeState
+from resource_extend.projections.gpu.resources import (
+    Resource,
+    held_cards,
+    positive_cards,
+    signed_cards,
+)
 
 ENGINE_INFO_KEYS = ("resource-gpu", "gpu")
 """Where a VM engine's node report carries its GPU cards, in order of preference."""

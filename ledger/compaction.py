@@ -25,11 +25,11 @@ from pathlib import Path
 
 import msgspec
 
-from ledger import export
-from ledger.errors import Contention, OutcomeUnknown, PluginError, StoreError
-from ledger.events import Event
-from ledger.store import Store, Stream, new_op
-from projections import audit
+from resource_extend.ledger import export
+from resource_extend.ledger.errors import Contention, OutcomeUnknown, PluginError, StoreError
+from resource_extend.ledger.events import Event
+from resource_extend.ledger.store import Store, Stream, new_op
+from resource_extend.projections import audit
 
 ATTEMPTS = 5
 """Compactions race only with compactions (appends never touch the keys they replace)."""

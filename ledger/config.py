@@ -14,9 +14,9 @@ from typing import Annotated, Literal, Protocol
 
 import msgspec
 
-from ledger.endpoints import Endpoint, is_loopback, parse_endpoint
-from ledger.errors import PluginError
-from ledger.files import UnfitFile, read_small_file
+from resource_extend.ledger.endpoints import Endpoint, is_loopback, parse_endpoint
+from resource_extend.ledger.errors import PluginError
+from resource_extend.ledger.files import UnfitFile, read_small_file
 
 ENV_VAR = "ERU_RESOURCE_CONFIG_PATH"
 DEFAULT_FILE = "gpu.yaml"

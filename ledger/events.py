@@ -17,8 +17,8 @@ from typing import get_args
 
 import msgspec
 
-from ledger.cards import Cards
-from ledger.resources import Resource
+from resource_extend.projections.gpu.cards import Cards
+from resource_extend.projections.gpu.resources import Resource
 
 SCHEMA_VERSION = 2
 

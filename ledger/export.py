@@ -22,8 +22,8 @@ from urllib.parse import quote
 
 import msgspec
 
-from ledger.errors import PluginError
-from ledger.events import Event
+from resource_extend.ledger.errors import PluginError
+from resource_extend.ledger.events import Event
 
 PARTIAL = ".partial"
 """The suffix of an export whose compaction has not been seen to commit."""

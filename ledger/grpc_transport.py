@@ -28,10 +28,10 @@ import msgspec
 from etcd3 import etcdrpc
 from google.protobuf import json_format
 
-from ledger import wire
-from ledger.config import EtcdConfig
-from ledger.endpoints import UNVERIFIED, read_tls_file
-from ledger.transport import Refused, Reply, Unavailable
+from resource_extend.ledger import wire
+from resource_extend.ledger.config import EtcdConfig
+from resource_extend.ledger.endpoints import UNVERIFIED, read_tls_file
+from resource_extend.ledger.transport import Refused, Reply, Unavailable
 
 _TRANSIENT = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
 _GRPC_OPTIONS = [("grpc.max_receive_message_length", 64 * 1024 * 1024)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import msgspec
 
-from ledger.errors import InvalidRequest
+from resource_extend.ledger.errors import InvalidRequest
 
 SEQ_WIDTH = 12
 

@@ -25,10 +25,10 @@ from typing import Literal, TypeVar
 
 import msgspec
 
-from ledger import wire
-from ledger.config import EtcdConfig
-from ledger.errors import Contention, OutcomeUnknown, StoreError
-from ledger.events import (
+from resource_extend.ledger import wire
+from resource_extend.ledger.config import EtcdConfig
+from resource_extend.ledger.errors import Contention, OutcomeUnknown, StoreError
+from resource_extend.ledger.events import (
     Adopted,
     Change,
     Checkpoint,
@@ -38,10 +38,16 @@ from ledger.events import (
     decode_head,
     encode,
 )
-from ledger.keys import KeyLayout, range_end
-from ledger.resources import Resource
-from ledger.transport import Refused, Transport, Unavailable, endpoint_of, open_transport
-from projections.node import NodeState, apply, fold, state_of_head
+from resource_extend.ledger.keys import KeyLayout, range_end
+from resource_extend.ledger.transport import (
+    Refused,
+    Transport,
+    Unavailable,
+    endpoint_of,
+    open_transport,
+)
+from resource_extend.projections.gpu.node import NodeState, apply, fold, state_of_head
+from resource_extend.projections.gpu.resources import Resource
 
 Reply = TypeVar("Reply", wire.RangeResponse, wire.TxnResponse)
 

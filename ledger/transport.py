@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar
 
 import msgspec
 
-from ledger import http11, wire
-from ledger.endpoints import UNVERIFIED, parse_endpoint, read_tls_file
-from ledger.errors import StoreError
+from resource_extend.ledger import http11, wire
+from resource_extend.ledger.endpoints import UNVERIFIED, parse_endpoint, read_tls_file
+from resource_extend.ledger.errors import StoreError
 
 if TYPE_CHECKING:
     import ssl
 
-    from ledger.config import EtcdConfig
+    from resource_extend.ledger.config import EtcdConfig
 
 Reply = TypeVar("Reply", wire.RangeResponse, wire.TxnResponse)
 
@@ -80,7 +80,7 @@ installs which speak HTTP (the default) carry none of them."""
 def open_transport(config: EtcdConfig) -> Transport:
     if config.transport == "grpc":
         try:
-            from ledger.grpc_transport import GrpcTransport
+            from resource_extend.ledger.grpc_transport import GrpcTransport
         except ImportError as exc:
             raise StoreError(
                 f"etcd.transport: grpc needs the gRPC libraries ({exc.name} is missing): "

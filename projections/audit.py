@@ -15,10 +15,10 @@ from itertools import pairwise
 
 import msgspec
 
-from ledger import cards
-from ledger.errors import InvalidRequest, PluginError
-from ledger.events import Checkpoint, Event, HeadRepaired, decode_event, decode_head
-from projections.node import (
+from resource_extend.ledger.errors import InvalidRequest, PluginError
+from resource_extend.ledger.events import Checkpoint, Event, HeadRepaired, decode_event, decode_head
+from resource_extend.projections.gpu import cards
+from resource_extend.projections.gpu.node import (
     BrokenStream,
     NodeState,
     apply,

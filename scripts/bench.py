@@ -31,12 +31,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ledger import wire
-from ledger.config import EtcdConfig
-from ledger.events import Event, Head, NodeAdded, UsageChanged, encode
-from ledger.keys import KeyLayout
-from ledger.resources import Resource
-from ledger.transport import HttpTransport
+from resource_extend.ledger import wire
+from resource_extend.ledger.config import EtcdConfig
+from resource_extend.ledger.events import Event, Head, NodeAdded, UsageChanged, encode
+from resource_extend.ledger.keys import KeyLayout
+from resource_extend.ledger.transport import HttpTransport
+from resource_extend.projections.gpu.resources import Resource
 from tests.etcd_server import Cluster, etcdctl_binary
 
 PRODUCT = "nvidia-3090"

@@ -118,7 +118,7 @@ def stop_helpers(only: str | None = None) -> list[str]:
     """Stop the resident helpers of this user's runtime directory (``$XDG_RUNTIME_DIR``, which
     the suite points at a directory of its own): all, or ``only`` the one serving that config.
     What was done to each, as ``resource-gpu helper --stop`` says it."""
-    from commands import helper, resident
+    from resource_extend.commands import helper, resident
 
     names = helper.sockets()
     if only is not None:

@@ -15,7 +15,7 @@ from tests.plugin import MODE, TRANSPORT, Plugin, R
 
 PROBE = """
 import sys
-from commands.main import main
+from resource_extend.commands.main import main
 try:
     main([{verb!r}])
 except SystemExit:
@@ -45,7 +45,7 @@ def modules_loaded_by(
 @pytest.mark.parametrize("verb", ["name", "verbs", "get-metrics-description", "calculate-remap"])
 def test_offline_verbs_load_neither_etcd_nor_metrics_libraries(verb: str) -> None:
     loaded = modules_loaded_by(verb)
-    assert "commands.meta" in loaded
+    assert "resource_extend.commands.meta" in loaded
     for heavy in ("etcd3", "grpc", "google.protobuf", "prometheus_client", "yaml"):
         assert heavy not in loaded, f"{verb} imported {heavy}"
 
@@ -53,9 +53,9 @@ def test_offline_verbs_load_neither_etcd_nor_metrics_libraries(verb: str) -> Non
 def test_a_storage_verb_loads_etcd_only_when_it_needs_it() -> None:
     # With no config file the verb fails before it opens etcd: the client is never imported.
     loaded = modules_loaded_by("get-node-resource-info", b'{"nodename": "n1"}')
-    assert "commands.queries" in loaded
+    assert "resource_extend.commands.queries" in loaded
     assert "etcd3" not in loaded
-    assert "commands.writes" not in loaded
+    assert "resource_extend.commands.writes" not in loaded
 
 
 # What a core call must not pay for: the click CLI always; PyYAML once the config's parsed
@@ -89,14 +89,14 @@ def test_a_core_call_loads_only_what_its_transport_needs(
         # Once the helper is up (the first calls start it), a call is a thin client.
         for _ in range(100):
             loaded = modules_loaded_by(verb, request, str(plugin.config))
-            if "ledger.store" not in loaded:
+            if "resource_extend.ledger.store" not in loaded:
                 break
             time.sleep(0.1)
-        for heavy in ("click", "msgspec", "yaml", "ledger.store", *GRPC_STACK):
+        for heavy in ("click", "msgspec", "yaml", "resource_extend.ledger.store", *GRPC_STACK):
             assert heavy not in loaded, f"{verb} through the resident helper imported {heavy}"
         return
     loaded = modules_loaded_by(verb, request, str(plugin.config))
-    assert "ledger.store" in loaded, "the verb did not reach etcd"
+    assert "resource_extend.ledger.store" in loaded, "the verb did not reach etcd"
     for heavy in NOT_IN_PROCESS:
         assert heavy not in loaded, f"{verb} imported {heavy}"
     if TRANSPORT == "http":
@@ -110,7 +110,7 @@ def test_a_core_call_loads_only_what_its_transport_needs(
 WITHOUT_GRPC = """
 import sys
 sys.modules["etcd3"] = None  # as on an install without the grpc extra
-from commands.main import main
+from resource_extend.commands.main import main
 main(["get-node-resource-info"])
 """
 

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from ledger import wire
-from ledger.compaction import compact
-from ledger.config import EtcdConfig
-from ledger.events import decode_event
-from ledger.store import Store
+from resource_extend.ledger import wire
+from resource_extend.ledger.compaction import compact
+from resource_extend.ledger.config import EtcdConfig
+from resource_extend.ledger.events import decode_event
+from resource_extend.ledger.store import Store
 from tests.audit.helpers import (
     Doc,
     G,

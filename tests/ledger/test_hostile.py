@@ -34,8 +34,8 @@ from etcd3 import etcdrpc
 from hypothesis import HealthCheck, currently_in_test_context, event, given, settings
 from hypothesis import strategies as st
 
-from commands.main import main
-from commands.registry import CORE_VERBS, HIDDEN_VERBS
+from resource_extend.commands.main import main
+from resource_extend.commands.registry import CORE_VERBS, HIDDEN_VERBS
 from tests.etcdkv import RPC_TIMEOUT, Etcd, prefix_end, upstream_head
 from tests.plugin import Plugin, R
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from commands import resident
+from resource_extend.commands import resident
 from tests.plugin import Plugin, R, kill_helpers_for, stop_helpers
 
 ROOT = Path(__file__).resolve().parents[2]

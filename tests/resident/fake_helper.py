@@ -23,7 +23,7 @@ import sys
 import threading
 from typing import Any
 
-from commands import resident, residentd, rundir
+from resource_extend.commands import resident, residentd, rundir
 
 FAULTS = ("dies-before-answering", "hangs-after-writing", "hangs-before-writing")
 
@@ -39,8 +39,8 @@ class Faulty(residentd.Helper):
 
 
 def hang_around_writes(fault: str) -> None:
-    from ledger import wire
-    from ledger.store import Store
+    from resource_extend.ledger import wire
+    from resource_extend.ledger.store import Store
 
     send = Store._txn
     never = threading.Event()

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from commands import resident
+from resource_extend.commands import resident
 from tests.etcdkv import Etcd
 from tests.plugin import MODE, Plugin, R, counts
 from tests.resident.conftest import (

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from commands import resident
+from resource_extend.commands import resident
 from tests.etcdkv import Etcd
 from tests.plugin import Plugin, counts
 from tests.resident.conftest import (

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from ledger.cards import Cards
-from projections.node import NodeState
+from resource_extend.projections.gpu.cards import Cards
+from resource_extend.projections.gpu.node import NodeState
 
 P70, P90 = "nvidia-3070", "nvidia-3090"
 EIGHT = NodeState(capacity={P70: 4, P90: 4})

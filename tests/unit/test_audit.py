@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from msgspec.structs import replace
 
-from ledger.errors import InvalidRequest, PluginError
-from ledger.events import (
+from resource_extend.ledger.errors import InvalidRequest, PluginError
+from resource_extend.ledger.events import (
     Change,
     Checkpoint,
     Event,
@@ -23,9 +23,9 @@ from ledger.events import (
     UsageSet,
     encode,
 )
-from ledger.resources import Resource
-from projections import audit
-from projections.node import NodeState, fold
+from resource_extend.projections import audit
+from resource_extend.projections.gpu.node import NodeState, fold
+from resource_extend.projections.gpu.resources import Resource
 from tests.unit.strategies import FAST, positive_maps, signed_maps
 
 T0 = datetime(2026, 11, 29, 3, 0, tzinfo=timezone.utc)

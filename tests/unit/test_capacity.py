@@ -9,10 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger import cards
-from ledger.cards import Cards
-from ledger.errors import NotEnoughResource, PluginError
-from projections.capacity import (
+from resource_extend.ledger.errors import NotEnoughResource, PluginError
+from resource_extend.projections.gpu import cards
+from resource_extend.projections.gpu.capacity import (
     IDLE_PRIORITY,
     UNBOUNDED,
     DeployCapacity,
@@ -24,7 +23,8 @@ from projections.capacity import (
     plan_deploy,
     plan_realloc,
 )
-from projections.node import NodeState
+from resource_extend.projections.gpu.cards import Cards
+from resource_extend.projections.gpu.node import NodeState
 from tests.unit.strategies import (
     EIGHT,
     FAST,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger import cards
-from ledger.cards import Cards
+from resource_extend.projections.gpu import cards
+from resource_extend.projections.gpu.cards import Cards
 from tests.unit.strategies import FAST, signed_maps
 
 

@@ -12,9 +12,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger.config import DEFAULT_FILE, ENV_VAR, MAX_CONFIG_BYTES, config_path, load, parse
-from ledger.endpoints import Endpoint
-from ledger.errors import PluginError
+from resource_extend.ledger.config import (
+    DEFAULT_FILE,
+    ENV_VAR,
+    MAX_CONFIG_BYTES,
+    config_path,
+    load,
+    parse,
+)
+from resource_extend.ledger.endpoints import Endpoint
+from resource_extend.ledger.errors import PluginError
 from tests.unit.strategies import FAST
 
 MINIMAL = 'etcd:\n  machines: ["http://127.0.0.1:2379"]\n'
@@ -313,8 +320,8 @@ def test_parse_resolves_against_base_or_leaves_relative_paths_to_the_working_dir
 
 IN_CHILD = """
 import sys
-from ledger.config import load
-from ledger.errors import PluginError
+from resource_extend.ledger.config import load
+from resource_extend.ledger.errors import PluginError
 try:
     load(sys.argv[1])
 except PluginError as exc:

@@ -5,10 +5,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 
-from ledger import cards
-from ledger.cards import Cards
-from ledger.errors import InvalidRequest, NodeExists, NodeNotFound, PluginError
-from ledger.events import (
+from resource_extend.ledger.errors import InvalidRequest, NodeExists, NodeNotFound, PluginError
+from resource_extend.ledger.events import (
     CapacityChanged,
     CapacitySet,
     NodeAdded,
@@ -18,9 +16,10 @@ from ledger.events import (
     UsageRebuilt,
     UsageSet,
 )
-from projections import decide
-from projections.diffs import usage_diffs
-from projections.node import NodeState, apply
+from resource_extend.projections.gpu import cards, decide
+from resource_extend.projections.gpu.cards import Cards
+from resource_extend.projections.gpu.diffs import usage_diffs
+from resource_extend.projections.gpu.node import NodeState, apply
 from tests.unit.strategies import EIGHT, FAST, P70, P90, held_maps, signed_maps
 
 R: Cards = {P70: 1}

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from hypothesis import given
 
-from ledger import cards
-from ledger.cards import Cards
-from projections.diffs import usage_diffs
+from resource_extend.projections.gpu import cards
+from resource_extend.projections.gpu.cards import Cards
+from resource_extend.projections.gpu.diffs import usage_diffs
 from tests.unit.strategies import FAST, P70, P90, held_maps
 
 

@@ -10,8 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger.cards import Cards
-from ledger.events import (
+from resource_extend.ledger.events import (
     KINDS,
     SCHEMA_VERSION,
     Adopted,
@@ -34,7 +33,8 @@ from ledger.events import (
     decode_head,
     encode,
 )
-from ledger.resources import Resource
+from resource_extend.projections.gpu.cards import Cards
+from resource_extend.projections.gpu.resources import Resource
 from tests.unit.strategies import FAST, held_maps, signed_maps
 
 AT = datetime(2024, 5, 17, 12, 30, 45, 123456, tzinfo=timezone.utc)

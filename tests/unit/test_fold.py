@@ -8,9 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger import cards
-from ledger.cards import Cards
-from ledger.events import (
+from resource_extend.ledger.events import (
     Adopted,
     CapacityChanged,
     CapacitySet,
@@ -23,7 +21,9 @@ from ledger.events import (
     UsageRebuilt,
     UsageSet,
 )
-from projections.node import BrokenStream, NodeState, apply, fold
+from resource_extend.projections.gpu import cards
+from resource_extend.projections.gpu.cards import Cards
+from resource_extend.projections.gpu.node import BrokenStream, NodeState, apply, fold
 from tests.unit.strategies import FAST, held_maps, signed_maps
 
 AT = datetime(2024, 1, 1, tzinfo=timezone.utc)

@@ -6,8 +6,14 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from ledger.errors import InvalidRequest, PluginError
-from ledger.keys import MAX_NODE_NAME, SEQ_WIDTH, KeyLayout, check_node_name, range_end
+from resource_extend.ledger.errors import InvalidRequest, PluginError
+from resource_extend.ledger.keys import (
+    MAX_NODE_NAME,
+    SEQ_WIDTH,
+    KeyLayout,
+    check_node_name,
+    range_end,
+)
 from tests.unit.strategies import FAST
 
 SEQS = st.integers(min_value=0, max_value=10**SEQ_WIDTH - 1)

@@ -8,10 +8,16 @@ import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger import cards
-from ledger.cards import Cards
-from projections.metrics import DESCRIPTIONS, LABELS, Metric, node_metrics, statsd_safe
-from projections.node import NodeState
+from resource_extend.projections.gpu import cards
+from resource_extend.projections.gpu.cards import Cards
+from resource_extend.projections.gpu.metrics import (
+    DESCRIPTIONS,
+    LABELS,
+    Metric,
+    node_metrics,
+    statsd_safe,
+)
+from resource_extend.projections.gpu.node import NodeState
 from tests.unit.strategies import EIGHT, FAST, P70, P90, held_maps
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from commands import requests
+from resource_extend.commands import requests
 
 
 @pytest.mark.parametrize(

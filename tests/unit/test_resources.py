@@ -7,9 +7,9 @@ from collections.abc import Callable
 import msgspec
 import pytest
 
-from ledger.cards import Cards
-from ledger.errors import InvalidRequest, PluginError
-from ledger.resources import (
+from resource_extend.ledger.errors import InvalidRequest, PluginError
+from resource_extend.projections.gpu.cards import Cards
+from resource_extend.projections.gpu.resources import (
     MAX_COUNT,
     MAX_PRODUCT_LENGTH,
     Resource,

@@ -7,10 +7,8 @@ is appended).
 
 from __future__ import annotations
 
-from ledger import cards
-from ledger.cards import Cards
-from ledger.errors import InvalidRequest, NodeExists, NodeNotFound
-from ledger.events import (
+from resource_extend.ledger.errors import InvalidRequest, NodeExists, NodeNotFound
+from resource_extend.ledger.events import (
     CapacityChanged,
     CapacitySet,
     Change,
@@ -21,9 +19,11 @@ from ledger.events import (
     UsageRebuilt,
     UsageSet,
 )
-from ledger.resources import MAX_COUNT
-from projections.diffs import usage_diffs
-from projections.node import NodeState
+from resource_extend.projections.gpu import cards
+from resource_extend.projections.gpu.cards import Cards
+from resource_extend.projections.gpu.diffs import usage_diffs
+from resource_extend.projections.gpu.node import NodeState
+from resource_extend.projections.gpu.resources import MAX_COUNT
 
 
 def existing(node: str, state: NodeState | None) -> NodeState:

@@ -6,9 +6,7 @@ from collections.abc import Iterable
 
 import msgspec
 
-from ledger import cards
-from ledger.cards import Cards
-from ledger.events import (
+from resource_extend.ledger.events import (
     Adopted,
     CapacityChanged,
     CapacitySet,
@@ -24,8 +22,10 @@ from ledger.events import (
     UsageRebuilt,
     UsageSet,
 )
-from ledger.events import Snapshot as StateSnapshot
-from ledger.resources import Resource
+from resource_extend.ledger.events import Snapshot as StateSnapshot
+from resource_extend.projections.gpu import cards
+from resource_extend.projections.gpu.cards import Cards
+from resource_extend.projections.gpu.resources import Resource
 
 
 class NodeState(msgspec.Struct, frozen=True, kw_only=True):

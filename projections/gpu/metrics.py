@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from projections.node import NodeState
+from resource_extend.projections.gpu.node import NodeState
 
 LABELS = ["podname", "nodename", "product"]
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ledger import cards
-from ledger.cards import Cards
+from resource_extend.projections.gpu import cards
+from resource_extend.projections.gpu.cards import Cards
 
 
 def usage_diffs(usage: Cards, workloads_sum: Cards) -> list[str]:

@@ -12,8 +12,8 @@ from typing import Annotated
 
 import msgspec
 
-from ledger.cards import Cards, normalised
-from ledger.errors import InvalidRequest
+from resource_extend.ledger.errors import InvalidRequest
+from resource_extend.projections.gpu.cards import Cards, normalised
 
 MAX_COUNT = 1_000_000
 """No node has a million cards of a model; larger numbers are typos or hostile input."""

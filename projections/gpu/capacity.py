@@ -6,10 +6,10 @@ from collections.abc import Mapping
 
 import msgspec
 
-from ledger import cards
-from ledger.cards import Cards
-from ledger.errors import NotEnoughResource
-from projections.node import NodeState
+from resource_extend.ledger.errors import NotEnoughResource
+from resource_extend.projections.gpu import cards
+from resource_extend.projections.gpu.cards import Cards
+from resource_extend.projections.gpu.node import NodeState
 
 UNBOUNDED = 1_000_000
 """What a node reports for a request without cards: GPU never limits such a workload."""

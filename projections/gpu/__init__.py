@@ -1,0 +1,1 @@
+"""GPUs by product model: the first resource kind."""

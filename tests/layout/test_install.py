@@ -1,0 +1,58 @@
+"""What ``pip install`` puts in site-packages: one package, ``resource_extend``, and no generic
+top-level names; the gRPC client is an extra, not a dependency."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
+    # A copy of what the build reads: setuptools leaves a build/ folder in the source tree.
+    source = tmp_path_factory.mktemp("source")
+    for name in ("pyproject.toml", "README.md", "scripts/resource-gpu"):
+        (source / name).parent.mkdir(exist_ok=True)
+        shutil.copy(ROOT / name, source / name)
+    for layer in ("ledger", "commands", "projections"):
+        shutil.copytree(ROOT / layer, source / layer, ignore=shutil.ignore_patterns("__pycache__"))
+    out = tmp_path_factory.mktemp("wheel")
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
+    build = ["wheel", "--quiet", "--no-deps", "--no-build-isolation", "--wheel-dir", str(out)]
+    subprocess.run([*pip, *build, str(source)], check=True)
+    (built,) = out.glob("*.whl")
+    return zipfile.ZipFile(built)
+
+
+def test_site_packages_gains_one_top_level_package(wheel: zipfile.ZipFile) -> None:
+    tops = {name.split("/")[0] for name in wheel.namelist()}
+    code = {top for top in tops if not top.endswith((".dist-info", ".data"))}
+    assert code == {"resource_extend"}
+    for layer in ("ledger", "commands", "projections", "projections/gpu"):
+        assert f"resource_extend/{layer}/__init__.py" in wheel.namelist()
+
+
+def test_the_command_is_installed(wheel: zipfile.ZipFile) -> None:
+    (script,) = [n for n in wheel.namelist() if n.endswith(".data/scripts/resource-gpu")]
+    assert b"from resource_extend.commands.main import main" in wheel.read(script)
+
+
+def test_grpc_is_an_extra(wheel: zipfile.ZipFile) -> None:
+    (metadata,) = [n for n in wheel.namelist() if n.endswith(".dist-info/METADATA")]
+    requires = [
+        line.split(":", 1)[1].strip()
+        for line in wheel.read(metadata).decode().splitlines()
+        if line.startswith("Requires-Dist:")
+    ]
+    always = [r for r in requires if "extra ==" not in r]
+    assert always and not [r for r in always if r.startswith(("etcd3", "grpcio", "protobuf"))]
+    grpc = [r for r in requires if 'extra == "grpc"' in r]
+    assert {re.split(r"[^\w.-]", r)[0] for r in grpc} == {"etcd3", "grpcio", "protobuf"}
