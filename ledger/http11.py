@@ -97,26 +97,31 @@ class Connection:
         return line
 
     def _exactly(self, size: int) -> bytes:
+        if size < 0:  # a slice would take all but the last bytes: a body cut short
+            raise HTTPError(f"negative length in the reply: {size}")
         while len(self._buffer) < size:
             self._fill()
         data, self._buffer = self._buffer[:size], self._buffer[size:]
         return data
 
     def _read_response(self) -> Response:
-        version, status, *reason = self._line().decode("latin-1").split(" ", 2)
-        if not version.startswith("HTTP/1."):
-            raise HTTPError(f"not an HTTP/1.x reply: {version!r}")
-        headers: dict[str, str] = {}
-        while line := self._line():
-            name, _, value = line.decode("latin-1").partition(":")
-            headers[name.strip().lower()] = value.strip()
+        code = 100
+        while 100 <= code < 200:  # 1xx replies are interim, even unasked (RFC 9110 §15.2)
+            version, status, *reason = self._line().decode("latin-1").split(" ", 2)
+            if not version.startswith("HTTP/1."):
+                raise HTTPError(f"not an HTTP/1.x reply: {version!r}")
+            code = int(status)
+            headers: dict[str, str] = {}
+            while line := self._line():
+                name, _, value = line.decode("latin-1").partition(":")
+                headers[name.strip().lower()] = value.strip()
         if "chunked" in headers.get("transfer-encoding", "").lower():
             body = self._chunked()
         else:
             body = self._exactly(int(headers.get("content-length", "0")))
         if headers.get("connection", "").lower() == "close":
             self.close()
-        return Response(int(status), reason[0] if reason else "", body)
+        return Response(code, reason[0] if reason else "", body)
 
     def _chunked(self) -> bytes:
         parts = []
