@@ -44,8 +44,9 @@ def cli(config: str | None) -> None:
     \b
     Core runs one verb per call:  resource-gpu VERB < request.json
 
-    Every change to a node is an event under <prefix>/resource/gpu/<node>/events/, appended
-    with compare-and-swap; capacity and usage are their fold. Verbs print one JSON answer on
+    Every change to a node is an event under <prefix>/resource-events/gpu/<node>/, appended
+    with compare-and-swap; capacity and usage are their fold, kept in the node's record at
+    <prefix>/resource/gpu/<node>, where the upstream plugin keeps it. Verbs print one JSON answer on
     success and one line on stderr (exit 1) on failure.
 
     \b
@@ -57,6 +58,7 @@ def cli(config: str | None) -> None:
       resource-gpu export NODE > NODE.jsonl        the stream as JSON lines
       resource-gpu compact NODE... | --all --keep N [--export-dir DIR] [--min-age S]
       resource-gpu helper [--stop] [--all]         the resident helper serving core's calls
+      resource-gpu migrate [--dry-run]             move streams written by release 0.1
     POINT is a seq or an RFC 3339 time. Run "resource-gpu COMMAND --help" for each.
     """
 

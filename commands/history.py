@@ -9,8 +9,11 @@ import click
 import msgspec
 
 from resource_extend.commands.protocol import Session, click_config, run
+from resource_extend.ledger import audit
 from resource_extend.ledger.errors import PluginError
-from resource_extend.ledger.events import (
+from resource_extend.ledger.keys import check_node_name
+from resource_extend.projections.gpu import cards
+from resource_extend.projections.gpu.events import (
     KINDS,
     Adopted,
     CapacityChanged,
@@ -25,9 +28,6 @@ from resource_extend.ledger.events import (
     UsageRebuilt,
     UsageSet,
 )
-from resource_extend.ledger.keys import check_node_name
-from resource_extend.projections import audit
-from resource_extend.projections.gpu import cards
 from resource_extend.projections.gpu.node import NodeState
 
 if TYPE_CHECKING:
@@ -168,7 +168,7 @@ def history(
         events = stream_of(session, node).events
         if not events:
             return [] if as_json_output else NOT_ADOPTED
-        rows = list(zip(events, audit.states(events), strict=True))
+        rows = list(zip(events, audit.states(session.kind, events), strict=True))
         first = events[0]
         if (
             end is not None

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from resource_extend.ledger.config import Config
     from resource_extend.ledger.events import Change
     from resource_extend.ledger.store import Appended, Resume, Store, WriteHook
-    from resource_extend.projections.gpu.node import NodeState
+    from resource_extend.projections.gpu.node import GpuKind, NodeState
 
 PROG = "resource-gpu"
 EXIT_FAILURE = 1
@@ -83,15 +83,22 @@ class Session:
         return config.load(self._config_path, copies=RuntimeCopies())
 
     @cached_property
-    def store(self) -> Store:
+    def kind(self) -> GpuKind:
+        """The resource kind this program serves."""
+        from resource_extend.projections.gpu.node import GPU
+
+        return GPU
+
+    @cached_property
+    def store(self) -> Store[NodeState]:
         settings = self.config.etcd  # a config error must not cost the etcd client's import
         from resource_extend.ledger.store import Store
 
-        return Store(settings, write_hook=self._write_hook, by=self._caller)
+        return Store(settings, self.kind, write_hook=self._write_hook, by=self._caller)
 
     def append(
         self, node: str, verb: str, decide: Callable[[NodeState | None], Change | None]
-    ) -> Appended:
+    ) -> Appended[NodeState]:
         """``store.append``, then keep the stream within ``streams.max_events``.
 
         Compaction here is best effort and quiet: the verb has succeeded, and stdout and stderr

@@ -45,6 +45,7 @@ AUDITOR_COMMANDS: dict[str, str] = {
     "verify": "resource_extend.commands.verify:verify",
     "export": "resource_extend.commands.history:export",
     "compact": "resource_extend.commands.verify:compact",
+    "migrate": "resource_extend.commands.migrate:migrate",
     "helper": "resource_extend.commands.helper:helper",
 }
 """Commands for people (auditors, operators); not offered to core."""

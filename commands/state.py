@@ -10,10 +10,10 @@ import msgspec
 from resource_extend.commands.answers import node_resources
 from resource_extend.commands.history import NOT_ADOPTED, POINT_HELP, columns, stream_of
 from resource_extend.commands.protocol import Session, click_config, run
+from resource_extend.ledger import audit
 from resource_extend.ledger.errors import PluginError
-from resource_extend.ledger.events import decode_head
-from resource_extend.projections import audit
 from resource_extend.projections.gpu import cards
+from resource_extend.projections.gpu.events import decode_head
 from resource_extend.projections.gpu.node import NodeState, state_of_head
 
 
@@ -43,7 +43,9 @@ def show(node: str, at: str | None, as_json_output: bool) -> None:
         events = stream_of(session, node).events
         if not events:
             raise PluginError(NOT_ADOPTED)
-        event, after = audit.state_at(events, events[-1].seq if point is None else point)
+        event, after = audit.state_at(
+            session.kind, events, events[-1].seq if point is None else point
+        )
         if after is None:
             raise PluginError(f"the node did not exist after seq {event.seq} ({event.kind})")
         if as_json_output:
@@ -72,8 +74,9 @@ def nodes(as_json_output: bool) -> None:
 
     \b
     STATE is live (a head and its stream), removed (only a stream: remove-node keeps it),
-    upstream (a record of the upstream plugin, adopted on its first write), or unreadable (the
-    head is not valid JSON: see verify --repair). EVENTS is the
+    upstream (a record of the upstream plugin, adopted on its first write), unreadable (the
+    head is not valid JSON: see verify --repair), or 0.1-layout (its stream is where release
+    0.1 kept it: see migrate). One paged range reads every head. EVENTS is the
     stream's length (a compacted stream counts its checkpoint), SEQ its last event.
     --json prints [{"nodename", "state", "capacity": R, "usage": R, "events", "seq"}, ...]
     sorted by name.
@@ -81,10 +84,9 @@ def nodes(as_json_output: bool) -> None:
 
     def listing(session: Session) -> Any:
         store = session.store
-        known = store.list_nodes()
+        known, heads = store.survey()
         names = sorted(known)
-        heads = store.raw_heads(name for name in names if known[name].head)
-        bounds = store.stream_bounds(name for name in names if known[name].stream)
+        bounds = store.stream_bounds(n for n in names if known[n].stream and not known[n].legacy)
         rows = []
         for name in names:
             raw = heads.get(name)
@@ -94,6 +96,8 @@ def nodes(as_json_output: bool) -> None:
                 status = "removed" if raw is None else "live" if stream else "upstream"
             except msgspec.DecodeError:
                 state, status = NodeState(), "unreadable"
+            if known[name].legacy:
+                status = "0.1-layout"
             rows.append(
                 {
                     "nodename": name,

@@ -7,17 +7,18 @@ import click
 import msgspec
 
 from resource_extend.commands.protocol import Session, click_config, respond, run
-from resource_extend.ledger import export
+from resource_extend.ledger import audit, export
 from resource_extend.ledger.errors import PluginError
-from resource_extend.ledger.events import Checkpoint, Event
 from resource_extend.ledger.keys import check_node_name
+from resource_extend.ledger.kinds import Kind
 from resource_extend.ledger.store import Store
-from resource_extend.projections import audit
+from resource_extend.projections.gpu.events import Checkpoint, Event
+from resource_extend.projections.gpu.node import NodeState
 
 REPAIR_ATTEMPTS = 5
 
 
-def _targets(store: Store, nodes: tuple[str, ...], every: bool, which: str) -> list[str]:
+def _targets(store: Store[NodeState], nodes: tuple[str, ...], every: bool, which: str) -> list[str]:
     if every == bool(nodes):
         raise PluginError(f"name the nodes to {which}, or pass --all (not both)")
     if every:
@@ -37,7 +38,7 @@ class Verified(msgspec.Struct):
     exports_elsewhere: int = 0
 
 
-def _verify_head(store: Store, node: str, repair: bool, found: Verified) -> Event | None:
+def _verify_head(store: Store[NodeState], node: str, repair: bool, found: Verified) -> Event | None:
     """Check (and repair) the node's head against its stream; the stream's first event."""
     for _ in range(REPAIR_ATTEMPTS):
         stream = store.read_stream(node)
@@ -46,7 +47,7 @@ def _verify_head(store: Store, node: str, repair: bool, found: Verified) -> Even
             found.agrees = False
             return None
         first = stream.events[0] if stream.events else None
-        verdict = audit.check(stream.head, stream.events)
+        verdict = audit.check(store.kind, stream.head, stream.events)
         if not verdict.problems:
             return first
         report = "; ".join(verdict.problems)
@@ -69,7 +70,9 @@ def _verify_head(store: Store, node: str, repair: bool, found: Verified) -> Even
     return None
 
 
-def _verify_exports(node: str, checkpoint: Event, repair: bool, found: Verified) -> None:
+def _verify_exports(
+    kind: Kind[NodeState], node: str, checkpoint: Event, repair: bool, found: Verified
+) -> None:
     """Follow the chain of exports from ``checkpoint`` back to event 1, checking each one this
     host holds (``audit.check_export``); with ``repair``, publish one an interrupted
     compaction left unpublished, once its content checks out."""
@@ -89,7 +92,7 @@ def _verify_exports(node: str, checkpoint: Event, repair: bool, found: Verified)
             found.agrees = False
             return
         found.exports_read += 1
-        checked = audit.check_export(current, file.path.name, file.lines)
+        checked = audit.check_export(kind, current, file.path.name, file.lines)
         if checked.problems:
             found.findings.append(f"{what}: {'; '.join(checked.problems)}")
             found.agrees = False
@@ -109,11 +112,11 @@ def _verify_exports(node: str, checkpoint: Event, repair: bool, found: Verified)
         current = checked.previous
 
 
-def _verify_one(store: Store, node: str, repair: bool) -> Verified:
+def _verify_one(store: Store[NodeState], node: str, repair: bool) -> Verified:
     found = Verified()
     first = _verify_head(store, node, repair, found)
     if first is not None and isinstance(first.change, Checkpoint):
-        _verify_exports(node, first, repair, found)
+        _verify_exports(store.kind, node, first, repair, found)
     return found
 
 

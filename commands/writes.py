@@ -10,10 +10,10 @@ from resource_extend.commands import requests
 from resource_extend.commands.answers import node_resources, workloads_sum
 from resource_extend.commands.protocol import Session, verb
 from resource_extend.ledger.errors import InvalidRequest
-from resource_extend.ledger.events import UsageRebuilt
 from resource_extend.ledger.keys import check_node_name
 from resource_extend.projections.gpu import cards, decide
 from resource_extend.projections.gpu.cards import Cards
+from resource_extend.projections.gpu.events import UsageRebuilt
 from resource_extend.projections.gpu.node import NodeState
 from resource_extend.projections.gpu.resources import (
     Resource,

@@ -22,14 +22,14 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
-from resource_extend.ledger import export
+from resource_extend.ledger import audit, export
 from resource_extend.ledger.errors import Contention, OutcomeUnknown, PluginError, StoreError
-from resource_extend.ledger.events import Event
+from resource_extend.ledger.events import AnyEvent as Event
 from resource_extend.ledger.store import Store, Stream, new_op
-from resource_extend.projections import audit
 
 ATTEMPTS = 5
 """Compactions race only with compactions (appends never touch the keys they replace)."""
@@ -43,7 +43,7 @@ class Compacted(msgspec.Struct, frozen=True):
 
 
 def compact(
-    store: Store,
+    store: Store[Any],
     node: str,
     *,
     keep: int,
@@ -75,7 +75,9 @@ class _Raced(Exception):
     """Another compaction of the node committed first: read again and start over."""
 
 
-def _to_cut(store: Store, node: str, *, keep: int, min_age: float, at_least: int) -> Stream | None:
+def _to_cut(
+    store: Store[Any], node: str, *, keep: int, min_age: float, at_least: int
+) -> Stream | None:
     """The events to replace, from the stream's first to the cut, read at one revision (None:
     too few)."""
     record = store.read(node, with_first=True)
@@ -101,16 +103,18 @@ def _to_cut(store: Store, node: str, *, keep: int, min_age: float, at_least: int
     if stream.events[-1].seq != through:
         raise PluginError(
             f"cannot compact: event {through} is missing from the stream "
-            f"(see: resource-gpu verify {node})",
+            f"(see: {store.kind.program} verify {node})",
             node=node,
         )
     return stream
 
 
-def _replace(store: Store, node: str, stream: Stream, export_dir: str, verb: str) -> Compacted:
+def _replace(store: Store[Any], node: str, stream: Stream, export_dir: str, verb: str) -> Compacted:
     """Export ``stream.events``, then replace them by a checkpoint (``_Raced`` when another
     compaction came first: the temporary export is gone again)."""
-    change = audit.checkpoint_for(stream.events, export="")  # refuses a stream with gaps
+    change = audit.checkpoint_for(
+        store.kind, stream.events, export=""
+    )  # refuses a stream with gaps
     op = new_op()
     path = export.write_partial(export_dir, node, stream.raw_events, stream.events, op)
     change = msgspec.structs.replace(change, export=export.location(path))
@@ -129,7 +133,7 @@ def _replace(store: Store, node: str, stream: Stream, export_dir: str, verb: str
     return Compacted(first=change.first, checkpoint=checkpoint)
 
 
-def _settle(store: Store, node: str, checkpoint: Event, path: Path) -> bool:
+def _settle(store: Store[Any], node: str, checkpoint: Event, path: Path) -> bool:
     """Whether the compaction whose answer was lost committed: the event at the cut is its
     checkpoint (same operation id). Anything else there means it did not; nothing there (a
     later compaction removed it already) or no answer leaves it unknown, and the temporary
@@ -139,7 +143,7 @@ def _settle(store: Store, node: str, checkpoint: Event, path: Path) -> bool:
         return OutcomeUnknown(
             f"compaction {checkpoint.op} was sent but its answer was lost, and {why}; its "
             f"export stays unpublished as {str(export.partial_of(path))!r}, which "
-            f"'resource-gpu verify {node} --repair' publishes if a checkpoint names it",
+            f"'{store.kind.program} verify {node} --repair' publishes if a checkpoint names it",
             node=node,
         )
 

@@ -23,7 +23,7 @@ from urllib.parse import quote
 import msgspec
 
 from resource_extend.ledger.errors import PluginError
-from resource_extend.ledger.events import Event
+from resource_extend.ledger.events import AnyEvent as Event
 
 PARTIAL = ".partial"
 """The suffix of an export whose compaction has not been seen to commit."""

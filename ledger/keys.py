@@ -1,8 +1,12 @@
-"""Where things live in etcd (P = ``etcd.prefix``).
+"""Where things live in etcd (P = ``etcd.prefix``, K = the resource kind: ``gpu``, ...).
 
-* ``P/resource/gpu/<node>``: the head, in the upstream plugin's JSON shape plus ``seq``.
-* ``P/resource/gpu/<node>/events/<seq>``: one key per event, ``seq`` zero-padded so a prefix
+* ``P/resource/K/<node>``: the head, where the upstream plugin keeps its node record, in its
+  JSON shape plus ``seq``. Nothing else lives under ``P/resource/K/``: a prefix range there
+  lists the node records, as it does with the upstream plugin.
+* ``P/resource-events/K/<node>/<seq>``: one key per event, ``seq`` zero-padded so a prefix
   range returns the stream in order.
+* ``P/resource/K/<node>/events/<seq>``: where release 0.1 kept the events (under the head).
+  ``resource-gpu migrate`` moves them; see :mod:`ledger.migration`.
 """
 
 from __future__ import annotations
@@ -24,16 +28,27 @@ def range_end(prefix: bytes) -> bytes:
 
 class KeyLayout(msgspec.Struct, frozen=True):
     prefix: str = "/eru"
+    kind: str = "gpu"
 
     @property
     def root(self) -> bytes:
-        return f"{self.prefix.rstrip('/')}/resource/gpu/".encode()
+        """The prefix of every head, and of nothing else (once 0.1 streams are migrated)."""
+        return f"{self.prefix.rstrip('/')}/resource/{self.kind}/".encode()
+
+    @property
+    def events_root(self) -> bytes:
+        """The prefix of every stream."""
+        return f"{self.prefix.rstrip('/')}/resource-events/{self.kind}/".encode()
 
     def head(self, node: str) -> bytes:
         return self.root + node.encode()
 
     def events(self, node: str) -> bytes:
         """The prefix of the node's event keys."""
+        return self.events_root + node.encode() + b"/"
+
+    def legacy_events(self, node: str) -> bytes:
+        """The prefix of the node's event keys in release 0.1's layout (under the head)."""
         return self.head(node) + b"/events/"
 
     def event(self, node: str, seq: int) -> bytes:

@@ -21,53 +21,34 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
-from typing import Literal, TypeVar
+from typing import Generic, TypeVar
 
 import msgspec
 
-from resource_extend.ledger import wire
+from resource_extend.ledger import migration, wire
+from resource_extend.ledger.audit import apply, fold
 from resource_extend.ledger.config import EtcdConfig
+from resource_extend.ledger.connection import Ambiguous, OutOfTime
 from resource_extend.ledger.errors import Contention, OutcomeUnknown, StoreError
-from resource_extend.ledger.events import (
-    Adopted,
-    Change,
-    Checkpoint,
-    Event,
-    Head,
-    decode_event,
-    decode_head,
-    encode,
-)
+from resource_extend.ledger.events import AnyEvent, Change, Checkpoint, encode
 from resource_extend.ledger.keys import KeyLayout, range_end
-from resource_extend.ledger.transport import (
-    Refused,
-    Transport,
-    Unavailable,
-    endpoint_of,
-    open_transport,
-)
-from resource_extend.projections.gpu.node import NodeState, apply, fold, state_of_head
-from resource_extend.projections.gpu.resources import Resource
+from resource_extend.ledger.kinds import Head, Kind
+from resource_extend.ledger.migration import not_migrated
+from resource_extend.ledger.scans import Scans
+from resource_extend.ledger.transport import Transport
 
-Reply = TypeVar("Reply", wire.RangeResponse, wire.TxnResponse)
-
-MAX_TXN_OPS = 128
-"""etcd's default ``--max-txn-ops``: no transaction here carries more operations."""
-
-PASS_BACKOFF = (0.1, 0.3, None)
-"""A read goes round all endpoints up to three times, pausing this long (s) between rounds."""
-
-READERS = 4
-"""Connections that read a many-node request's batches in parallel."""
+S = TypeVar("S", bound=msgspec.Struct)
+"""The node state of the store's resource kind."""
+Event = AnyEvent
 
 EVENT_PAGE = 1000
 """Events per range request when reading a stream (keeps replies far below gRPC's 4 MiB)."""
 
 
-class NodeRecord(msgspec.Struct, frozen=True):
+class NodeRecord(msgspec.Struct, Generic[S], frozen=True):
     """What one read of a node returns: its state and where its stream and head stand."""
 
-    state: NodeState | None
+    state: S | None
     seq: int
     """The last event's position (0 for an empty stream)."""
     first: int | None
@@ -77,11 +58,13 @@ class NodeRecord(msgspec.Struct, frozen=True):
     """The head's ``mod_revision`` (0 when there is no head)."""
     upstream: bool
     """The head was written by the upstream plugin (it has no ``seq``): adopt it on write."""
+    legacy: int = 0
+    """How many of its events are still in release 0.1's layout (``ledger.migration``)."""
 
 
-class Appended(msgspec.Struct, frozen=True):
-    before: NodeState | None
-    after: NodeState | None
+class Appended(msgspec.Struct, Generic[S], frozen=True):
+    before: S | None
+    after: S | None
     events: list[Event]
     """Empty when the request changed nothing."""
     length: int | None
@@ -115,233 +98,80 @@ class Stream(msgspec.Struct, frozen=True):
     """The seq of the event the read stopped before (``read_stream``'s ``stop``), if any."""
 
 
-class NodeKeys(msgspec.Struct, frozen=True):
-    """What etcd holds for a node: a head, a stream, or both."""
-
-    head: bool = False
-    stream: bool = False
-
-
-class StreamBounds(msgspec.Struct, frozen=True):
-    count: int
-    first: int
-    last: int
-
-
-class _Ambiguous(Exception):
-    """A write's request went out but no answer came back."""
-
-
-class _OutOfTime(StoreError):
-    """The call's etcd time budget (``etcd.timeout``) is spent."""
-
-
-class Store:
-    """One plugin call's connection to etcd, bounded in time by ``config.timeout``."""
+class Store(Scans, Generic[S]):
+    """One plugin call's connection to etcd for one resource kind, bounded in time by
+    ``config.timeout``."""
 
     def __init__(
         self,
         config: EtcdConfig,
+        kind: Kind[S],
         transport: Transport | None = None,
         *,
         deadline: float | None = None,
         write_hook: WriteHook | None = None,
         by: str | None = None,
     ) -> None:
-        self._config = config
+        super().__init__(config, transport, deadline=deadline)
+        self.kind = kind
         self._write_hook = write_hook
         self._by = by or who()
-        self._keys = KeyLayout(config.prefix)
-        self._endpoints = [endpoint_of(url) for url in config.machines]
-        self._transport = transport or open_transport(config)
-        self._current = 0
-        self._deadline = deadline or time.monotonic() + config.timeout
-
-    def close(self) -> None:
-        self._transport.close()
-
-    # -- transport ----------------------------------------------------------------------------
-
-    def _where(self) -> str:
-        host, port = self._endpoints[self._current]
-        return f"{host}:{port}"
-
-    def _attempt_timeout(self) -> float:
-        remaining = self._deadline - time.monotonic()
-        if remaining <= 0:
-            raise _OutOfTime(
-                f"etcd did not answer within {self._config.timeout:g}s "
-                f"(etcd.machines: {', '.join(self._config.machines)})"
-            )
-        # Leave time to fail over: one endpoint may use its share of the budget, not all of it.
-        return max(min(remaining, self._config.timeout / len(self._endpoints)), 0.05)
-
-    def _txn(self, request: wire.TxnRequest, *, write: bool = False) -> wire.TxnResponse:
-        return self._send(request, wire.TxnResponse, write=write)
-
-    def _range(self, request: wire.RangeRequest) -> wire.RangeResponse:
-        return self._send(request, wire.RangeResponse)
-
-    def _send(
-        self,
-        request: wire.TxnRequest | wire.RangeRequest,
-        reply: type[Reply],
-        *,
-        write: bool = False,
-    ) -> Reply:
-        """Send one KV request, failing over between endpoints when one does not answer, and
-        going round them again (a few times, within ``etcd.timeout``) while none does.
-
-        A write that may have reached etcd is never resent here: it raises ``_Ambiguous`` and
-        :meth:`append` decides (after looking for its operation id).
-        """
-        failures: list[str] = []
-        for backoff in PASS_BACKOFF:
-            failures.clear()
-            for _ in self._endpoints:
-                where = self._where()
-                try:
-                    timeout = self._attempt_timeout()
-                    return self._transport.send(self._current, request, reply, timeout)
-                except Refused as exc:
-                    raise StoreError(f"etcd at {where} refused the request: {exc}") from None
-                except Unavailable as exc:
-                    failures.append(f"{where}: {exc}")
-                    self._current = (self._current + 1) % len(self._endpoints)
-                    if write:
-                        raise _Ambiguous("; ".join(failures)) from None
-            if backoff is None or self._deadline - time.monotonic() < backoff:
-                break
-            time.sleep(backoff)  # an election, a restart: give the cluster a moment
-        raise StoreError(f"etcd unreachable ({'; '.join(failures)})")
-
-    # -- reads --------------------------------------------------------------------------------
-
-    def _end_ops(self, node: str) -> list[wire.RequestOp]:
-        """Ranges for the first and the last event key of the node's stream.
-
-        The last costs a scan of the whole stream (etcd sorts a descending range before it
-        applies the limit), so writes take the stream's end from the head instead.
-        """
-        return [self._first_op(node), self._end_op(node, "DESCEND")]
-
-    def _first_op(self, node: str) -> wire.RequestOp:
-        return self._end_op(node, "ASCEND")
-
-    def _end_op(self, node: str, order: Literal["ASCEND", "DESCEND"]) -> wire.RequestOp:
-        return wire.RequestOp(request_range=self._end_range(node, order))
-
-    def _end_range(self, node: str, order: Literal["ASCEND", "DESCEND"]) -> wire.RangeRequest:
-        events = self._keys.events(node)
-        return wire.RangeRequest(
-            key=events, range_end=range_end(events), limit=1, keys_only=True, sort_order=order
-        )
+        self.keys = KeyLayout(config.prefix, kind.name)
 
     def _read_ops(self, node: str, with_first: bool) -> list[wire.RequestOp]:
-        """The head and, if asked, the stream's first key. etcd counts every key a range
-        covers, so a range over the events costs time in the stream's length: the write path
-        reads the head alone."""
-        head = wire.get(self._keys.head(node))
-        return [head, self._first_op(node)] if with_first else [head]
+        """The head, a count of events in release 0.1's layout (none, once migrated: an empty
+        range costs nothing), and, if asked, the stream's first key. etcd counts every key a
+        range covers, so a range over the events costs time in the stream's length: the write
+        path reads the head alone."""
+        head = wire.get(self.keys.head(node))
+        ops = [head, self._legacy_op(node)]
+        return [*ops, self._first_op(node)] if with_first else ops
 
-    def _seq_at(self, node: str, reply: wire.RangeResponse) -> int:
-        return self._keys.seq_of(node, reply.kvs[0].key) if reply.kvs else 0
+    def _legacy_op(self, node: str) -> wire.RequestOp:
+        old = self.keys.legacy_events(node)
+        return wire.get(old, range_end(old), limit=1, keys_only=True)
 
-    def _record(self, node: str, reply: wire.TxnResponse) -> NodeRecord:
+    def _record(self, node: str, reply: wire.TxnResponse) -> NodeRecord[S]:
         """The record from a reply to ``_read_ops``. The head's ``seq`` is where the stream
         ends (both are written in one transaction, and every append compares the next key is
         free); only a node without a head of ours (removed, or the upstream plugin's) costs
         a second request to find its stream's end."""
-        head_reply, *first_reply = reply.ranges()
+        head_reply, legacy_reply, *first_reply = reply.ranges()
         first = self._seq_at(node, first_reply[0]) if first_reply else None
         head = self._decode_head(node, head_reply.kvs[0].value) if head_reply.kvs else None
         if head is not None and head.seq is not None:
             seq = head.seq
         else:
             seq = self._seq_at(node, self._range(self._end_range(node, "DESCEND")))  # rare
+        legacy = legacy_reply.count
         if head is None:
-            return NodeRecord(state=None, seq=seq, first=first, head_revision=0, upstream=False)
+            return NodeRecord(
+                state=None, seq=seq, first=first, head_revision=0, upstream=False, legacy=legacy
+            )
         return NodeRecord(
-            state=state_of_head(head),
+            state=head.state,
             seq=seq,
             first=first,
             head_revision=head_reply.kvs[0].mod_revision,
             upstream=head.seq is None,
+            legacy=legacy,
         )
 
-    def _read_all(self, requests: list[wire.TxnRequest]) -> list[wire.TxnResponse]:
-        """Read-only transactions, several in flight at once over their own connections (etcd
-        serves them in parallel); in order."""
-        if len(requests) < 2 * READERS:
-            return [self._txn(request) for request in requests]
-        import threading
-
-        replies: list[wire.TxnResponse | None] = [None] * len(requests)
-        failures: list[BaseException] = []
-
-        def read_share(first: int) -> None:
-            reader = Store(self._config, deadline=self._deadline)
-            reader._current = self._current
-            try:
-                for i in range(first, len(requests), READERS):
-                    replies[i] = reader._txn(requests[i])
-            except BaseException as exc:  # re-raised in the calling thread
-                failures.append(exc)
-            finally:
-                reader.close()
-
-        threads = [threading.Thread(target=read_share, args=(i,)) for i in range(READERS)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        if failures:
-            raise failures[0]
-        return [reply for reply in replies if reply is not None]
-
-    def _decode_head(self, node: str, raw: bytes) -> Head:
+    def _decode_head(self, node: str, raw: bytes) -> Head[S]:
         try:
-            return decode_head(raw)
+            return self.kind.read_head(raw)
         except msgspec.DecodeError as exc:
             raise StoreError(f"stored record is not readable: {exc}", node=node) from None
 
-    def read(self, node: str, *, with_first: bool = False) -> NodeRecord:
+    def read(self, node: str, *, with_first: bool = False) -> NodeRecord[S]:
         """The node's state and stream position, in one round trip."""
         ops = self._read_ops(node, with_first)
         return self._record(node, self._txn(wire.TxnRequest(success=ops)))
 
-    def read_many(self, nodes: Iterable[str]) -> dict[str, NodeState]:
+    def read_many(self, nodes: Iterable[str]) -> dict[str, S]:
         """The states of the named nodes that exist, as one consistent snapshot."""
-        return {node: state_of_head(head) for node, head in self.heads(nodes).items()}
-
-    def heads(self, nodes: Iterable[str]) -> dict[str, Head]:
-        """The heads of the named nodes that have one, decoded."""
-        return {node: self._decode_head(node, raw) for node, raw in self.raw_heads(nodes).items()}
-
-    def raw_heads(self, nodes: Iterable[str]) -> dict[str, bytes]:
-        """The stored heads of the named nodes that have one, as one consistent snapshot.
-
-        Heads are read in transactions of at most ``MAX_TXN_OPS`` ranges; the first fixes the
-        revision the others read at, and those are sent together rather than one by one.
-        """
-        names = list(dict.fromkeys(nodes))
-        batches = [names[i : i + MAX_TXN_OPS] for i in range(0, len(names), MAX_TXN_OPS)]
-        if not batches:
-            return {}
-
-        def request(batch: list[str], revision: int = 0) -> wire.TxnRequest:
-            ops = [wire.get(self._keys.head(node), revision=revision) for node in batch]
-            return wire.TxnRequest(success=ops)
-
-        first = self._txn(request(batches[0]))
-        revision = first.header.revision
-        replies = [first, *self._read_all([request(b, revision) for b in batches[1:]])]
-        heads: dict[str, bytes] = {}
-        for batch, reply in zip(batches, replies, strict=True):
-            for node, found in zip(batch, reply.ranges(), strict=True):
-                if found.kvs:
-                    heads[node] = found.kvs[0].value
-        return heads
+        raw = self.raw_heads(nodes)
+        return {node: self._decode_head(node, head).state for node, head in raw.items()}
 
     def events(self, node: str, after: int = 0) -> list[Event]:
         """The node's stream, oldest first, from position ``after + 1``."""
@@ -363,18 +193,21 @@ class Store:
         ``stopped_at``); with a small ``first_page`` a read that stops early costs one small
         request, whatever the stream's length.
         """
-        events_prefix = self._keys.events(node)
-        start = self._keys.event(node, after + 1)
-        end = self._keys.event(node, until + 1) if until is not None else range_end(events_prefix)
+        events_prefix = self.keys.events(node)
+        start = self.keys.event(node, after + 1)
+        end = self.keys.event(node, until + 1) if until is not None else range_end(events_prefix)
         first = self._txn(
             wire.TxnRequest(
                 success=[
-                    wire.get(self._keys.head(node)),
+                    self._legacy_op(node),
+                    wire.get(self.keys.head(node)),
                     wire.get(start, end, limit=min(max(first_page, 1), EVENT_PAGE)),
                 ]
             )
         )
-        head_reply, page = first.ranges()
+        legacy, head_reply, page = first.ranges()
+        if legacy.count:
+            raise not_migrated(self.kind.program, node, legacy.count)
         revision = first.header.revision
         events: list[Event] = []
         raw: list[bytes] = []
@@ -412,67 +245,19 @@ class Store:
 
     def _decode_event(self, node: str, kv: wire.KeyValue) -> Event:
         try:
-            return decode_event(kv.value)
+            return self.kind.events.decode(kv.value)
         except msgspec.DecodeError as exc:
             raise StoreError(f"event {kv.key.decode()} is not readable: {exc}", node=node) from None
-
-    def list_nodes(self) -> dict[str, NodeKeys]:
-        """Every node with a head or a stream under the prefix, by name.
-
-        One paged range over the keys; the rest of a stream is skipped as soon as its first key
-        shows up, so long streams cost one extra request each, not a page per thousand events.
-        """
-        root = self._keys.root
-        start, end = root, range_end(root)
-        found: dict[str, NodeKeys] = {}
-        while True:
-            reply = self._range(
-                wire.RangeRequest(key=start, range_end=end, limit=1000, keys_only=True)
-            )
-            for kv in reply.kvs:
-                name, _, rest = kv.key[len(root) :].decode(errors="replace").partition("/")
-                seen = found.get(name, NodeKeys())
-                found[name] = NodeKeys(head=seen.head or not rest, stream=seen.stream or bool(rest))
-            if not reply.more:
-                return found
-            last = reply.kvs[-1].key
-            node, slash, _ = last[len(root) :].partition(b"/")
-            start = range_end(root + node + b"/") if slash else last + b"\x00"
-
-    def stream_bounds(self, nodes: Iterable[str]) -> dict[str, StreamBounds]:
-        """Each named node's stream length and first and last positions, in batched reads."""
-        names = list(dict.fromkeys(nodes))
-        per_txn = MAX_TXN_OPS // 3
-        requests = []
-        for i in range(0, len(names), per_txn):
-            ops = []
-            for node in names[i : i + per_txn]:
-                events = self._keys.events(node)
-                ops += [wire.get(events, range_end(events), count_only=True), *self._end_ops(node)]
-            requests.append(wire.TxnRequest(success=ops))
-        bounds: dict[str, StreamBounds] = {}
-        for i, reply in enumerate(self._read_all(requests)):
-            ranges = reply.ranges()
-            for j, node in enumerate(names[i * per_txn : (i + 1) * per_txn]):
-                count, first, last = ranges[3 * j : 3 * j + 3]
-                bounds[node] = StreamBounds(
-                    count=count.count,
-                    first=self._seq_at(node, first),
-                    last=self._seq_at(node, last),
-                )
-        return bounds
-
-    # -- writes -------------------------------------------------------------------------------
 
     def append(
         self,
         node: str,
         verb: str,
-        decide: Callable[[NodeState | None], Change | None],
+        decide: Callable[[S | None], Change | None],
         *,
         with_length: bool = False,
         resume: Resume | None = None,
-    ) -> Appended:
+    ) -> Appended[S]:
         """Decide on the node's current state and append the change, with compare-and-swap.
 
         ``decide`` is pure; it may raise (nothing is written) or return ``None`` (nothing to
@@ -481,11 +266,11 @@ class Store:
         write another process sent and could not see through: if it landed, its result.
         """
         op = resume.op if resume else new_op()
-        record = self.read(node, with_first=with_length)
+        record = self._migrated(node, self.read(node, with_first=with_length), with_length)
         # Where the stream ended when the first unanswered write went out, and the record read
         # there (None when another process read it).
         sent_after: int | None = resume.after if resume else None
-        sent_base: NodeRecord | None = None
+        sent_base: NodeRecord[S] | None = None
         for attempt in range(self._config.max_attempts):
             try:
                 if sent_after is not None:
@@ -501,7 +286,7 @@ class Store:
                         length=_length(record.first, record.seq, record.seq),
                     )
                 events = self._events_for(record, verb, op, change)
-                after = apply(record.state, change)
+                after = apply(self.kind, record.state, change)
                 try:
                     txn = self._append_txn(
                         node, record.head_revision, events, after, with_first=with_length
@@ -509,10 +294,12 @@ class Store:
                     if self._write_hook is not None and attempt == 0:
                         self._write_hook(node, record.seq, op)
                     reply = self._txn(txn, write=True)
-                except _Ambiguous:
+                except Ambiguous:
                     if sent_after is None:
                         sent_after, sent_base = record.seq, record
-                    record = self.read(node, with_first=with_length)
+                    record = self._migrated(
+                        node, self.read(node, with_first=with_length), with_length
+                    )
                     continue
                 if reply.succeeded:
                     return Appended(
@@ -521,7 +308,7 @@ class Store:
                         events=events,
                         length=_length(record.first, events[0].seq, events[-1].seq),
                     )
-                record = self._record(node, reply)
+                record = self._migrated(node, self._record(node, reply), with_length)
                 time.sleep(_jitter(min(0.002 * 2**attempt, 0.05)))
             except OutcomeUnknown:
                 raise
@@ -532,7 +319,7 @@ class Store:
                         f"asked whether it was applied: {exc.reason}",
                         node=node,
                     ) from None
-                if attempt and isinstance(exc, _OutOfTime):
+                if attempt and isinstance(exc, OutOfTime):
                     raise Contention(
                         f"contention: other writers changed the node first {attempt} times "
                         f"and etcd.timeout ({self._config.timeout:g}s) ran out",
@@ -545,7 +332,23 @@ class Store:
             node=node,
         )
 
-    def _landed(self, node: str, op: str, after: int, base: NodeRecord | None) -> Appended | None:
+    def _migrated(self, node: str, record: NodeRecord[S], with_first: bool) -> NodeRecord[S]:
+        """``record``, or if some of its events are still in release 0.1's layout, the record
+        once they are moved (a write never forks a stream between the two layouts)."""
+        if not record.legacy:
+            return record
+        program = self.kind.program
+        if record.legacy > migration.ON_WRITE:
+            raise not_migrated(program, node, record.legacy, ", too many to move within a call")
+        try:
+            migration.migrate_node(self, self.keys, node)
+        except OutOfTime:
+            raise not_migrated(program, node, record.legacy, " and etcd.timeout ran out") from None
+        return self.read(node, with_first=with_first)
+
+    def _landed(
+        self, node: str, op: str, after: int, base: NodeRecord[S] | None
+    ) -> Appended[S] | None:
         """If operation ``op`` was applied after position ``after``, what it did.
 
         ``base`` is the record read at ``after``; without it (resuming another process's
@@ -565,27 +368,27 @@ class Store:
                     "since were compacted before they could be searched for it: it may have "
                     "landed and been compacted away (by a compaction run with a --min-age "
                     "shorter than a call, or on a host whose clock is ahead by more than "
-                    "streams.min_age); the export the checkpoint names (resource-gpu history) "
-                    "holds the answer",
+                    f"streams.min_age); the export the checkpoint names ({self.kind.program} "
+                    "history) holds the answer",
                     node=node,
                 )
             return None
         earlier = (event for event in stream if event.seq < ours[0].seq)
-        before = fold(earlier, base.state if base is not None else None)
+        before = fold(self.kind, earlier, base.state if base is not None else None)
         first = base.first if base is not None else stream[0].seq
         return Appended(
             before=before,
-            after=fold(ours, before),
+            after=fold(self.kind, ours, before),
             events=ours,
             length=_length(first, ours[0].seq, ours[-1].seq),
         )
 
-    def _events_for(self, record: NodeRecord, verb: str, op: str, change: Change) -> list[Event]:
+    def _events_for(self, record: NodeRecord[S], verb: str, op: str, change: Change) -> list[Event]:
         now = datetime.now(timezone.utc)
         changes: list[Change] = [change]
         if record.upstream and record.state is not None:
             found = record.state
-            changes.insert(0, Adopted(capacity=found.capacity, usage=found.usage))
+            changes.insert(0, self.kind.adopted(found))
         return [
             Event(seq=record.seq + i, at=now, verb=verb, op=op, by=self._by, change=c)
             for i, c in enumerate(changes, start=1)
@@ -597,7 +400,7 @@ class Store:
         op = op or new_op()
         return Event(seq=seq, at=now, verb=verb, op=op, by=self._by, change=change)
 
-    def repair_head(self, node: str, stream: Stream, event: Event, after: NodeState | None) -> bool:
+    def repair_head(self, node: str, stream: Stream, event: Event, after: S | None) -> bool:
         """Append ``event`` and rewrite the head to ``after``, if neither moved since ``stream``
         was read. False when they did (the caller reads again and decides again)."""
         txn = self._append_txn(node, stream.head_revision, [event], after)
@@ -621,8 +424,8 @@ class Store:
         """
         first, last = replaced.events[0], replaced.events[-1]
         assert last.seq == checkpoint.seq, (last.seq, checkpoint.seq)
-        key = self._keys.event(node, checkpoint.seq)
-        first_key = self._keys.event(node, first.seq)
+        key = self.keys.event(node, checkpoint.seq)
+        first_key = self.keys.event(node, first.seq)
         txn = wire.TxnRequest(
             compare=[
                 wire.unchanged_since(first_key, replaced.event_revisions[0]),
@@ -630,7 +433,7 @@ class Store:
             ],
             success=[
                 wire.put(key, encode(checkpoint)),
-                wire.delete(self._keys.events(node), range_end=key),
+                wire.delete(self.keys.events(node), range_end=key),
             ],
         )
         return self._write_once(node, txn).succeeded
@@ -638,7 +441,7 @@ class Store:
     def _write_once(self, node: str, txn: wire.TxnRequest) -> wire.TxnResponse:
         try:
             return self._txn(txn, write=True)
-        except _Ambiguous as exc:
+        except Ambiguous as exc:
             raise OutcomeUnknown(
                 f"the write was sent but its answer was lost ({exc}); read the node again to "
                 "see whether it was applied",
@@ -650,28 +453,23 @@ class Store:
         node: str,
         head_revision: int,
         events: list[Event],
-        after: NodeState | None,
+        after: S | None,
         *,
         with_first: bool = False,
     ) -> wire.TxnRequest:
-        head_key = self._keys.head(node)
+        head_key = self.keys.head(node)
         if after is None:
             head_op = wire.delete(head_key)
         else:
-            head = Head(
-                capacity=Resource.of(after.capacity),
-                usage=Resource.of(after.usage),
-                seq=events[-1].seq,
-            )
-            head_op = wire.put(head_key, encode(head))
+            head_op = wire.put(head_key, self.kind.write_head(after, events[-1].seq))
         return wire.TxnRequest(
             compare=[
                 wire.unchanged_since(head_key, head_revision),
-                wire.unchanged_since(self._keys.event(node, events[0].seq), 0),  # next key free
+                wire.unchanged_since(self.keys.event(node, events[0].seq), 0),  # next key free
             ],
             success=[
                 head_op,
-                *(wire.put(self._keys.event(node, e.seq), encode(e)) for e in events),
+                *(wire.put(self.keys.event(node, e.seq), encode(e)) for e in events),
             ],
             failure=self._read_ops(node, with_first),
         )

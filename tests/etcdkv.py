@@ -51,6 +51,9 @@ class Etcd:
         url = urlsplit(endpoints[0])
         self.client = etcd3.client(host=url.hostname, port=url.port or 2379, timeout=RPC_TIMEOUT)
         self.root = f"{prefix.rstrip('/')}/resource/gpu/"
+        """The heads' prefix: nothing else lives under it."""
+        self.events_root = f"{prefix.rstrip('/')}/resource-events/gpu/"
+        """The streams' prefix."""
 
     def close(self) -> None:
         self.client.close()
@@ -61,15 +64,23 @@ class Etcd:
         return self.root + node
 
     def events_prefix(self, node: str) -> str:
-        return f"{self.head_key(node)}/events/"
+        return f"{self.events_root}{node}/"
 
     def event_key(self, node: str, seq: int) -> str:
         return self.events_prefix(node) + str(seq).zfill(SEQ_WIDTH)
 
+    def legacy_event_key(self, node: str, seq: int) -> str:
+        """Where release 0.1 kept event ``seq``: under the head."""
+        return f"{self.head_key(node)}/events/{str(seq).zfill(SEQ_WIDTH)}"
+
+    def legacy_events(self, node: str, revision: int = 0) -> list[KV]:
+        prefix = f"{self.head_key(node)}/events/".encode()
+        return self._kvs(self._range(prefix, prefix_end(prefix), revision))
+
     # -- reads ----------------------------------------------------------------------------------
 
-    def _range(self, key: bytes, end: bytes | None = None) -> Any:
-        request = etcdrpc.RangeRequest(key=key)
+    def _range(self, key: bytes, end: bytes | None = None, revision: int = 0) -> Any:
+        request = etcdrpc.RangeRequest(key=key, revision=revision)
         if end is not None:
             request.range_end = end
         return self.client.kvstub.Range(request, RPC_TIMEOUT, metadata=self.client.metadata)
@@ -87,17 +98,19 @@ class Etcd:
         found = self._kvs(self._range(self.head_key(node).encode()))
         return found[0] if found else None
 
-    def events(self, node: str) -> list[KV]:
+    def events(self, node: str, revision: int = 0) -> list[KV]:
         prefix = self.events_prefix(node).encode()
-        return self._kvs(self._range(prefix, prefix_end(prefix)))
+        return self._kvs(self._range(prefix, prefix_end(prefix), revision))
 
     def event_docs(self, node: str) -> list[dict[str, Any]]:
         return [kv.json() for kv in self.events(node)]
 
     def snapshot(self) -> dict[str, KV]:
-        """Every key under the installation's prefix."""
-        root = self.root.encode()
-        return {kv.key: kv for kv in self._kvs(self._range(root, prefix_end(root)))}
+        """Every key of the installation: heads and streams."""
+        found = {}
+        for root in (self.root.encode(), self.events_root.encode()):
+            found.update({kv.key: kv for kv in self._kvs(self._range(root, prefix_end(root)))})
+        return found
 
     # -- writes by hand -------------------------------------------------------------------------
 

@@ -73,6 +73,7 @@ class AnswerDroppingProxy:
         self.faults_injected = 0
         """Writes whose answer was dropped (``arm`` and ``drop_at_random``)."""
         self._crash: tuple[Callable[[], None], bool] | None = None
+        self._crash_skip = 0
         self.crashed = threading.Event()
         """Set once ``crash_on_next_write``'s crash has run."""
         self._closed = False
@@ -95,11 +96,15 @@ class AnswerDroppingProxy:
             self._drop_fraction = fraction
             self._random = random.Random(seed)
 
-    def crash_on_next_write(self, crash: Callable[[], None], *, at_answer: bool = False) -> None:
-        """At the next write: forward it, then run ``crash`` (which should kill etcd) at once,
-        or when etcd answers it (``at_answer``); either way the answer is dropped."""
+    def crash_on_next_write(
+        self, crash: Callable[[], None], *, at_answer: bool = False, skip: int = 0
+    ) -> None:
+        """At the next write (after ``skip`` more): forward it, then run ``crash`` (which should
+        kill etcd, or the client) at once, or when etcd answers it (``at_answer``); either way
+        the answer is dropped."""
         with self._lock:
             self._crash = (crash, at_answer)
+            self._crash_skip = skip
 
     def close(self) -> None:
         self._closed = True
@@ -110,7 +115,9 @@ class AnswerDroppingProxy:
         run with it (and whether at its answer)."""
         with self._lock:
             self.writes_seen += 1
-            if self._crash is not None:
+            if self._crash is not None and self._crash_skip > 0:
+                self._crash_skip -= 1
+            elif self._crash is not None:
                 crash, self._crash = self._crash, None
                 return False, crash
             return self._take_fault(), None

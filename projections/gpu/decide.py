@@ -8,7 +8,10 @@ is appended).
 from __future__ import annotations
 
 from resource_extend.ledger.errors import InvalidRequest, NodeExists, NodeNotFound
-from resource_extend.ledger.events import (
+from resource_extend.projections.gpu import cards
+from resource_extend.projections.gpu.cards import Cards
+from resource_extend.projections.gpu.diffs import usage_diffs
+from resource_extend.projections.gpu.events import (
     CapacityChanged,
     CapacitySet,
     Change,
@@ -19,9 +22,6 @@ from resource_extend.ledger.events import (
     UsageRebuilt,
     UsageSet,
 )
-from resource_extend.projections.gpu import cards
-from resource_extend.projections.gpu.cards import Cards
-from resource_extend.projections.gpu.diffs import usage_diffs
 from resource_extend.projections.gpu.node import NodeState
 from resource_extend.projections.gpu.resources import MAX_COUNT
 

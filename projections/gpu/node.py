@@ -1,59 +1,47 @@
-"""A node's state is the fold of its events: ``state = reduce(apply, events, None)``."""
+"""A GPU node's state is the fold of its events: ``state = reduce(apply, events, None)``; and
+:data:`GPU`, everything the ledger needs to know of the kind."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
-import msgspec
-
-from resource_extend.ledger.events import (
+from resource_extend.ledger import audit
+from resource_extend.ledger.audit import BrokenStream
+from resource_extend.ledger.events import AnyEvent, Change, EventCodec
+from resource_extend.ledger.kinds import Head as HeadRecord
+from resource_extend.ledger.kinds import Kind
+from resource_extend.projections.gpu import cards
+from resource_extend.projections.gpu.cards import Cards
+from resource_extend.projections.gpu.events import (
+    EVENTS,
     Adopted,
     CapacityChanged,
     CapacitySet,
-    Change,
-    Checkpoint,
-    Event,
     Head,
-    HeadRepaired,
     NodeAdded,
     NodeInfoSet,
     NodeRemoved,
     UsageChanged,
     UsageRebuilt,
     UsageSet,
+    decode_head,
+    encode,
 )
-from resource_extend.ledger.events import Snapshot as StateSnapshot
-from resource_extend.projections.gpu import cards
-from resource_extend.projections.gpu.cards import Cards
 from resource_extend.projections.gpu.resources import Resource
+from resource_extend.projections.gpu.state import NodeState
+
+__all__ = ["GPU", "BrokenStream", "NodeState", "apply", "fold", "state_of_head"]
 
 
-class NodeState(msgspec.Struct, frozen=True, kw_only=True):
-    """Capacity and usage of one node; both maps are normalised (no zero counts)."""
-
-    capacity: Cards = msgspec.field(default_factory=dict)
-    usage: Cards = msgspec.field(default_factory=dict)
-
-    @property
-    def available(self) -> Cards:
-        """Capacity minus usage; negative where an operator shrank a node below its usage."""
-        return cards.subtract(self.capacity, self.usage)
-
-
-class BrokenStream(ValueError):
-    """An event that cannot follow the state before it (a corrupt or foreign stream)."""
-
-
-def apply(state: NodeState | None, change: Change) -> NodeState | None:
-    """The state after one change. ``None`` is "no such node"."""
+def apply_own(state: NodeState | None, change: Any) -> NodeState | None:
+    """The state after one of GPU's own changes. ``None`` is "no such node"."""
     if isinstance(change, NodeAdded):
         return NodeState(capacity=change.capacity)
     if isinstance(change, (Adopted, NodeInfoSet)):
         return NodeState(capacity=change.capacity, usage=change.usage)
     if isinstance(change, NodeRemoved):
         return None
-    if isinstance(change, (Checkpoint, HeadRepaired)):
-        return state_of(change.state)
     if state is None:
         raise BrokenStream(f"{type(change).__name__} on a node that does not exist")
     if isinstance(change, CapacitySet):
@@ -76,19 +64,48 @@ def _cards_of(resource: Resource | None) -> Cards:
     return cards.normalised(resource.prod_count_map or {}) if resource else {}
 
 
-def state_of(snapshot: StateSnapshot | None) -> NodeState | None:
-    if snapshot is None:
-        return None
-    return NodeState(capacity=snapshot.capacity, usage=snapshot.usage)
+class GpuKind(Kind[NodeState]):
+    """GPUs by product model: the ``resource-gpu`` plugin's records and events."""
+
+    name = "gpu"
+    program = "resource-gpu"
+    events: EventCodec[NodeState] = EVENTS
+
+    def apply(self, state: NodeState | None, change: Any) -> NodeState | None:
+        return apply_own(state, change)
+
+    def read_head(self, raw: bytes) -> HeadRecord[NodeState]:
+        head = decode_head(raw)
+        return HeadRecord(state=state_of_head(head), seq=head.seq)
+
+    def write_head(self, state: NodeState, seq: int) -> bytes:
+        capacity, usage = Resource.of(state.capacity), Resource.of(state.usage)
+        return encode(Head(capacity=capacity, usage=usage, seq=seq))
+
+    def adopted(self, state: NodeState) -> Change:
+        return Adopted(capacity=state.capacity, usage=state.usage)
+
+    def describe(self, state: NodeState) -> str:
+        return f"capacity {cards.describe(state.capacity)}, usage {cards.describe(state.usage)}"
+
+    def differences(self, head: NodeState, stream: NodeState) -> list[str]:
+        return [
+            f"{field} differs: head {cards.describe(was)}, stream {cards.describe(should)}"
+            for field, was, should in (
+                ("capacity", head.capacity, stream.capacity),
+                ("usage", head.usage, stream.usage),
+            )
+            if was != should
+        ]
 
 
-def snapshot_of(state: NodeState | None) -> StateSnapshot | None:
-    if state is None:
-        return None
-    return StateSnapshot(capacity=state.capacity, usage=state.usage)
+GPU = GpuKind()
 
 
-def fold(events: Iterable[Event], state: NodeState | None = None) -> NodeState | None:
-    for event in events:
-        state = apply(state, event.change)
-    return state
+def apply(state: NodeState | None, change: Any) -> NodeState | None:
+    """The state after any change of a GPU stream, the ledger's checkpoints included."""
+    return audit.apply(GPU, state, change)
+
+
+def fold(events: Iterable[AnyEvent], state: NodeState | None = None) -> NodeState | None:
+    return audit.fold(GPU, events, state)

@@ -93,9 +93,18 @@ def head(capacity: dict[str, int], usage: dict[str, int], seq: int) -> Doc:
     }
 
 
-def plant(etcd: Etcd, node: str, events: Sequence[Doc], record: Doc | bytes | None) -> None:
-    """Put a node's events (and its head, unless ``record`` is None) straight into etcd."""
-    items = {etcd.event_key(node, e["seq"]): json.dumps(e).encode() for e in events}
+def plant(
+    etcd: Etcd,
+    node: str,
+    events: Sequence[Doc],
+    record: Doc | bytes | None,
+    *,
+    legacy: bool = False,
+) -> None:
+    """Put a node's events (and its head, unless ``record`` is None) straight into etcd;
+    ``legacy``: where release 0.1 kept them, under the head."""
+    key = etcd.legacy_event_key if legacy else etcd.event_key
+    items = {key(node, e["seq"]): json.dumps(e).encode() for e in events}
     if record is not None:
         raw = record if isinstance(record, bytes) else json.dumps(record).encode()
         items[etcd.head_key(node)] = raw

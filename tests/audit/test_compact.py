@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from resource_extend.ledger.events import decode_event
+from resource_extend.projections.gpu.events import decode_event
 from tests.audit.helpers import (
     A,
     Doc,

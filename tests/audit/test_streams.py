@@ -13,8 +13,9 @@ import pytest
 from resource_extend.ledger import wire
 from resource_extend.ledger.compaction import compact
 from resource_extend.ledger.config import EtcdConfig
-from resource_extend.ledger.events import decode_event
 from resource_extend.ledger.store import Store
+from resource_extend.projections.gpu.events import decode_event
+from resource_extend.projections.gpu.node import GPU
 from tests.audit.helpers import (
     Doc,
     G,
@@ -154,14 +155,15 @@ def test_young_events_blocking_auto_compaction_cost_one_small_read(
     young = [event(s, used({G: 1 if s % 2 else -1}), at=now) for s in range(2, 2001)]
     plant(etcd, "n1", [event(1, added({G: 8})), *young], head({G: 8}, {}, 2000))
     settings = EtcdConfig(machines=plugin.endpoints, prefix=plugin.prefix, transport=TRANSPORT)
-    store = Store(settings)
+    store = Store(settings, GPU)
     events_read: list[int] = []
     send = Store._send
 
-    def counting(self: Store, request: Any, reply: Any, *, write: bool = False) -> Any:
+    def counting(self: Store[Any], request: Any, reply: Any, *, write: bool = False) -> Any:
         answer = send(self, request, reply, write=write)
         ranges = answer.ranges() if isinstance(answer, wire.TxnResponse) else [answer]
-        events_read.append(sum(1 for r in ranges for kv in r.kvs if b"/events/" in kv.key))
+        streams = store.keys.events_root
+        events_read.append(sum(1 for r in ranges for kv in r.kvs if kv.key.startswith(streams)))
         return answer
 
     monkeypatch.setattr(Store, "_send", counting)

@@ -149,6 +149,7 @@ class Installation:
         self.plugin = Plugin(endpoints, workdir)
         self.etcd = Etcd(endpoints, self.plugin.prefix)
         self.root = self.etcd.root.encode()
+        self.events_root = self.etcd.events_root.encode()
 
     def close(self) -> None:
         self.etcd.close()
@@ -218,10 +219,11 @@ def keys_written_since(etcd: Etcd, revision: int) -> list[bytes]:
     return [kv.key for kv in reply.kvs]
 
 
-def keys_outside(etcd: Etcd, root: bytes) -> int:
-    """How many keys etcd holds outside ``root`` (a deletion there shows as a smaller count)."""
+def keys_outside(etcd: Etcd, *roots: bytes) -> int:
+    """How many keys etcd holds outside ``roots`` (a deletion there shows as a smaller
+    count)."""
     every = _range(etcd, ALL_KEYS, ALL_KEYS, count_only=True).count
-    inside = _range(etcd, root, prefix_end(root), count_only=True).count
+    inside = sum(_range(etcd, root, prefix_end(root), count_only=True).count for root in roots)
     return int(every - inside)
 
 
@@ -233,7 +235,7 @@ class Before:
     @classmethod
     def of(cls, installation: Installation) -> Before:
         etcd = installation.etcd
-        return cls(etcd.revision(), keys_outside(etcd, installation.root))
+        return cls(etcd.revision(), keys_outside(etcd, installation.root, installation.events_root))
 
 
 # -- what a clean answer is ---------------------------------------------------------------------
@@ -449,8 +451,10 @@ def check_write(
     assert isinstance(node, str)
     etcd, head = installation.etcd, installation.root + node.encode()
     for key in keys_written_since(etcd, before.revision):
-        assert key == head or key.startswith(head + b"/events/"), (node, key)
-    assert keys_outside(etcd, installation.root) == before.outside, "a key outside was deleted"
+        stream = installation.events_root + node.encode() + b"/"
+        assert key == head or key.startswith(stream), (node, key)
+    outside = keys_outside(etcd, installation.root, installation.events_root)
+    assert outside == before.outside, "a key outside was deleted"
     readback = installation.call(
         ["get-node-resource-info"], json.dumps({"nodename": node}).encode()
     )

@@ -115,6 +115,7 @@ class Installation:
         self.plugin = Plugin(endpoints, workdir)
         self.etcd = Etcd(endpoints, self.plugin.prefix)
         self.root = self.etcd.root.encode()
+        self.events_root = self.etcd.events_root.encode()
         self.exports = workdir / "exports"
         self.exports.mkdir()
 
@@ -147,14 +148,16 @@ def installation(etcd_endpoints: list[str], tmp_path: Path) -> Iterator[Installa
 
 def owned_by(installation: Installation, name: str, key: bytes) -> bool:
     """Whether ``key`` is one of ``name``'s: its head or one of its events."""
-    head = installation.root + name.encode("utf-8", "surrogatepass")
-    return key.startswith(installation.root) and (key == head or key.startswith(head + b"/events/"))
+    name_key = name.encode("utf-8", "surrogatepass")
+    head, stream = installation.root + name_key, installation.events_root + name_key + b"/"
+    return key == head or key.startswith(stream)
 
 
 def run_write(installation: Installation, name: str, verb: str, request: dict[str, Any]) -> Outcome:
     """One write; a refusal wrote nothing, a success wrote only the node's own keys."""
     etcd = installation.etcd
-    revision, outside = etcd.revision(), keys_outside(etcd, installation.root)
+    revision = etcd.revision()
+    outside = keys_outside(etcd, installation.root, installation.events_root)
     body = json.dumps({"nodename": name, **request}).encode()
     outcome = installation.call([verb], body)
     if outcome.status != 0:
@@ -166,7 +169,7 @@ def run_write(installation: Installation, name: str, verb: str, request: dict[st
     assert written, f"{verb} succeeded but wrote nothing"
     for key in written:
         assert owned_by(installation, name, key), (verb, key[:200])
-    assert keys_outside(etcd, installation.root) == outside
+    assert keys_outside(etcd, installation.root, installation.events_root) == outside
     return outcome
 
 
@@ -204,14 +207,15 @@ def test_node_names_stay_inside_the_prefix(installation: Installation, name: str
     after = keyspace(etcd)
     changed = {key for key in before.keys() | after.keys() if before.get(key) != after.get(key)}
     for key in changed:
-        assert key.startswith(installation.root), key[:200]
+        assert key.startswith((installation.root, installation.events_root)), key[:200]
         assert owned_by(installation, name, key), key[:200]
     for decoy, value in decoys.items():
         assert etcd.client.get(decoy)[0] == value
     if not accepted:
         assert not changed
     for key in after:  # under the plugin's root: this node's keys only (its stream stays)
-        assert not key.startswith(installation.root) or owned_by(installation, name, key)
+        mine = key.startswith((installation.root, installation.events_root))
+        assert not mine or owned_by(installation, name, key)
     created = files_under(installation.plugin.workdir) - files
     exports = installation.exports
     assert all(path.parent == exports for path in created), created
@@ -307,7 +311,7 @@ def test_whole_keyspace_helpers_see_every_prefix(installation: Installation) -> 
     decoys = installation.lay_decoys()
     seen = keyspace(installation.etcd)
     assert {key.encode() for key in decoys} <= seen.keys()
-    root = installation.root
-    outside = keys_outside(installation.etcd, root)
+    roots = installation.root, installation.events_root
+    outside = keys_outside(installation.etcd, *roots)
     installation.etcd.put_many({"/elsewhere-" + installation.plugin.prefix.strip("/"): b"x"})
-    assert keys_outside(installation.etcd, root) == outside + 1
+    assert keys_outside(installation.etcd, *roots) == outside + 1

@@ -40,12 +40,13 @@ class Faulty(residentd.Helper):
 
 def hang_around_writes(fault: str) -> None:
     from resource_extend.ledger import wire
+    from resource_extend.ledger.connection import Connection
     from resource_extend.ledger.store import Store
 
     send = Store._txn
     never = threading.Event()
 
-    def txn(self: Store, request: wire.TxnRequest, *, write: bool = False) -> wire.TxnResponse:
+    def txn(self: Connection, request: wire.TxnRequest, *, write: bool = False) -> wire.TxnResponse:
         if write and fault == "hangs-before-writing":
             never.wait()
         reply = send(self, request, write=write)

@@ -9,8 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from msgspec.structs import replace
 
+from resource_extend.ledger import audit
 from resource_extend.ledger.errors import InvalidRequest, PluginError
-from resource_extend.ledger.events import (
+from resource_extend.projections.gpu.events import (
     Change,
     Checkpoint,
     Event,
@@ -23,8 +24,7 @@ from resource_extend.ledger.events import (
     UsageSet,
     encode,
 )
-from resource_extend.projections import audit
-from resource_extend.projections.gpu.node import NodeState, fold
+from resource_extend.projections.gpu.node import GPU, NodeState, fold
 from resource_extend.projections.gpu.resources import Resource
 from tests.unit.strategies import FAST, positive_maps, signed_maps
 
@@ -48,7 +48,7 @@ def compacted(events: list[Event], through: int) -> list[Event]:
         at=T0 + timedelta(days=1),
         verb="compact",
         op="c",
-        change=audit.checkpoint_for(gone, EXPORT),
+        change=audit.checkpoint_for(GPU, gone, EXPORT),
     )
     return [checkpoint, *(e for e in events if e.seq > through)]
 
@@ -95,49 +95,49 @@ def test_times_are_shown_in_utc_with_milliseconds() -> None:
 
 
 def test_state_after_each_seq() -> None:
-    assert audit.state_at(LIFE, 1)[1] == NodeState(capacity={"a": 4})
-    assert audit.state_at(LIFE, 3)[1] == NodeState(capacity={"a": 4}, usage={"a": 3})
-    assert audit.state_at(LIFE, 5)[1] is None
-    event, state = audit.state_at(LIFE, 6)
+    assert audit.state_at(GPU, LIFE, 1)[1] == NodeState(capacity={"a": 4})
+    assert audit.state_at(GPU, LIFE, 3)[1] == NodeState(capacity={"a": 4}, usage={"a": 3})
+    assert audit.state_at(GPU, LIFE, 5)[1] is None
+    event, state = audit.state_at(GPU, LIFE, 6)
     assert event.seq == 6
     assert state == NodeState(capacity={"b": 1})
 
 
 def test_state_at_a_time_is_the_state_after_the_last_event_by_then() -> None:
     between_2_and_3 = T0 + timedelta(minutes=2, seconds=30)
-    event, state = audit.state_at(LIFE, between_2_and_3)
+    event, state = audit.state_at(GPU, LIFE, between_2_and_3)
     assert event.seq == 2
     assert state == NodeState(capacity={"a": 4}, usage={"a": 1})
-    assert audit.state_at(LIFE, T0 + timedelta(minutes=3))[0].seq == 3  # inclusive
+    assert audit.state_at(GPU, LIFE, T0 + timedelta(minutes=3))[0].seq == 3  # inclusive
 
 
 def test_points_outside_the_stream_are_errors() -> None:
     with pytest.raises(PluginError, match="past the end"):
-        audit.state_at(LIFE, 7)
+        audit.state_at(GPU, LIFE, 7)
     with pytest.raises(PluginError, match="before the stream's first event"):
-        audit.state_at(LIFE, 0)
+        audit.state_at(GPU, LIFE, 0)
     with pytest.raises(PluginError, match="no events yet"):
-        audit.state_at(LIFE, T0)
+        audit.state_at(GPU, LIFE, T0)
     with pytest.raises(PluginError, match="no events"):
-        audit.state_at([], 1)
+        audit.state_at(GPU, [], 1)
 
 
 def test_points_before_a_checkpoint_name_the_export() -> None:
     events = compacted(LIFE, through=3)
     assert events[0].seq == 3 and isinstance(events[0].change, Checkpoint)
-    assert audit.state_at(events, 3)[1] == NodeState(capacity={"a": 4}, usage={"a": 3})
+    assert audit.state_at(GPU, events, 3)[1] == NodeState(capacity={"a": 4}, usage={"a": 3})
     for point in (2, T0 + timedelta(minutes=2, seconds=59)):
         with pytest.raises(PluginError, match=r"events 1\.\.3 were compacted") as raised:
-            audit.state_at(events, point)
+            audit.state_at(GPU, events, point)
         assert EXPORT in raised.value.reason
     # A checkpoint stands at the time of the last event it replaced, not when it was written.
-    assert audit.state_at(events, T0 + timedelta(minutes=3))[0].seq == 3
+    assert audit.state_at(GPU, events, T0 + timedelta(minutes=3))[0].seq == 3
 
 
 def test_a_broken_stream_says_where() -> None:
     broken = stream(NodeAdded(capacity={}), NodeRemoved(), UsageSet(usage={"a": 1}))
     with pytest.raises(PluginError, match="broken at seq 3"):
-        audit.state_at(broken, 3)
+        audit.state_at(GPU, broken, 3)
 
 
 # --- checkpoints ------------------------------------------------------------------------------
@@ -157,8 +157,8 @@ def test_compaction_keeps_every_later_state(
     after = compacted(events, through)
     assert fold(after) == fold(events)
     for seq in range(through, len(events) + 1):
-        assert audit.state_at(after, seq)[1] == audit.state_at(events, seq)[1]
-    assert audit.check(head(fold(events) or NodeState(), len(events)), after).problems == []
+        assert audit.state_at(GPU, after, seq)[1] == audit.state_at(GPU, events, seq)[1]
+    assert audit.check(GPU, head(fold(events) or NodeState(), len(events)), after).problems == []
 
 
 def test_compacting_a_compacted_stream_keeps_the_first_seq() -> None:
@@ -180,7 +180,7 @@ def test_a_checkpoint_may_hold_a_removed_node() -> None:
 def test_a_stream_with_gaps_is_not_compacted() -> None:
     gappy = [LIFE[0], LIFE[2]]
     with pytest.raises(PluginError, match=r"events 2\.\.2 are missing"):
-        audit.checkpoint_for(gappy, EXPORT)
+        audit.checkpoint_for(GPU, gappy, EXPORT)
 
 
 # --- verify ----------------------------------------------------------------------------------
@@ -189,14 +189,14 @@ NOW = NodeState(capacity={"b": 1})
 
 
 def test_a_head_that_matches_its_stream_agrees() -> None:
-    verdict = audit.check(head(NOW, 6), LIFE)
+    verdict = audit.check(GPU, head(NOW, 6), LIFE)
     assert verdict.problems == []
     assert verdict.folded == NOW
 
 
 def test_an_upstream_head_without_a_stream_is_not_a_disagreement() -> None:
-    assert audit.check(head(NOW, None), []).problems == []
-    assert audit.check(None, []).problems == []
+    assert audit.check(GPU, head(NOW, None), []).problems == []
+    assert audit.check(GPU, None, []).problems == []
 
 
 @pytest.mark.parametrize(
@@ -214,7 +214,7 @@ def test_an_upstream_head_without_a_stream_is_not_a_disagreement() -> None:
     ],
 )
 def test_each_disagreement_names_both_values(stored: bytes | None, problem: str) -> None:
-    verdict = audit.check(stored, LIFE)
+    verdict = audit.check(GPU, stored, LIFE)
     assert any(problem in p for p in verdict.problems), verdict.problems
     assert verdict.repairable
     repair = audit.repair(stored, verdict)
@@ -224,33 +224,33 @@ def test_each_disagreement_names_both_values(stored: bytes | None, problem: str)
 
 def test_a_head_left_after_removal_is_repaired_by_removing_it() -> None:
     removed = LIFE[:5]
-    verdict = audit.check(head(NodeState(capacity={"a": 4}), 5), removed)
+    verdict = audit.check(GPU, head(NodeState(capacity={"a": 4}), 5), removed)
     assert "the stream ends with the node removed" in verdict.problems[0]
     assert audit.repair(None, verdict) == HeadRepaired(found="no head", state=None)
 
 
 def test_a_stream_missing_events_is_not_repairable() -> None:
     missing_middle = [*LIFE[:2], *LIFE[3:]]
-    verdict = audit.check(head(NOW, 6), missing_middle)
+    verdict = audit.check(GPU, head(NOW, 6), missing_middle)
     assert "events 3..3 are missing" in verdict.problems
     assert not verdict.repairable
     missing_start = LIFE[2:]
-    verdict = audit.check(head(NOW, 6), missing_start)
+    verdict = audit.check(GPU, head(NOW, 6), missing_start)
     assert "events 1..2 are missing (and no checkpoint)" in verdict.problems
 
 
 def test_a_head_ahead_of_its_stream_is_not_repairable() -> None:
-    verdict = audit.check(head(NOW, 9), LIFE)
+    verdict = audit.check(GPU, head(NOW, 9), LIFE)
     assert "seq differs: head 9, stream 6" in verdict.problems
     assert not verdict.repairable
-    emptied = audit.check(head(NOW, 3), [])
+    emptied = audit.check(GPU, head(NOW, 3), [])
     assert emptied.problems == ["the head is at seq 3 but the stream is empty"]
     assert not emptied.repairable
 
 
 def test_a_stream_that_does_not_fold_is_reported_not_repaired() -> None:
     broken = stream(NodeAdded(capacity={}), NodeRemoved(), UsageSet(usage={"a": 1}))
-    verdict = audit.check(head(NOW, 3), broken)
+    verdict = audit.check(GPU, head(NOW, 3), broken)
     assert any("broken at seq 3" in p for p in verdict.problems)
     assert not verdict.repairable
 
@@ -286,21 +286,21 @@ def exported(events: list[Event], through: int) -> tuple[Event, str, list[bytes]
         at=T0 + timedelta(days=1),
         verb="compact",
         op="opcheckpoint0123",
-        change=audit.checkpoint_for(gone, f"host-1:/exports/{name}"),
+        change=audit.checkpoint_for(GPU, gone, f"host-1:/exports/{name}"),
     )
     return checkpoint, name, [encode(e) for e in gone]
 
 
 def test_an_export_that_holds_what_its_checkpoint_stands_for_checks_out() -> None:
     checkpoint, name, lines = exported(LIFE, 3)
-    assert audit.check_export(checkpoint, name, lines) == audit.ExportCheck(problems=[])
+    assert audit.check_export(GPU, checkpoint, name, lines) == audit.ExportCheck(problems=[])
 
 
 def test_an_export_that_starts_with_a_checkpoint_leads_to_the_one_before() -> None:
     first, _, _ = exported(LIFE, 3)
     later = [first, *LIFE[3:]]
     checkpoint, name, lines = exported(later, 5)
-    checked = audit.check_export(checkpoint, name, lines)
+    checked = audit.check_export(GPU, checkpoint, name, lines)
     assert checked.problems == []
     assert checked.previous == first
 
@@ -326,7 +326,7 @@ def test_each_way_an_export_can_be_wrong_is_named() -> None:
         "another op": (name.replace("opcheckpoint", "someoneelses"), lines, "does not carry"),
     }
     for case, (file_name, content, problem) in cases.items():
-        checked = audit.check_export(checkpoint, file_name, content)
+        checked = audit.check_export(GPU, checkpoint, file_name, content)
         assert any(problem in p for p in checked.problems), (case, checked.problems)
         assert checked.previous is None, case
 
@@ -335,7 +335,7 @@ def test_an_export_whose_checkpoint_claims_another_first_seq_is_caught() -> None
     checkpoint, name, lines = exported(LIFE, 4)
     assert isinstance(checkpoint.change, Checkpoint)
     wrong = replace(checkpoint, change=replace(checkpoint.change, first=2))
-    (problem,) = audit.check_export(wrong, name, lines).problems
+    (problem,) = audit.check_export(GPU, wrong, name, lines).problems
     assert problem == "it goes back to seq 1, the checkpoint says 2"
 
 
@@ -345,6 +345,6 @@ def test_an_export_that_only_repeats_a_checkpoint_leads_nowhere() -> None:
     checkpoint, _, _ = exported(LIFE, 3)
     assert isinstance(checkpoint.change, Checkpoint)
     name = checkpoint.change.export.rpartition("/")[2]
-    checked = audit.check_export(checkpoint, name, [encode(checkpoint)])
+    checked = audit.check_export(GPU, checkpoint, name, [encode(checkpoint)])
     assert checked.previous is None
     assert any("no event after the checkpoint" in p for p in checked.problems), checked

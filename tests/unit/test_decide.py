@@ -6,7 +6,10 @@ import pytest
 from hypothesis import given
 
 from resource_extend.ledger.errors import InvalidRequest, NodeExists, NodeNotFound, PluginError
-from resource_extend.ledger.events import (
+from resource_extend.projections.gpu import cards, decide
+from resource_extend.projections.gpu.cards import Cards
+from resource_extend.projections.gpu.diffs import usage_diffs
+from resource_extend.projections.gpu.events import (
     CapacityChanged,
     CapacitySet,
     NodeAdded,
@@ -16,9 +19,6 @@ from resource_extend.ledger.events import (
     UsageRebuilt,
     UsageSet,
 )
-from resource_extend.projections.gpu import cards, decide
-from resource_extend.projections.gpu.cards import Cards
-from resource_extend.projections.gpu.diffs import usage_diffs
 from resource_extend.projections.gpu.node import NodeState, apply
 from tests.unit.strategies import EIGHT, FAST, P70, P90, held_maps, signed_maps
 

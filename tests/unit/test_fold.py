@@ -8,7 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from resource_extend.ledger.events import (
+from resource_extend.projections.gpu import cards
+from resource_extend.projections.gpu.cards import Cards
+from resource_extend.projections.gpu.events import (
     Adopted,
     CapacityChanged,
     CapacitySet,
@@ -21,8 +23,6 @@ from resource_extend.ledger.events import (
     UsageRebuilt,
     UsageSet,
 )
-from resource_extend.projections.gpu import cards
-from resource_extend.projections.gpu.cards import Cards
 from resource_extend.projections.gpu.node import BrokenStream, NodeState, apply, fold
 from tests.unit.strategies import FAST, held_maps, signed_maps
 

@@ -39,9 +39,10 @@ def test_trailing_slash_in_prefix_is_ignored() -> None:
 
 def test_event_keys() -> None:
     layout = KeyLayout()
-    assert layout.events("n1") == b"/eru/resource/gpu/n1/events/"
-    assert layout.event("n1", 1) == b"/eru/resource/gpu/n1/events/000000000001"
-    assert layout.event("n1", 0) == b"/eru/resource/gpu/n1/events/" + b"0" * SEQ_WIDTH
+    assert layout.events("n1") == b"/eru/resource-events/gpu/n1/"
+    assert layout.event("n1", 1) == b"/eru/resource-events/gpu/n1/000000000001"
+    assert layout.event("n1", 0) == b"/eru/resource-events/gpu/n1/" + b"0" * SEQ_WIDTH
+    assert layout.legacy_events("n1") == b"/eru/resource/gpu/n1/events/"
 
 
 def test_non_ascii_node_names_are_utf8_encoded() -> None:
@@ -52,7 +53,8 @@ def test_event_keys_start_with_the_events_prefix_and_not_with_another_nodes() ->
     layout = KeyLayout()
     key = layout.event("n1", 5)
     assert key.startswith(layout.events("n1"))
-    assert key.startswith(layout.head("n1"))
+    assert not key.startswith(layout.root), "events must stay out of the heads' prefix"
+    assert layout.head("n1").startswith(layout.root)
     assert not key.startswith(layout.events("n"))
     assert not layout.event("n10", 5).startswith(layout.events("n1"))
 

@@ -1,6 +1,7 @@
-"""What auditors ask of a stream, answered without etcd: the state at a point, whether the head
-agrees with the fold, the checkpoint that may stand in for a stream's older events, which events
-are too young to compact, and whether an export holds what its checkpoint stands for.
+"""What auditors ask of a stream of any resource kind, answered without etcd: its fold, the
+state at a point, whether the head agrees with the fold, the checkpoint that may stand in for a
+stream's older events, which events are too young to compact, and whether an export holds what
+its checkpoint stands for.
 
 A stream starts either at event 1 or at a checkpoint that replaced events ``first`` .. its seq
 (compaction); everything after that is one event per seq, with no gaps. The checkpoint's export
@@ -10,22 +11,39 @@ export holds the events before that: a chain back to event 1.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from itertools import pairwise
+from typing import Any, Generic, TypeVar
 
 import msgspec
 
 from resource_extend.ledger.errors import InvalidRequest, PluginError
-from resource_extend.ledger.events import Checkpoint, Event, HeadRepaired, decode_event, decode_head
-from resource_extend.projections.gpu import cards
-from resource_extend.projections.gpu.node import (
-    BrokenStream,
-    NodeState,
-    apply,
-    snapshot_of,
-    state_of,
-    state_of_head,
-)
+from resource_extend.ledger.events import AnyEvent, Checkpoint, HeadRepaired
+from resource_extend.ledger.kinds import Kind
+
+S = TypeVar("S", bound=msgspec.Struct)
+Event = AnyEvent
+
+
+class BrokenStream(ValueError):
+    """An event that cannot follow the state before it (a corrupt or foreign stream)."""
+
+
+def apply(kind: Kind[S], state: S | None, change: Any) -> S | None:
+    """The state after one change: the ledger's own carry a whole state; the kind applies
+    its own."""
+    if isinstance(change, (Checkpoint, HeadRepaired)):
+        restored: S | None = change.state
+        return restored
+    return kind.apply(state, change)
+
+
+def fold(kind: Kind[S], events: Iterable[AnyEvent], state: S | None = None) -> S | None:
+    for event in events:
+        state = apply(kind, state, event.change)
+    return state
+
 
 Point = int | datetime
 """A place in a stream: a seq, or a time (the state then is the one after the last event
@@ -56,13 +74,13 @@ def written_at(event: Event) -> datetime:
     return event.change.last_at if isinstance(event.change, Checkpoint) else event.at
 
 
-def states(events: list[Event]) -> list[NodeState | None]:
+def states(kind: Kind[S], events: list[Event]) -> list[S | None]:
     """The state after each event, in step with ``events``."""
-    after: list[NodeState | None] = []
-    state: NodeState | None = None
+    after: list[S | None] = []
+    state: S | None = None
     for event in events:
         try:
-            state = apply(state, event.change)
+            state = apply(kind, state, event.change)
         except BrokenStream as exc:
             raise PluginError(f"the stream is broken at seq {event.seq}: {exc}") from None
         after.append(state)
@@ -79,11 +97,11 @@ def compacted_note(checkpoint: Event) -> str:
     )
 
 
-def state_at(events: list[Event], point: Point) -> tuple[Event, NodeState | None]:
+def state_at(kind: Kind[S], events: list[Event], point: Point) -> tuple[Event, S | None]:
     """The event at ``point`` and the state after it."""
     if not events:
         raise PluginError("the node has no events")
-    after = states(events)
+    after = states(kind, events)
     first = events[0]
     checkpoint = first if isinstance(first.change, Checkpoint) else None
     if isinstance(point, int):
@@ -119,34 +137,34 @@ def stream_gaps(events: list[Event]) -> list[str]:
     return problems
 
 
-class Verdict(msgspec.Struct, frozen=True):
+class Verdict(msgspec.Struct, Generic[S], frozen=True):
     """How a head compares with the fold of its stream."""
 
     problems: list[str]
     """Empty when they agree."""
-    folded: NodeState | None
+    folded: S | None
     repairable: bool
     """The stream is whole and folds, so the head may be rewritten from it."""
 
 
-def check(head: bytes | None, events: list[Event]) -> Verdict:
+def check(kind: Kind[S], head: bytes | None, events: list[Event]) -> Verdict[S]:
     """Compare a head (as stored) with the fold of its stream.
 
     A head with no stream is an upstream record not adopted yet: nothing to compare.
     """
     problems = stream_gaps(events)
     try:
-        folded = states(events)[-1] if events else None
+        folded = states(kind, events)[-1] if events else None
     except PluginError as exc:
         return Verdict(problems=[*problems, exc.reason], folded=None, repairable=False)
     repairable = not problems
     last = events[-1].seq if events else 0
     if head is None:
         if folded is not None:
-            problems.append(f"no head, but the stream says {_describe(folded)} at seq {last}")
+            problems.append(f"no head, but the stream says {kind.describe(folded)} at seq {last}")
         return Verdict(problems=problems, folded=folded, repairable=repairable)
     try:
-        stored = decode_head(head)
+        stored = kind.read_head(head)
     except msgspec.DecodeError as exc:
         problems.append(f"the head is not readable: {exc}")
         return Verdict(problems=problems, folded=folded, repairable=repairable)
@@ -154,19 +172,14 @@ def check(head: bytes | None, events: list[Event]) -> Verdict:
         if stored.seq is not None:
             problems.append(f"the head is at seq {stored.seq} but the stream is empty")
         return Verdict(problems=problems, folded=folded, repairable=False)
-    found = state_of_head(stored)
+    found = stored.state
     if folded is None:
         problems.append(
             f"the stream ends with the node removed (seq {last}), but a head remains: "
-            f"{_describe(found)}"
+            f"{kind.describe(found)}"
         )
     else:
-        for field in ("capacity", "usage"):
-            was, should = getattr(found, field), getattr(folded, field)
-            if was != should:
-                problems.append(
-                    f"{field} differs: head {cards.describe(was)}, stream {cards.describe(should)}"
-                )
+        problems += kind.differences(found, folded)
     if stored.seq is None:
         problems.append(f"the head has no seq (rewritten by the upstream plugin?); stream {last}")
     elif stored.seq != last:
@@ -176,20 +189,20 @@ def check(head: bytes | None, events: list[Event]) -> Verdict:
     return Verdict(problems=problems, folded=folded, repairable=repairable)
 
 
-def repair(head: bytes | None, verdict: Verdict) -> HeadRepaired:
+def repair(head: bytes | None, verdict: Verdict[S]) -> HeadRepaired[S]:
     """The event that rewrites a disagreeing head from its stream, keeping what was found."""
     found = head.decode(errors="replace") if head is not None else "no head"
-    return HeadRepaired(found=found[:2000], state=snapshot_of(verdict.folded))
+    return HeadRepaired(found=found[:2000], state=verdict.folded)
 
 
-def checkpoint_for(events: list[Event], export: str) -> Checkpoint:
+def checkpoint_for(kind: Kind[S], events: list[Event], export: str) -> Checkpoint[S]:
     """The checkpoint that replaces ``events`` (a whole prefix of a stream)."""
     problems = stream_gaps(events)
     if problems:
         raise PluginError(f"cannot compact a stream with missing events: {'; '.join(problems)}")
     first = events[0]
     return Checkpoint(
-        state=snapshot_of(states(events)[-1]),
+        state=states(kind, events)[-1],
         first=first.change.first if isinstance(first.change, Checkpoint) else first.seq,
         last_at=written_at(events[-1]),
         export=export,
@@ -213,7 +226,7 @@ class ExportCheck(msgspec.Struct, frozen=True):
     starts at event 1, or has problems)."""
 
 
-def check_export(checkpoint: Event, name: str, lines: list[bytes]) -> ExportCheck:
+def check_export(kind: Kind[S], checkpoint: Event, name: str, lines: list[bytes]) -> ExportCheck:
     """Check the export ``name`` (its file name) against ``checkpoint``: every line is an event;
     their seqs run without gaps from event 1 or the previous checkpoint to the checkpoint's
     seq; they fold to the checkpoint's state, first seq and time; the name carries the
@@ -226,7 +239,7 @@ def check_export(checkpoint: Event, name: str, lines: list[bytes]) -> ExportChec
     events: list[Event] = []
     for number, line in enumerate(lines, start=1):
         try:
-            events.append(decode_event(line))
+            events.append(kind.events.decode(line))
         except msgspec.DecodeError as exc:
             return ExportCheck(problems=[*problems, f"line {number} is not an event: {exc}"])
     if not events:
@@ -245,22 +258,22 @@ def check_export(checkpoint: Event, name: str, lines: list[bytes]) -> ExportChec
     if last.seq != checkpoint.seq:
         problems.append(f"it ends at seq {last.seq}, not at the checkpoint's ({checkpoint.seq})")
     if not problems:
-        problems += _fold_problems(change, events)
+        problems += _fold_problems(kind, change, events)
     return ExportCheck(problems=problems, previous=None if problems else previous)
 
 
-def _fold_problems(change: Checkpoint, events: list[Event]) -> list[str]:
+def _fold_problems(kind: Kind[S], change: Checkpoint[S], events: list[Event]) -> list[str]:
     """How the checkpoint that ``events`` (a whole, gapless export) make differs from
     ``change``."""
     try:
-        made = checkpoint_for(events, export=change.export)
+        made = checkpoint_for(kind, events, export=change.export)
     except PluginError as exc:
         return [f"its events do not fold: {exc.reason}"]
     problems = []
     if made.state != change.state:
         folded, said = (
-            _describe(state) if state is not None else "the node removed"
-            for state in (state_of(made.state), state_of(change.state))
+            kind.describe(state) if state is not None else "the node removed"
+            for state in (made.state, change.state)
         )
         problems.append(f"its events fold to {folded}, the checkpoint says {said}")
     if made.first != change.first:
@@ -271,7 +284,3 @@ def _fold_problems(change: Checkpoint, events: list[Event]) -> list[str]:
             f"{rfc3339(change.last_at)}"
         )
     return problems
-
-
-def _describe(state: NodeState) -> str:
-    return f"capacity {cards.describe(state.capacity)}, usage {cards.describe(state.usage)}"

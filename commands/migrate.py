@@ -1,0 +1,69 @@
+"""``migrate``: move event streams from release 0.1's layout to this release's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from resource_extend.commands.protocol import Session, click_config, run
+
+
+@click.command("migrate")
+@click.option("--dry-run", is_flag=True, help="Only list the nodes to migrate and their events.")
+@click.option(
+    "--json",
+    "as_json_output",
+    is_flag=True,
+    help='Print {"nodes": {"<node>": <events moved>}, "events": N, "dry_run": B}.',
+)
+def migrate(dry_run: bool, as_json_output: bool) -> None:
+    """Move the event streams written by release 0.1 to where this release keeps them.
+
+    \b
+    0.1     <prefix>/resource/gpu/<node>/events/<seq>   (under the node record)
+    now     <prefix>/resource-events/gpu/<node>/<seq>   (a prefix of their own)
+
+    so that <prefix>/resource/gpu/ holds the node records and nothing else, as with the
+    upstream plugin. Each transaction moves up to 127 events of a node, oldest first (a put
+    each, byte for byte, and one delete), with compare-and-swap: every event is in exactly
+    one of the two places at every moment. So migrate may be killed at any point and run
+    again (it carries on), and may run while core keeps calling the plugin: a write to a node
+    not moved yet moves its stream first, or fails asking for migrate when the stream is
+    long. Streams are read by nobody until moved (history and verify name migrate).
+
+    \b
+    Afterwards:  resource-gpu verify --all
+    """
+
+    def run_migration(session: Session) -> Any:
+        from resource_extend.ledger import migration
+
+        store = session.store
+        moved: dict[str, int] = {}
+        for node in migration.legacy_nodes(store, store.keys):
+            session.node = node
+            if dry_run:
+                moved[node] = migration.legacy_count(store, store.keys, node)
+            else:
+                moved[node] = migration.migrate_node(
+                    store, store.keys, node, before_batch=store.renew
+                )
+            session.node = None
+        total = sum(moved.values())
+        if as_json_output:
+            return {"nodes": moved, "events": total, "dry_run": dry_run}
+        verb = "to move" if dry_run else "moved"
+        lines = [f"node {node}: {count} events {verb}" for node, count in moved.items()]
+        if not moved:
+            lines.append("nothing to migrate: every stream is in this release's layout")
+        elif dry_run:
+            lines.append(f"{len(moved)} nodes, {total} events to move (nothing was changed)")
+        else:
+            lines.append(
+                f"migrated {len(moved)} nodes, {total} events; check with: "
+                f"{session.kind.program} verify --all"
+            )
+        return "\n".join(lines)
+
+    run("migrate", run_migration, config=click_config(), text=not as_json_output)

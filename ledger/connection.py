@@ -1,0 +1,153 @@
+"""One plugin call's connection to etcd: requests within the call's time budget
+(``etcd.timeout``), failover between endpoints, and parallel reads. It knows nothing of what
+the keys mean (:mod:`ledger.store` does); ``ledger.transport`` carries the requests.
+
+A write that may have reached etcd is never resent here: it raises :class:`Ambiguous`, and
+the store decides, after looking for the write's operation id.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TypeVar
+
+from resource_extend.ledger import wire
+from resource_extend.ledger.config import EtcdConfig
+from resource_extend.ledger.errors import StoreError
+from resource_extend.ledger.transport import (
+    Refused,
+    Transport,
+    Unavailable,
+    endpoint_of,
+    open_transport,
+)
+
+Reply = TypeVar("Reply", wire.RangeResponse, wire.TxnResponse)
+
+MAX_TXN_OPS = 128
+"""etcd's default ``--max-txn-ops``: no transaction here carries more operations."""
+
+PASS_BACKOFF = (0.1, 0.3, None)
+"""A read goes round all endpoints up to three times, pausing this long (s) between rounds."""
+
+READERS = 4
+"""Connections that read a many-node request's batches in parallel."""
+
+
+class Ambiguous(Exception):
+    """A write's request went out but no answer came back."""
+
+
+class OutOfTime(StoreError):
+    """The call's etcd time budget (``etcd.timeout``) is spent."""
+
+
+class Connection:
+    """Requests to etcd, bounded in time by ``config.timeout`` from the connection's start."""
+
+    def __init__(
+        self,
+        config: EtcdConfig,
+        transport: Transport | None = None,
+        *,
+        deadline: float | None = None,
+    ) -> None:
+        self._config = config
+        self._endpoints = [endpoint_of(url) for url in config.machines]
+        self._transport = transport or open_transport(config)
+        self._current = 0
+        self._deadline = deadline or time.monotonic() + config.timeout
+
+    def renew(self) -> None:
+        """A new time budget, for a long job made of many calls' worth of requests."""
+        self._deadline = time.monotonic() + self._config.timeout
+
+    def close(self) -> None:
+        self._transport.close()
+
+    # -- transport ----------------------------------------------------------------------------
+
+    def _where(self) -> str:
+        host, port = self._endpoints[self._current]
+        return f"{host}:{port}"
+
+    def _attempt_timeout(self) -> float:
+        remaining = self._deadline - time.monotonic()
+        if remaining <= 0:
+            raise OutOfTime(
+                f"etcd did not answer within {self._config.timeout:g}s "
+                f"(etcd.machines: {', '.join(self._config.machines)})"
+            )
+        # Leave time to fail over: one endpoint may use its share of the budget, not all of it.
+        return max(min(remaining, self._config.timeout / len(self._endpoints)), 0.05)
+
+    def _txn(self, request: wire.TxnRequest, *, write: bool = False) -> wire.TxnResponse:
+        return self._send(request, wire.TxnResponse, write=write)
+
+    def _range(self, request: wire.RangeRequest) -> wire.RangeResponse:
+        return self._send(request, wire.RangeResponse)
+
+    def _send(
+        self,
+        request: wire.TxnRequest | wire.RangeRequest,
+        reply: type[Reply],
+        *,
+        write: bool = False,
+    ) -> Reply:
+        """Send one KV request, failing over between endpoints when one does not answer, and
+        going round them again (a few times, within ``etcd.timeout``) while none does.
+
+        A write that may have reached etcd is never resent here: it raises ``Ambiguous`` and
+        :meth:`append` decides (after looking for its operation id).
+        """
+        failures: list[str] = []
+        for backoff in PASS_BACKOFF:
+            failures.clear()
+            for _ in self._endpoints:
+                where = self._where()
+                try:
+                    timeout = self._attempt_timeout()
+                    return self._transport.send(self._current, request, reply, timeout)
+                except Refused as exc:
+                    raise StoreError(f"etcd at {where} refused the request: {exc}") from None
+                except Unavailable as exc:
+                    failures.append(f"{where}: {exc}")
+                    self._current = (self._current + 1) % len(self._endpoints)
+                    if write:
+                        raise Ambiguous("; ".join(failures)) from None
+            if backoff is None or self._deadline - time.monotonic() < backoff:
+                break
+            time.sleep(backoff)  # an election, a restart: give the cluster a moment
+        raise StoreError(f"etcd unreachable ({'; '.join(failures)})")
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def _read_all(self, requests: list[wire.TxnRequest]) -> list[wire.TxnResponse]:
+        """Read-only transactions, several in flight at once over their own connections (etcd
+        serves them in parallel); in order."""
+        if len(requests) < 2 * READERS:
+            return [self._txn(request) for request in requests]
+        import threading
+
+        replies: list[wire.TxnResponse | None] = [None] * len(requests)
+        failures: list[BaseException] = []
+
+        def read_share(first: int) -> None:
+            reader = Connection(self._config, deadline=self._deadline)
+            reader._current = self._current
+            try:
+                for i in range(first, len(requests), READERS):
+                    replies[i] = reader._txn(requests[i])
+            except BaseException as exc:  # re-raised in the calling thread
+                failures.append(exc)
+            finally:
+                reader.close()
+
+        threads = [threading.Thread(target=read_share, args=(i,)) for i in range(READERS)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if failures:
+            raise failures[0]
+        return [reply for reply in replies if reply is not None]

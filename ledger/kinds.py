@@ -1,0 +1,57 @@
+"""What a resource kind gives the ledger: the ledger stores, folds, compacts, exports and
+verifies any kind's streams, and asks the kind only for what is its own.
+
+A kind is an object with the attributes of :class:`Kind` (``projections.gpu.kind.GPU`` is the
+first). The ledger never imports one: ``commands`` hands it to the store.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Generic, Protocol, TypeVar
+
+import msgspec
+
+from resource_extend.ledger.events import Change, EventCodec
+
+S = TypeVar("S", bound=msgspec.Struct)
+
+
+class Head(msgspec.Struct, Generic[S], frozen=True):
+    """A node record as read: the state it holds and its stream position (``None``: written
+    by the upstream plugin, which keeps no stream)."""
+
+    state: S
+    seq: int | None
+
+
+class Kind(Protocol[S]):
+    name: str
+    """The key segment, ``<prefix>/resource/<name>/<node>``: ``gpu``, ``storage``."""
+    program: str
+    """The command that serves it, for messages: ``resource-gpu``."""
+    events: EventCodec[S]
+
+    def apply(self, state: S | None, change: Any) -> S | None:
+        """The state after one of the kind's own changes (``None``: no such node); raises
+        ``ledger.streams.BrokenStream`` when the change cannot follow ``state``."""
+        ...
+
+    def read_head(self, raw: bytes) -> Head[S]:
+        """A stored node record, the upstream plugin's included; ``msgspec.DecodeError``."""
+        ...
+
+    def write_head(self, state: S, seq: int) -> bytes:
+        """The node record for ``state``, byte-compatible with the upstream plugin, plus seq."""
+        ...
+
+    def adopted(self, state: S) -> Change:
+        """The change that takes over an upstream record as found (the stream's first)."""
+        ...
+
+    def describe(self, state: S) -> str:
+        """One line for people: ``capacity a:2, usage a:1``."""
+        ...
+
+    def differences(self, head: S, stream: S) -> list[str]:
+        """How a head's state differs from its stream's fold, one line per field."""
+        ...

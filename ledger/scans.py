@@ -1,0 +1,201 @@
+"""Reads that span many nodes: heads by the thousand, node listings, stream bounds.
+
+The heads' prefix holds nothing but heads, so a paged range over it reads every node record at
+one revision with no key to send; point reads win when a call names only a small share of the
+nodes there. Mixed into :class:`ledger.store.Store`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Literal
+
+import msgspec
+
+from resource_extend.ledger import wire
+from resource_extend.ledger.connection import MAX_TXN_OPS, Connection
+from resource_extend.ledger.keys import KeyLayout, range_end
+
+SCAN_PAGE = 5000
+"""Heads per range request when scanning the prefix (well below gRPC's 4 MiB a reply)."""
+
+SCAN_WHEN = 4
+"""Read the named heads by scanning every head when there are at most this many per name."""
+
+KEY_PAGE = 1000
+"""Keys per keys-only range request when listing nodes."""
+
+
+class NodeKeys(msgspec.Struct, frozen=True):
+    """What etcd holds for a node: a head, a stream, or both (``legacy``: events in release
+    0.1's layout, not yet migrated)."""
+
+    head: bool = False
+    stream: bool = False
+    legacy: bool = False
+
+
+class StreamBounds(msgspec.Struct, frozen=True):
+    count: int
+    first: int
+    last: int
+
+
+class Scans(Connection):
+    """Many-node reads; ``keys`` is the layout of the kind read."""
+
+    keys: KeyLayout
+
+    def _end_ops(self, node: str) -> list[wire.RequestOp]:
+        """Ranges for the first and the last event key of the node's stream.
+
+        The last costs a scan of the whole stream (etcd sorts a descending range before it
+        applies the limit), so writes take the stream's end from the head instead.
+        """
+        return [self._first_op(node), self._end_op(node, "DESCEND")]
+
+    def _first_op(self, node: str) -> wire.RequestOp:
+        return self._end_op(node, "ASCEND")
+
+    def _end_op(self, node: str, order: Literal["ASCEND", "DESCEND"]) -> wire.RequestOp:
+        return wire.RequestOp(request_range=self._end_range(node, order))
+
+    def _end_range(self, node: str, order: Literal["ASCEND", "DESCEND"]) -> wire.RangeRequest:
+        events = self.keys.events(node)
+        return wire.RangeRequest(
+            key=events, range_end=range_end(events), limit=1, keys_only=True, sort_order=order
+        )
+
+    def _seq_at(self, node: str, reply: wire.RangeResponse) -> int:
+        return self.keys.seq_of(node, reply.kvs[0].key) if reply.kvs else 0
+
+    def raw_heads(self, nodes: Iterable[str]) -> dict[str, bytes]:
+        """The stored heads of the named nodes that have one, as one consistent snapshot.
+
+        Many names: one paged range over every head, when the prefix holds at most
+        ``SCAN_WHEN`` heads per name asked for (a range reads each head once, with no key to
+        send). Otherwise point reads in transactions of at most ``MAX_TXN_OPS`` ranges, several
+        in flight at once, pinned to the revision the first fixes.
+        """
+        names = list(dict.fromkeys(nodes))
+        if len(names) > MAX_TXN_OPS:
+            first = self._range(self._heads_page(self.keys.root))
+            if first.count <= SCAN_WHEN * len(names):
+                wanted = set(names)
+                found = self._scan(first)
+                return {name: value for name, rest, value in found if not rest and name in wanted}
+            return self._point_heads(names, first.header.revision)
+        return self._point_heads(names)
+
+    def _point_heads(self, names: list[str], revision: int = 0) -> dict[str, bytes]:
+        batches = [names[i : i + MAX_TXN_OPS] for i in range(0, len(names), MAX_TXN_OPS)]
+        if not batches:
+            return {}
+
+        def request(batch: list[str], revision: int = 0) -> wire.TxnRequest:
+            ops = [wire.get(self.keys.head(node), revision=revision) for node in batch]
+            return wire.TxnRequest(success=ops)
+
+        first = self._txn(request(batches[0], revision))
+        revision = first.header.revision
+        replies = [first, *self._read_all([request(b, revision) for b in batches[1:]])]
+        heads: dict[str, bytes] = {}
+        for batch, reply in zip(batches, replies, strict=True):
+            for node, found in zip(batch, reply.ranges(), strict=True):
+                if found.kvs:
+                    heads[node] = found.kvs[0].value
+        return heads
+
+    def _heads_page(self, start: bytes, revision: int = 0) -> wire.RangeRequest:
+        end = range_end(self.keys.root)
+        return wire.RangeRequest(key=start, range_end=end, limit=SCAN_PAGE, revision=revision)
+
+    def _scan(self, first: wire.RangeResponse) -> Iterator[tuple[str, bytes, bytes]]:
+        """``(node, rest of the key, value)`` of every key under the heads' prefix, page by
+        page from ``first`` (a reply to ``_heads_page``), at its revision. ``rest`` is empty
+        for a head; anything else is an event in release 0.1's layout."""
+        root, page = self.keys.root, first
+        while True:
+            for kv in page.kvs:
+                name, _, rest = kv.key[len(root) :].partition(b"/")
+                yield name.decode(errors="surrogateescape"), rest, kv.value
+            if not page.more:
+                return
+            page = self._range(self._heads_page(page.kvs[-1].key + b"\x00", first.header.revision))
+
+    def all_heads(self) -> tuple[dict[str, bytes], set[str]]:
+        """Every head under the prefix, by node, in one paged range at one revision; and the
+        nodes with events still in release 0.1's layout."""
+        heads: dict[str, bytes] = {}
+        legacy: set[str] = set()
+        for name, rest, value in self._scan(self._range(self._heads_page(self.keys.root))):
+            if rest:
+                legacy.add(name)
+            else:
+                heads[name] = value
+        return heads, legacy
+
+    def list_nodes(self) -> dict[str, NodeKeys]:
+        """Every node with a head or a stream, by name."""
+        return self.survey()[0]
+
+    def survey(self) -> tuple[dict[str, NodeKeys], dict[str, bytes]]:
+        """Every node with a head or a stream, and every head: one paged range over the heads
+        (``all_heads``) and a paged keys-only one over the streams, where the rest of a stream
+        is skipped as soon as its first key shows up (a long stream costs one extra request,
+        not a page per thousand events)."""
+        heads, legacy = self.all_heads()
+        found = {name: NodeKeys(head=True) for name in heads}
+        for name in legacy:
+            found[name] = NodeKeys(head=name in heads, stream=True, legacy=True)
+        for name, _ in self._names_under(self.keys.events_root):
+            seen = found.get(name, NodeKeys())
+            found[name] = NodeKeys(head=seen.head, stream=True, legacy=seen.legacy)
+        return found, heads
+
+    def _names_under(self, root: bytes) -> Iterable[tuple[str, bytes]]:
+        """``(node, rest of the key)`` for the keys under ``root``; of the keys below a node
+        (``<node>/...``) only the first."""
+        start, end = root, range_end(root)
+        previous = None
+        while True:
+            reply = self._range(
+                wire.RangeRequest(key=start, range_end=end, limit=KEY_PAGE, keys_only=True)
+            )
+            for kv in reply.kvs:
+                name, _, rest = kv.key[len(root) :].partition(b"/")
+                if rest:
+                    if name == previous:
+                        continue
+                    previous = name
+                yield name.decode(errors="replace"), rest
+            if not reply.more:
+                return
+            last = reply.kvs[-1].key
+            node, slash, _ = last[len(root) :].partition(b"/")
+            start = range_end(root + node + b"/") if slash else last + b"\x00"
+
+    def stream_bounds(self, nodes: Iterable[str]) -> dict[str, StreamBounds]:
+        """Each named node's stream length and first and last positions, in batched reads."""
+        names = list(dict.fromkeys(nodes))
+        per_txn = MAX_TXN_OPS // 3
+        requests = []
+        for i in range(0, len(names), per_txn):
+            ops = []
+            for node in names[i : i + per_txn]:
+                events = self.keys.events(node)
+                ops += [wire.get(events, range_end(events), count_only=True), *self._end_ops(node)]
+            requests.append(wire.TxnRequest(success=ops))
+        bounds: dict[str, StreamBounds] = {}
+        for i, reply in enumerate(self._read_all(requests)):
+            ranges = reply.ranges()
+            for j, node in enumerate(names[i * per_txn : (i + 1) * per_txn]):
+                count, first, last = ranges[3 * j : 3 * j + 3]
+                bounds[node] = StreamBounds(
+                    count=count.count,
+                    first=self._seq_at(node, first),
+                    last=self._seq_at(node, last),
+                )
+        return bounds
+
+    # -- writes -------------------------------------------------------------------------------

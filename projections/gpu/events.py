@@ -1,0 +1,177 @@
+"""GPU's changes, its node record, and the codec for its events.
+
+A change records what happened, never a copy of the whole state, except where the change *is*
+a whole state (adoption, absolute sets, rebuilds). The ledger's own changes (checkpoints, head
+repairs) carry a :class:`NodeState`.
+"""
+
+from __future__ import annotations
+
+from typing import Union
+
+import msgspec
+
+from resource_extend.ledger import events as ledger_events
+from resource_extend.ledger.events import (
+    SCHEMA_VERSION,
+    Checkpoint,
+    EventCodec,
+    HeadRepaired,
+    NewerSchema,
+    encode,
+)
+from resource_extend.ledger.events import Change as LedgerChange
+from resource_extend.projections.gpu.cards import Cards
+from resource_extend.projections.gpu.resources import Resource
+from resource_extend.projections.gpu.state import NodeState
+
+__all__ = [
+    "EVENTS",
+    "KINDS",
+    "SCHEMA_VERSION",
+    "Adopted",
+    "CapacityChanged",
+    "CapacitySet",
+    "Change",
+    "Checkpoint",
+    "Event",
+    "GpuChange",
+    "Head",
+    "HeadRepaired",
+    "NewerSchema",
+    "NodeAdded",
+    "NodeInfoSet",
+    "NodeRemoved",
+    "Snapshot",
+    "UsageChanged",
+    "UsageRebuilt",
+    "UsageSet",
+    "decode_event",
+    "decode_head",
+    "encode",
+]
+
+Snapshot = NodeState
+"""The whole state a checkpoint or a head repair carries."""
+
+
+class NodeAdded(LedgerChange, tag="node_added"):
+    capacity: Cards
+
+
+class Adopted(LedgerChange, tag="adopted"):
+    """A head written by the upstream Go plugin, taken over as found."""
+
+    capacity: Cards
+    usage: Cards
+
+
+class CapacitySet(LedgerChange, tag="capacity_set"):
+    capacity: Cards
+
+
+class CapacityChanged(LedgerChange, tag="capacity_changed"):
+    delta: Cards
+
+
+class UsageChanged(LedgerChange, tag="usage_changed"):
+    """Cards taken (positive) or given back (negative), with the workloads that caused it."""
+
+    delta: Cards
+    workloads: list[Cards] | None = None
+
+
+class UsageSet(LedgerChange, tag="usage_set"):
+    usage: Cards
+
+
+class NodeInfoSet(LedgerChange, tag="node_info_set"):
+    capacity: Cards
+    usage: Cards
+
+
+class UsageRebuilt(LedgerChange, tag="usage_rebuilt"):
+    """fix-node-resource: usage set to the workload sums, with the differences it found."""
+
+    usage: Cards
+    diffs: list[str]
+
+
+class NodeRemoved(LedgerChange, tag="node_removed"):
+    pass
+
+
+OWN_CHANGES: tuple[type[LedgerChange], ...] = (
+    NodeAdded,
+    Adopted,
+    CapacitySet,
+    CapacityChanged,
+    UsageChanged,
+    UsageSet,
+    NodeInfoSet,
+    UsageRebuilt,
+    NodeRemoved,
+)
+
+GpuChange = Union[  # noqa: UP007 (a runtime union of generic aliases)
+    NodeAdded,
+    Adopted,
+    CapacitySet,
+    CapacityChanged,
+    UsageChanged,
+    UsageSet,
+    NodeInfoSet,
+    UsageRebuilt,
+    NodeRemoved,
+    Checkpoint[NodeState],
+    HeadRepaired[NodeState],
+]
+
+Change = GpuChange
+"""Any change of a GPU stream (the ledger's checkpoints and repairs included)."""
+
+Event = ledger_events.Event[GpuChange]
+"""A GPU event."""
+
+EVENTS = EventCodec("resource-gpu", NodeState, OWN_CHANGES)
+KINDS = EVENTS.kinds
+"""Every change kind, as GPU events name them."""
+
+decode_event = EVENTS.decode
+
+
+class Head(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """The node record at ``<prefix>/resource/gpu/<node>``.
+
+    ``capacity`` and ``usage`` keep the upstream JSON shape so the Go plugin and this one can
+    read each other's records; ``seq`` is the stream position (absent in upstream records).
+    """
+
+    capacity: Resource | None = None
+    usage: Resource | None = None
+    seq: int | None = None
+
+
+class _StoredMap(msgspec.Struct):
+    prod_count_map: dict[str, int] | None = None
+
+
+class _StoredHead(msgspec.Struct):
+    """A head as stored, read without the bounds a request must keep: whatever a record holds
+    (the upstream plugin's, say), the plugin can still read it, show it, and change it."""
+
+    capacity: _StoredMap | None = None
+    usage: _StoredMap | None = None
+    seq: int | None = None
+
+
+_head_decoder = msgspec.json.Decoder(_StoredHead)
+
+
+def decode_head(raw: bytes) -> Head:
+    stored = _head_decoder.decode(raw)
+
+    def resource(value: _StoredMap | None) -> Resource | None:
+        return None if value is None else Resource(prod_count_map=value.prod_count_map)
+
+    return Head(capacity=resource(stored.capacity), usage=resource(stored.usage), seq=stored.seq)

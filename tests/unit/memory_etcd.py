@@ -1,0 +1,230 @@
+"""An in-memory etcd behind the ``Transport`` protocol (``ledger.transport``), for unit tests.
+
+It keeps etcd's MVCC model, as far as the store relies on it: one global revision, incremented
+once per transaction that writes; per key its create and mod revisions and version; every
+version of every key, so that a range at ``revision=N`` reads as of N. Ranges (one key,
+``[key, range_end)``, or every key from ``key`` when ``range_end`` is ``b"\\x00"``) honour
+``limit`` (with ``more``; ``count`` ignores the limit), ``keys_only``, ``count_only`` and
+sorting by key. Transactions evaluate their compares, then run the success or failure ops.
+
+Faults a test can arm:
+
+* :meth:`fail_next`: the next request to endpoint ``i`` raises ``Unavailable`` and never
+  reaches etcd (``down`` holds endpoints that never answer);
+* :meth:`lose_next_answer`: the next write is applied, then its answer is lost;
+* :meth:`before_next_write` / :meth:`before_request`: a callback runs just before the next
+  write (after ``skip`` requests); what it sends meets no fault and no hook.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, TypeVar
+
+import msgspec
+
+from resource_extend.ledger import wire
+from resource_extend.ledger.transport import Refused, Unavailable
+
+Reply = TypeVar("Reply", wire.RangeResponse, wire.TxnResponse)
+Hook = Callable[[], object]
+T = TypeVar("T", int, bytes)
+
+
+@dataclass(frozen=True)
+class _Version:
+    """One write of a key (``value`` None: deleted)."""
+
+    mod: int
+    create: int
+    version: int
+    value: bytes | None
+
+
+def _holds(result: Literal["EQUAL", "GREATER", "LESS", "NOT_EQUAL"], actual: T, wanted: T) -> bool:
+    if result == "EQUAL":
+        return actual == wanted
+    if result == "NOT_EQUAL":
+        return actual != wanted
+    return actual > wanted if result == "GREATER" else actual < wanted
+
+
+def _writes(request: wire.TxnRequest) -> bool:
+    return any(op.request_range is None for op in (*request.success, *request.failure))
+
+
+class MemoryEtcd:
+    def __init__(self, endpoints: int = 1) -> None:
+        self.endpoints = endpoints
+        self.revision = 1  # an empty etcd is at revision 1
+        self.history: dict[bytes, list[_Version]] = {}
+        self._sorted: list[bytes] = []  # every key ever written, in order
+        self.served: Counter[int] = Counter()  # requests answered, by endpoint
+        self.down: set[int] = set()
+        self._unreachable: list[tuple[int, bool]] = []
+        self._lost: list[Hook | None] = []
+        self._before_write: list[Hook] = []
+        self._before_request: list[tuple[int, Hook]] = []
+        self._in_hook = False
+
+    # -- faults -------------------------------------------------------------------------------
+
+    def fail_next(self, endpoint: int, *, writes_only: bool = False) -> None:
+        """The next request (write: with ``writes_only``) to ``endpoint`` never reaches etcd."""
+        self._unreachable.append((endpoint, writes_only))
+
+    def lose_next_answer(self, then: Hook | None = None) -> None:
+        """Apply the next write, run ``then``, and raise ``Unavailable`` for the answer."""
+        self._lost.append(then)
+
+    def before_next_write(self, hook: Hook) -> None:
+        """Run ``hook`` just before the next write is applied (another writer, a compaction)."""
+        self._before_write.append(hook)
+
+    def before_request(self, hook: Hook, *, skip: int = 0) -> None:
+        """Run ``hook`` before the request after the next ``skip`` requests that reach etcd."""
+        self._before_request.append((skip, hook))
+
+    def _run(self, hook: Hook) -> None:
+        self._in_hook = True
+        try:
+            hook()
+        finally:
+            self._in_hook = False
+
+    # -- the Transport protocol ---------------------------------------------------------------
+
+    def send(
+        self,
+        endpoint: int,
+        request: wire.TxnRequest | wire.RangeRequest,
+        reply: type[Reply],
+        timeout: float,
+    ) -> Reply:
+        assert 0 <= endpoint < self.endpoints, endpoint
+        writes = isinstance(request, wire.TxnRequest) and _writes(request)
+        lost: Hook | None = None
+        answer_lost = False
+        if not self._in_hook:
+            self._reach(endpoint, writes)
+            pending, self._before_request = self._before_request, []
+            for skip, hook in pending:
+                if skip:
+                    self._before_request.append((skip - 1, hook))
+                else:
+                    self._run(hook)
+            if writes and self._before_write:
+                self._run(self._before_write.pop(0))
+            if writes and self._lost:
+                lost, answer_lost = self._lost.pop(0), True
+        if isinstance(request, wire.RangeRequest):
+            answer: wire.RangeResponse | wire.TxnResponse = self._range(request)
+        else:
+            answer = self._txn(request)
+        self.served[endpoint] += 1
+        if answer_lost:
+            if lost is not None:
+                self._run(lost)
+            raise Unavailable("unavailable: the answer was lost (MemoryEtcd)")
+        # A round trip through JSON, as over etcd's gateway: the reply is what the store decodes.
+        return msgspec.json.decode(msgspec.json.encode(answer), type=reply)
+
+    def _reach(self, endpoint: int, writes: bool) -> None:
+        if endpoint in self.down:
+            raise Unavailable(f"unavailable: endpoint {endpoint} is down (MemoryEtcd)")
+        for i, (where, writes_only) in enumerate(self._unreachable):
+            if where == endpoint and (writes or not writes_only):
+                del self._unreachable[i]
+                raise Unavailable(f"unavailable: endpoint {endpoint} did not answer (MemoryEtcd)")
+
+    def drop(self, endpoint: int) -> None:
+        """Nothing to forget: there are no connections."""
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+    # -- the KV model -------------------------------------------------------------------------
+
+    def put(self, key: bytes, value: bytes) -> int:
+        """Write one key outside any request (to seed a test); the new revision."""
+        self.revision += 1
+        self._put(key, value, self.revision)
+        return self.revision
+
+    def _latest(self, key: bytes, at: int = 0) -> _Version | None:
+        """The key as of revision ``at`` (0: now, this transaction's writes included)."""
+        versions = [v for v in self.history.get(key, []) if not at or v.mod <= at]
+        return versions[-1] if versions and versions[-1].value is not None else None
+
+    def _put(self, key: bytes, value: bytes, revision: int) -> None:
+        if key not in self.history:
+            bisect.insort(self._sorted, key)
+        before = self._latest(key)
+        create, version = (before.create, before.version) if before else (revision, 0)
+        self.history.setdefault(key, []).append(_Version(revision, create, version + 1, value))
+
+    def _keys(self, key: bytes, end: bytes, at: int = 0) -> list[tuple[bytes, _Version]]:
+        if not end:
+            found = self._latest(key, at)
+            return [(key, found)] if found else []
+        first = bisect.bisect_left(self._sorted, key)
+        last = len(self._sorted) if end == b"\x00" else bisect.bisect_left(self._sorted, end)
+        pairs = [(k, self._latest(k, at)) for k in self._sorted[first:last]]
+        return [(k, v) for k, v in pairs if v is not None]
+
+    def _range(self, request: wire.RangeRequest) -> wire.RangeResponse:
+        if request.revision > self.revision:
+            raise Refused("out_of_range: etcdserver: mvcc: required revision is a future revision")
+        assert request.sort_target == "KEY", "MemoryEtcd sorts by key only"
+        found = self._keys(request.key, request.range_end, request.revision)
+        if request.sort_order == "DESCEND":
+            found.reverse()
+        shown = found[: request.limit] if request.limit else found
+        kvs = [
+            wire.KeyValue(
+                key=k, value=b"" if request.keys_only else v.value or b"", mod_revision=v.mod
+            )
+            for k, v in shown
+        ]
+        return wire.RangeResponse(
+            header=wire.Header(revision=self.revision),
+            kvs=[] if request.count_only else kvs,
+            more=not request.count_only and len(shown) < len(found),
+            count=len(found),
+        )
+
+    def _compare(self, compare: wire.Compare) -> bool:
+        found = self._latest(compare.key)
+        if compare.target == "VALUE":  # a missing key fails every value compare
+            wanted: bytes = getattr(compare, "value", b"")
+            return found is not None and _holds(compare.result, found.value or b"", wanted)
+        i = ("VERSION", "MOD", "CREATE").index(compare.target)
+        actual = (found.version, found.mod, found.create) if found else (0, 0, 0)
+        wanted_int = (compare.version, compare.mod_revision, getattr(compare, "create_revision", 0))
+        return _holds(compare.result, actual[i], int(wanted_int[i]))
+
+    def _txn(self, request: wire.TxnRequest) -> wire.TxnResponse:
+        succeeded = all(self._compare(compare) for compare in request.compare)
+        revision, wrote = self.revision + 1, False
+        responses: list[wire.ResponseOp] = []
+        for op in request.success if succeeded else request.failure:
+            if op.request_range is not None:
+                responses.append(wire.ResponseOp(response_range=self._range(op.request_range)))
+                continue
+            if op.request_put is not None:
+                self._put(op.request_put.key, op.request_put.value, revision)
+                wrote = True
+            elif op.request_delete_range is not None:
+                gone = op.request_delete_range
+                for key, _ in self._keys(gone.key, gone.range_end):
+                    self.history[key].append(_Version(revision, 0, 0, None))
+                    wrote = True
+            responses.append(wire.ResponseOp())
+        if wrote:
+            self.revision = revision
+        return wire.TxnResponse(
+            header=wire.Header(revision=self.revision), succeeded=succeeded, responses=responses
+        )

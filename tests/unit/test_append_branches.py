@@ -1,0 +1,371 @@
+"""The riskiest branches of ``Store.append`` and of the store's reads, against an in-memory etcd
+(``tests.unit.memory_etcd``): lost races, lost answers, compaction over a lost write, running
+out of time or attempts, fail-over, and paged reads.
+
+Everything these tests know of how a store is built, of decide functions, of event types and
+of key names sits in the helpers below; the tests assert on behaviour (events, states, raised
+exception types), never on the requests sent.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from resource_extend.ledger import compaction
+from resource_extend.ledger import store as store_module
+from resource_extend.ledger.config import EtcdConfig
+from resource_extend.ledger.errors import (
+    Contention,
+    NodeExists,
+    NodeNotFound,
+    OutcomeUnknown,
+    StoreError,
+)
+from resource_extend.ledger.events import AnyEvent, Change, Checkpoint
+from resource_extend.ledger.keys import KeyLayout
+from resource_extend.ledger.store import Store
+from resource_extend.projections.gpu.cards import Cards
+from resource_extend.projections.gpu.events import NodeAdded, NodeRemoved, UsageChanged
+from resource_extend.projections.gpu.node import GPU, NodeState
+from tests.unit.memory_etcd import MemoryEtcd
+
+# -- helpers: all the tests know of the store's API ------------------------------------------
+
+GpuStore = Store[NodeState]
+Decide = Callable[[NodeState | None], Change | None]
+
+NODE = "node-1"
+CARD = "nvidia-a100"
+
+
+def make_store(etcd: MemoryEtcd, **config: Any) -> GpuStore:
+    """A GPU store over ``etcd``, one ``etcd.machines`` entry per endpoint it has."""
+    machines = [f"http://{endpoint_name(i)}" for i in range(etcd.endpoints)]
+    return Store(EtcdConfig(machines=machines, prefix="/unit", **config), GPU, etcd)
+
+
+def endpoint_name(i: int) -> str:
+    return f"10.0.0.{i + 1}:2379"
+
+
+def layout(store: GpuStore) -> KeyLayout:
+    """The store's key layout: the only source of key names here."""
+    return store.keys
+
+
+def add_node_change(capacity: Cards) -> Decide:
+    def decide(state: NodeState | None) -> Change:
+        if state is not None:
+            raise NodeExists(NODE)
+        return NodeAdded(capacity=dict(capacity))
+
+    return decide
+
+
+def usage_change(delta: Cards) -> Decide:
+    def decide(state: NodeState | None) -> Change:
+        if state is None:
+            raise NodeNotFound(NODE)
+        return UsageChanged(delta=dict(delta))
+
+    return decide
+
+
+def remove_node_change() -> Decide:
+    def decide(state: NodeState | None) -> Change:
+        if state is None:
+            raise NodeNotFound(NODE)
+        return NodeRemoved()
+
+    return decide
+
+
+def recording(decide: Decide) -> tuple[Decide, list[NodeState | None]]:
+    """``decide``, noting every state it is asked about."""
+    seen: list[NodeState | None] = []
+
+    def noting(state: NodeState | None) -> Change | None:
+        seen.append(state)
+        return decide(state)
+
+    return noting, seen
+
+
+def usage(state: NodeState | None) -> Cards:
+    assert state is not None
+    return dict(state.usage)
+
+
+def is_checkpoint(event: AnyEvent) -> bool:
+    return isinstance(event.change, Checkpoint)
+
+
+def head_seq(raw: bytes | None) -> int | None:
+    """The stream position a stored head records."""
+    assert raw is not None
+    return GPU.read_head(raw).seq
+
+
+def shrink_event_page(monkeypatch: pytest.MonkeyPatch, size: int) -> None:
+    """Make the store read streams ``size`` events per request."""
+    monkeypatch.setattr(store_module, "EVENT_PAGE", size)
+
+
+def compact_all(etcd: MemoryEtcd, node: str, export_dir: Path) -> None:
+    """Replace every event of the node's stream by one checkpoint (another process's
+    compaction)."""
+    done = compaction.compact(make_store(etcd), node, keep=0, export_dir=str(export_dir), min_age=0)
+    assert done is not None
+
+
+def ops(events: list[AnyEvent]) -> list[str]:
+    return [event.op for event in events]
+
+
+def seqs(events: list[AnyEvent]) -> list[int]:
+    return [event.seq for event in events]
+
+
+def new_node(etcd: MemoryEtcd, node: str = NODE, capacity: int = 8) -> list[AnyEvent]:
+    return make_store(etcd).append(node, "add", add_node_change({CARD: capacity})).events
+
+
+def take_one(etcd: MemoryEtcd, node: str = NODE) -> list[str]:
+    """Another writer takes a card: the op ids of what it appended."""
+    return ops(make_store(etcd).append(node, "rival", usage_change({CARD: 1})).events)
+
+
+def rival(etcd: MemoryEtcd, *, forever: bool = False) -> list[str]:
+    """Another writer takes a card just before our next write (every one, with ``forever``);
+    the op ids of its events, as they land."""
+    theirs: list[str] = []
+
+    def first() -> None:
+        theirs.extend(take_one(etcd))
+        if forever:
+            etcd.before_next_write(first)
+
+    etcd.before_next_write(first)
+    return theirs
+
+
+def stream_of(etcd: MemoryEtcd, node: str = NODE) -> list[AnyEvent]:
+    return make_store(etcd).events(node)
+
+
+# -- lost races -------------------------------------------------------------------------------
+
+
+def test_a_lost_race_decides_again_on_the_fresh_state() -> None:
+    etcd = MemoryEtcd()
+    added = new_node(etcd)
+    theirs = rival(etcd)
+    decide, seen = recording(usage_change({CARD: 2}))
+
+    result = make_store(etcd).append(NODE, "take", decide)
+
+    assert [usage(state) for state in seen] == [{}, {CARD: 1}]
+    events = stream_of(etcd)
+    assert seqs(events) == [1, 2, 3]
+    assert ops(events) == [*ops(added), *theirs, *ops(result.events)]
+    assert len(theirs) == 1 and len(result.events) == 1
+    assert usage(result.before) == {CARD: 1}
+    assert usage(result.after) == {CARD: 3}
+    assert usage(make_store(etcd).read(NODE).state) == {CARD: 3}
+
+
+def test_a_race_lost_to_a_removal_raises_what_decide_raises_and_writes_nothing() -> None:
+    etcd = MemoryEtcd()
+    new_node(etcd)
+    etcd.before_next_write(lambda: make_store(etcd).append(NODE, "rm", remove_node_change()))
+
+    with pytest.raises(NodeNotFound):
+        make_store(etcd).append(NODE, "take", usage_change({CARD: 1}))
+
+    assert seqs(stream_of(etcd)) == [1, 2]
+    assert make_store(etcd).read(NODE).state is None
+
+
+# -- unknown outcomes -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("then_another_writer", [False, True])
+def test_an_applied_write_whose_answer_was_lost_is_found_by_its_op_id(
+    then_another_writer: bool,
+) -> None:
+    etcd = MemoryEtcd(endpoints=2)
+    added = new_node(etcd)
+    theirs: list[str] = []
+    etcd.lose_next_answer(lambda: theirs.extend(take_one(etcd)) if then_another_writer else None)
+    decide, seen = recording(usage_change({CARD: 2}))
+
+    result = make_store(etcd).append(NODE, "take", decide)
+
+    events = stream_of(etcd)
+    assert len(seen) == 1  # settled by the op id: never decided (nor applied) again
+    assert ops(events) == [*ops(added), *ops(result.events), *theirs]
+    assert seqs(events) == list(range(1, len(events) + 1))
+    assert result.events == events[1:2]
+    assert usage(result.before) == {}
+    assert usage(result.after) == {CARD: 2}
+    assert usage(make_store(etcd).read(NODE).state) == {CARD: 2 + len(theirs)}
+
+
+def test_a_write_lost_before_it_reached_etcd_is_applied_once() -> None:
+    etcd = MemoryEtcd(endpoints=2)
+    added = new_node(etcd)
+    etcd.fail_next(0, writes_only=True)
+
+    result = make_store(etcd).append(NODE, "take", usage_change({CARD: 2}))
+
+    events = stream_of(etcd)
+    assert ops(events) == [*ops(added), *ops(result.events)]
+    assert seqs(events) == [1, 2]
+    assert result.events == events[1:]
+    assert usage(result.after) == {CARD: 2}
+    assert usage(make_store(etcd).read(NODE).state) == {CARD: 2}
+
+
+def test_a_checkpoint_over_the_lost_write_leaves_its_outcome_unknown(tmp_path: Path) -> None:
+    etcd = MemoryEtcd()
+    new_node(etcd)
+    etcd.lose_next_answer(lambda: compact_all(etcd, NODE, tmp_path))
+    decide, seen = recording(usage_change({CARD: 2}))
+
+    with pytest.raises(OutcomeUnknown):
+        make_store(etcd).append(NODE, "take", decide)
+
+    assert len(seen) == 1
+    events = stream_of(etcd)
+    assert seqs(events) == [2] and is_checkpoint(events[0])  # the write, compacted away
+    record = make_store(etcd).read(NODE)
+    assert record.seq == 2  # not appended a second time
+    assert usage(record.state) == {CARD: 2}
+
+
+# -- contention -------------------------------------------------------------------------------
+
+
+def test_running_out_of_time_while_losing_races_is_contention() -> None:
+    etcd = MemoryEtcd()
+    added = new_node(etcd)
+    theirs = rival(etcd, forever=True)
+    started = time.monotonic()
+
+    with pytest.raises(Contention):
+        make_store(etcd, timeout=0.3, max_attempts=1000).append(
+            NODE, "take", usage_change({CARD: 1})
+        )
+
+    assert time.monotonic() - started < 3
+    assert theirs  # lost at least one race
+    assert ops(stream_of(etcd)) == [*ops(added), *theirs]  # and wrote nothing
+
+
+def test_running_out_of_time_without_a_lost_race_is_no_contention() -> None:
+    etcd = MemoryEtcd()
+    new_node(etcd)
+    etcd.before_request(lambda: time.sleep(0.2))  # the read answers, after the deadline
+
+    with pytest.raises(StoreError) as raised:
+        make_store(etcd, timeout=0.1).append(NODE, "take", usage_change({CARD: 1}))
+
+    assert not isinstance(raised.value, (Contention, OutcomeUnknown))
+    assert seqs(stream_of(etcd)) == [1]
+
+
+def test_exhausting_max_attempts_is_contention() -> None:
+    etcd = MemoryEtcd()
+    added = new_node(etcd)
+    theirs = rival(etcd, forever=True)
+    decide, seen = recording(usage_change({CARD: 1}))
+
+    with pytest.raises(Contention):
+        make_store(etcd, max_attempts=3).append(NODE, "take", decide)
+
+    assert len(theirs) == len(seen) == 3  # one lost race per attempt
+    assert ops(stream_of(etcd)) == [*ops(added), *theirs]
+
+
+# -- fail-over --------------------------------------------------------------------------------
+
+
+def test_a_read_fails_over_to_the_next_endpoint() -> None:
+    etcd = MemoryEtcd(endpoints=2)
+    new_node(etcd, capacity=3)
+    etcd.fail_next(0)
+    served = etcd.served[1]
+
+    record = make_store(etcd).read(NODE)
+
+    assert record.state is not None and dict(record.state.capacity) == {CARD: 3}
+    assert record.seq == 1
+    assert etcd.served[1] > served
+
+
+def test_all_endpoints_down_is_a_store_error_naming_them() -> None:
+    etcd = MemoryEtcd(endpoints=3)
+    new_node(etcd)
+    etcd.down = {0, 1, 2}
+
+    with pytest.raises(StoreError) as raised:
+        make_store(etcd).append(NODE, "take", usage_change({CARD: 1}))
+
+    assert not isinstance(raised.value, OutcomeUnknown)  # nothing was sent to write
+    for i in range(3):
+        assert endpoint_name(i) in str(raised.value)
+    etcd.down = set()
+    assert seqs(stream_of(etcd)) == [1]
+
+
+# -- paged reads ------------------------------------------------------------------------------
+
+
+def test_a_stream_longer_than_a_page_is_read_whole_at_one_revision(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    shrink_event_page(monkeypatch, 3)
+    etcd = MemoryEtcd()
+    written = ops(new_node(etcd))
+    for _ in range(9):
+        written += take_one(etcd)
+    landed: list[str] = []
+    etcd.before_request(lambda: landed.extend(take_one(etcd)), skip=1)  # after the first page
+
+    stream = make_store(etcd).read_stream(NODE)
+
+    assert landed  # a write did land between the pages ...
+    assert ops(stream.events) == written  # ... and is not part of what was read
+    assert seqs(stream.events) == list(range(1, 11))
+    assert head_seq(stream.head) == 10
+    assert ops(stream_of(etcd)) == [*written, *landed]
+    assert seqs(make_store(etcd).events(NODE, after=4)) == list(range(5, 12))
+
+
+def test_listing_nodes_pages_over_more_keys_than_a_page() -> None:
+    etcd = MemoryEtcd()
+    keys = layout(make_store(etcd))
+    expected: dict[str, tuple[bool, bool]] = {}
+
+    def seed(node: str, *, head: bool, events: int) -> None:
+        if head:
+            etcd.put(keys.head(node), b"{}")  # listing reads keys only
+        for seq in range(1, events + 1):
+            etcd.put(keys.event(node, seq), b"{}")
+        expected[node] = (head, events > 0)
+
+    for i in range(1000):  # a page (1000 keys) of heads: the first page ends on a head
+        seed(f"a{i:04}", head=True, events=0)
+    seed("b-long", head=True, events=1500)  # the second page ends inside a stream
+    seed("b-long-2", head=True, events=1)
+    seed("c-removed", head=False, events=2)
+    seed("d-last", head=True, events=0)
+
+    found = make_store(etcd).list_nodes()
+
+    assert {name: (seen.head, seen.stream) for name, seen in found.items()} == expected
