@@ -9,6 +9,7 @@ the store decides, after looking for the write's operation id.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TypeVar
 
 from resource_extend.ledger import wire
@@ -23,6 +24,7 @@ from resource_extend.ledger.transport import (
 )
 
 Reply = TypeVar("Reply", wire.RangeResponse, wire.TxnResponse)
+T = TypeVar("T")
 
 MAX_TXN_OPS = 128
 """etcd's default ``--max-txn-ops``: no transaction here carries more operations."""
@@ -127,27 +129,37 @@ class Connection:
         serves them in parallel); in order."""
         if len(requests) < 2 * READERS:
             return [self._txn(request) for request in requests]
+
+        def txn(request: wire.TxnRequest) -> Callable[[Connection], wire.TxnResponse]:
+            return lambda reader: reader._txn(request)
+
+        return self._in_parallel([txn(request) for request in requests])
+
+    def _in_parallel(self, reads: list[Callable[[Connection], T]]) -> list[T]:
+        """Run each read on one of ``READERS`` connections of their own, within this one's time
+        budget; their results, in order. Reads only: a failure is re-raised here."""
         import threading
 
-        replies: list[wire.TxnResponse | None] = [None] * len(requests)
+        results: list[tuple[T] | None] = [None] * len(reads)
         failures: list[BaseException] = []
 
         def read_share(first: int) -> None:
             reader = Connection(self._config, deadline=self._deadline)
             reader._current = self._current
             try:
-                for i in range(first, len(requests), READERS):
-                    replies[i] = reader._txn(requests[i])
+                for i in range(first, len(reads), READERS):
+                    results[i] = (reads[i](reader),)
             except BaseException as exc:  # re-raised in the calling thread
                 failures.append(exc)
             finally:
                 reader.close()
 
-        threads = [threading.Thread(target=read_share, args=(i,)) for i in range(READERS)]
+        shares = min(READERS, len(reads))
+        threads = [threading.Thread(target=read_share, args=(i,)) for i in range(shares)]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
         if failures:
             raise failures[0]
-        return [reply for reply in replies if reply is not None]
+        return [result[0] for result in results if result is not None]

@@ -11,8 +11,6 @@
 
 from __future__ import annotations
 
-import msgspec
-
 from resource_extend.ledger.errors import InvalidRequest
 
 SEQ_WIDTH = 12
@@ -26,19 +24,20 @@ def range_end(prefix: bytes) -> bytes:
     return trimmed[:-1] + bytes([trimmed[-1] + 1])
 
 
-class KeyLayout(msgspec.Struct, frozen=True):
-    prefix: str = "/eru"
-    kind: str = "gpu"
+class KeyLayout:
+    """The keys of one resource kind under one prefix (computed once: a many-node call names
+    thousands of keys)."""
 
-    @property
-    def root(self) -> bytes:
+    __slots__ = ("events_root", "kind", "prefix", "root")
+
+    def __init__(self, prefix: str = "/eru", kind: str = "gpu") -> None:
+        self.prefix = prefix
+        self.kind = kind
+        base = prefix.rstrip("/")
+        self.root = f"{base}/resource/{kind}/".encode()
         """The prefix of every head, and of nothing else (once 0.1 streams are migrated)."""
-        return f"{self.prefix.rstrip('/')}/resource/{self.kind}/".encode()
-
-    @property
-    def events_root(self) -> bytes:
+        self.events_root = f"{base}/resource-events/{kind}/".encode()
         """The prefix of every stream."""
-        return f"{self.prefix.rstrip('/')}/resource-events/{self.kind}/".encode()
 
     def head(self, node: str) -> bytes:
         return self.root + node.encode()

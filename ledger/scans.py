@@ -7,17 +7,23 @@ nodes there. Mixed into :class:`ledger.store.Store`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Literal
 
 import msgspec
 
 from resource_extend.ledger import wire
-from resource_extend.ledger.connection import MAX_TXN_OPS, Connection
+from resource_extend.ledger.connection import MAX_TXN_OPS, READERS, Connection
 from resource_extend.ledger.keys import KeyLayout, range_end
 
 SCAN_PAGE = 5000
 """Heads per range request when scanning the prefix (well below gRPC's 4 MiB a reply)."""
+
+PARALLEL_SCAN = 2000
+"""From this many names on, the heads are scanned in ``READERS`` slices at once."""
+
+Found = tuple[str, bytes, bytes]
+"""A key under the heads' prefix: ``(node, rest of the key, value)``."""
 
 SCAN_WHEN = 4
 """Read the named heads by scanning every head when there are at most this many per name."""
@@ -72,20 +78,36 @@ class Scans(Connection):
     def raw_heads(self, nodes: Iterable[str]) -> dict[str, bytes]:
         """The stored heads of the named nodes that have one, as one consistent snapshot.
 
-        Many names: one paged range over every head, when the prefix holds at most
-        ``SCAN_WHEN`` heads per name asked for (a range reads each head once, with no key to
-        send). Otherwise point reads in transactions of at most ``MAX_TXN_OPS`` ranges, several
-        in flight at once, pinned to the revision the first fixes.
+        Many names: a count of the heads fixes the revision every read is pinned to. When the
+        prefix holds at most ``SCAN_WHEN`` heads per name asked for, paged ranges over the
+        heads (a range reads each head once, with no key to send), in ``READERS`` slices of
+        the key space read at once for thousands of names. Otherwise point reads in
+        transactions of at most ``MAX_TXN_OPS`` ranges, several in flight at once.
         """
         names = list(dict.fromkeys(nodes))
-        if len(names) > MAX_TXN_OPS:
-            first = self._range(self._heads_page(self.keys.root))
-            if first.count <= SCAN_WHEN * len(names):
-                wanted = set(names)
-                found = self._scan(first)
-                return {name: value for name, rest, value in found if not rest and name in wanted}
-            return self._point_heads(names, first.header.revision)
-        return self._point_heads(names)
+        if len(names) <= MAX_TXN_OPS:
+            return self._point_heads(names)
+        root, end = self.keys.root, range_end(self.keys.root)
+        probe = self._range(wire.RangeRequest(key=root, range_end=end, count_only=True))
+        revision = probe.header.revision
+        if probe.count > SCAN_WHEN * len(names):
+            return self._point_heads(names, revision)
+        slices = READERS if len(names) >= PARALLEL_SCAN else 1
+        keys = sorted(self.keys.head(name) for name in names)
+        cuts = [root, *(keys[len(keys) * i // slices] for i in range(1, slices)), end]
+
+        def read(start: bytes, stop: bytes) -> Callable[[Connection], list[Found]]:
+            return lambda reader: list(self._scan(reader, start, stop, revision))
+
+        reads = [read(cuts[i], cuts[i + 1]) for i in range(slices) if cuts[i] < cuts[i + 1]]
+        found = self._in_parallel(reads) if len(reads) > 1 else [reads[0](self)]
+        wanted = set(names)
+        return {
+            name: value
+            for part in found
+            for name, rest, value in part
+            if not rest and name in wanted
+        }
 
     def _point_heads(self, names: list[str], revision: int = 0) -> dict[str, bytes]:
         batches = [names[i : i + MAX_TXN_OPS] for i in range(0, len(names), MAX_TXN_OPS)]
@@ -106,29 +128,33 @@ class Scans(Connection):
                     heads[node] = found.kvs[0].value
         return heads
 
-    def _heads_page(self, start: bytes, revision: int = 0) -> wire.RangeRequest:
-        end = range_end(self.keys.root)
-        return wire.RangeRequest(key=start, range_end=end, limit=SCAN_PAGE, revision=revision)
-
-    def _scan(self, first: wire.RangeResponse) -> Iterator[tuple[str, bytes, bytes]]:
-        """``(node, rest of the key, value)`` of every key under the heads' prefix, page by
-        page from ``first`` (a reply to ``_heads_page``), at its revision. ``rest`` is empty
+    def _scan(
+        self, reader: Connection, start: bytes, end: bytes, revision: int = 0
+    ) -> Iterator[Found]:
+        """``(node, rest of the key, value)`` of every key from ``start`` to ``end`` under the
+        heads' prefix, page by page, at ``revision`` (0: the first page's). ``rest`` is empty
         for a head; anything else is an event in release 0.1's layout."""
-        root, page = self.keys.root, first
+        root = self.keys.root
         while True:
+            request = wire.RangeRequest(
+                key=start, range_end=end, limit=SCAN_PAGE, revision=revision
+            )
+            page = reader._range(request)
             for kv in page.kvs:
                 name, _, rest = kv.key[len(root) :].partition(b"/")
                 yield name.decode(errors="surrogateescape"), rest, kv.value
             if not page.more:
                 return
-            page = self._range(self._heads_page(page.kvs[-1].key + b"\x00", first.header.revision))
+            # (a reply's header has etcd's current revision, not the one read at)
+            start, revision = page.kvs[-1].key + b"\x00", revision or page.header.revision
 
     def all_heads(self) -> tuple[dict[str, bytes], set[str]]:
         """Every head under the prefix, by node, in one paged range at one revision; and the
         nodes with events still in release 0.1's layout."""
         heads: dict[str, bytes] = {}
         legacy: set[str] = set()
-        for name, rest, value in self._scan(self._range(self._heads_page(self.keys.root))):
+        root = self.keys.root
+        for name, rest, value in self._scan(self, root, range_end(root)):
             if rest:
                 legacy.add(name)
             else:

@@ -21,7 +21,7 @@ from resource_extend.ledger.events import (
     encode,
 )
 from resource_extend.ledger.events import Change as LedgerChange
-from resource_extend.projections.gpu.cards import Cards
+from resource_extend.projections.gpu.cards import Cards, normalised
 from resource_extend.projections.gpu.resources import Resource
 from resource_extend.projections.gpu.state import NodeState
 
@@ -166,6 +166,18 @@ class _StoredHead(msgspec.Struct):
 
 
 _head_decoder = msgspec.json.Decoder(_StoredHead)
+
+
+def read_stored_head(raw: bytes) -> tuple[Cards, Cards, int | None]:
+    """A head's capacity and usage, normalised, and its seq; the fast path of many-node
+    reads (``null`` maps and resources are empty)."""
+    stored = _head_decoder.decode(raw)
+    return _cards(stored.capacity), _cards(stored.usage), stored.seq
+
+
+def _cards(value: _StoredMap | None) -> Cards:
+    found = value.prod_count_map if value is not None else None
+    return normalised(found) if found else {}
 
 
 def decode_head(raw: bytes) -> Head:

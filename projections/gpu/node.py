@@ -25,8 +25,8 @@ from resource_extend.projections.gpu.events import (
     UsageChanged,
     UsageRebuilt,
     UsageSet,
-    decode_head,
     encode,
+    read_stored_head,
 )
 from resource_extend.projections.gpu.resources import Resource
 from resource_extend.projections.gpu.state import NodeState
@@ -75,8 +75,8 @@ class GpuKind(Kind[NodeState]):
         return apply_own(state, change)
 
     def read_head(self, raw: bytes) -> HeadRecord[NodeState]:
-        head = decode_head(raw)
-        return HeadRecord(state=state_of_head(head), seq=head.seq)
+        capacity, usage, seq = read_stored_head(raw)
+        return HeadRecord(state=NodeState(capacity=capacity, usage=usage), seq=seq)
 
     def write_head(self, state: NodeState, seq: int) -> bytes:
         capacity, usage = Resource.of(state.capacity), Resource.of(state.usage)

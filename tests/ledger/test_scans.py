@@ -84,12 +84,27 @@ def test_most_of_the_prefix_is_read_in_paged_ranges_at_one_revision(
     counted = Counted(monkeypatch)
     # A write lands between the second and third pages: the read must not see it.
     late = name(550)
-    counted.after[2] = lambda: etcd.put_many({etcd.head_key(late): b'{"capacity": null}'})
+    counted.after[3] = lambda: etcd.put_many({etcd.head_key(late): b'{"capacity": null}'})
     names = [name(i) for i in range(NODES)] + ["unknown"]
     states = fleet.read_many(names)
     assert states == {name(i): expected(i) for i in range(NODES)}
-    assert counted.kinds() == ["range"] * 7  # 602 keys (the 0.1 event among them), 100 a page
+    # A count fixes the revision; then 602 keys (the 0.1 event among them), 100 a page.
+    assert counted.kinds() == ["range"] * 8
     assert fleet.read_many([late]) == {late: NodeState()}  # the write did land
+
+
+def test_thousands_of_names_are_read_in_slices_at_once_at_one_revision(
+    fleet: Store[NodeState], etcd: Etcd, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(scans, "SCAN_PAGE", 50)
+    monkeypatch.setattr(scans, "PARALLEL_SCAN", 100)
+    counted = Counted(monkeypatch)  # counts this connection's requests, not the readers'
+    late = [name(10), name(590)]  # in the first slice and in the last
+    counted.after[1] = lambda: etcd.put_many({etcd.head_key(n): b"{}" for n in late})
+    names = [name(i) for i in range(NODES)]
+    assert fleet.read_many(names) == {name(i): expected(i) for i in range(NODES)}
+    assert counted.sent == [("range", fleet.keys.root)]  # the count; the slices went elsewhere
+    assert fleet.read_many(late) == {n: NodeState() for n in late}
 
 
 def test_a_small_share_of_the_prefix_is_read_key_by_key(
