@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from resource_extend.ledger.errors import InvalidRequest
 from resource_extend.ledger.keys import check_node_name
 from resource_extend.projections.gpu import cards
 from resource_extend.projections.gpu.cards import Cards
-from resource_extend.projections.gpu.node import NodeState
 from resource_extend.projections.gpu.resources import Resource, held_cards
+from resource_extend.projections.gpu.views import state_json as node_resources
 
-
-def node_resources(state: NodeState) -> dict[str, Any]:
-    """``{"capacity": R, "usage": R}``, the upstream record shape."""
-    return {"capacity": Resource.of(state.capacity), "usage": Resource.of(state.usage)}
+__all__ = ["node_names", "node_resources", "workloads_sum"]
 
 
 def node_names(names: list[str] | None) -> list[str]:

@@ -8,27 +8,13 @@ from typing import TYPE_CHECKING, Any
 import click
 import msgspec
 
+from resource_extend.commands import views
 from resource_extend.commands.protocol import Session, click_config, run
 from resource_extend.ledger import audit
 from resource_extend.ledger.errors import PluginError
+from resource_extend.ledger.events import AnyEvent as Event
+from resource_extend.ledger.events import Checkpoint, HeadRepaired
 from resource_extend.ledger.keys import check_node_name
-from resource_extend.projections.gpu import cards
-from resource_extend.projections.gpu.events import (
-    KINDS,
-    Adopted,
-    CapacityChanged,
-    CapacitySet,
-    Checkpoint,
-    Event,
-    HeadRepaired,
-    NodeAdded,
-    NodeInfoSet,
-    NodeRemoved,
-    UsageChanged,
-    UsageRebuilt,
-    UsageSet,
-)
-from resource_extend.projections.gpu.node import NodeState
 
 if TYPE_CHECKING:
     from resource_extend.ledger.store import Stream
@@ -36,38 +22,16 @@ if TYPE_CHECKING:
 POINT_HELP = "a seq (42) or an RFC 3339 time (2026-11-29T03:00:00Z; no offset means UTC)"
 
 
-def _signed(delta: cards.Cards) -> str:
-    return ", ".join(f"{p}:{n:+d}" for p, n in sorted(delta.items())) or "none"
-
-
-def summary(event: Event) -> str:
-    """What one event did, in a few words."""
+def summary(view: views.KindView, event: Event) -> str:
+    """What one event did, in a few words: the ledger's own changes here, the kind's by its
+    view."""
     change = event.change
-    if isinstance(change, NodeAdded):
-        return f"capacity = {cards.describe(change.capacity)}"
-    if isinstance(change, (Adopted, NodeInfoSet)):
-        return (
-            f"capacity = {cards.describe(change.capacity)}; usage = {cards.describe(change.usage)}"
-        )
-    if isinstance(change, CapacitySet):
-        return f"capacity = {cards.describe(change.capacity)}"
-    if isinstance(change, CapacityChanged):
-        return f"capacity {_signed(change.delta)}"
-    if isinstance(change, UsageChanged):
-        count = len(change.workloads or [])
-        workloads = f" ({count} workload{'s' * (count != 1)})" if count else ""
-        return f"usage {_signed(change.delta)}{workloads}"
-    if isinstance(change, UsageSet):
-        return f"usage = {cards.describe(change.usage)}"
-    if isinstance(change, UsageRebuilt):
-        return f"usage = {cards.describe(change.usage)}; diffs: {'; '.join(change.diffs)}"
-    if isinstance(change, NodeRemoved):
-        return "node removed"
     if isinstance(change, Checkpoint):
         return f"stands for events {change.first}..{event.seq}, exported to {change.export}"
     if isinstance(change, HeadRepaired):
         return f"head rewritten from the stream; it was: {change.found}"
-    return repr(change)
+    said = view.summary(change)
+    return repr(change) if said is None else said
 
 
 def as_json(event: Event) -> dict[str, Any]:
@@ -76,20 +40,14 @@ def as_json(event: Event) -> dict[str, Any]:
     return {"seq": event.seq, "kind": event.kind, **data}
 
 
-def table(rows: list[tuple[Event, NodeState | None]]) -> str:
-    lines = [("SEQ", "AT (UTC)", "VERB", "KIND", "CAPACITY AFTER", "USAGE AFTER", "CHANGE")]
+def table(view: views.KindView, rows: list[tuple[Event, Any]]) -> str:
+    """Events with the state after each (``None``: no node)."""
+    after = tuple(f"{header} AFTER" for header in view.STATE_HEADERS)
+    lines = [("SEQ", "AT (UTC)", "VERB", "KIND", *after, "CHANGE")]
     for event, state in rows:
-        lines.append(
-            (
-                str(event.seq),
-                audit.rfc3339(event.at),
-                event.verb,
-                event.kind,
-                cards.describe(state.capacity) if state else "-",
-                cards.describe(state.usage) if state else "-",
-                summary(event),
-            )
-        )
+        when = audit.rfc3339(event.at)
+        cells = view.state_cells(state)
+        lines.append((str(event.seq), when, event.verb, event.kind, *cells, summary(view, event)))
     return columns(lines)
 
 
@@ -134,7 +92,7 @@ def stream_of(session: Session, node: str) -> Stream:
     "--kind",
     "kinds",
     multiple=True,
-    type=click.Choice(KINDS),
+    type=click.Choice(views.current().KINDS),
     help="Only events of this kind (repeat for several).",
 )
 @click.option(
@@ -183,7 +141,7 @@ def history(
             rows = rows[-limit:]
         if as_json_output:
             return [as_json(e) for e, _ in rows]
-        return table(rows) if rows else "no events match"
+        return table(session.view, rows) if rows else "no events match"
 
     run("history", show, config=click_config(), text=not as_json_output)
 

@@ -22,6 +22,7 @@ from resource_extend.ledger.errors import PluginError
 if TYPE_CHECKING:
     import click
 
+    from resource_extend.commands.views import KindView
     from resource_extend.ledger.config import Config
     from resource_extend.ledger.events import Change
     from resource_extend.ledger.store import Appended, Resume, Store, WriteHook
@@ -88,6 +89,13 @@ class Session:
         from resource_extend.projections.gpu.node import GPU
 
         return GPU
+
+    @cached_property
+    def view(self) -> KindView:
+        """How the auditor commands print this kind."""
+        from resource_extend.commands import views
+
+        return views.current()
 
     @cached_property
     def store(self) -> Store[NodeState]:

@@ -7,14 +7,10 @@ from typing import Any
 import click
 import msgspec
 
-from resource_extend.commands.answers import node_resources
 from resource_extend.commands.history import NOT_ADOPTED, POINT_HELP, columns, stream_of
 from resource_extend.commands.protocol import Session, click_config, run
 from resource_extend.ledger import audit
 from resource_extend.ledger.errors import PluginError
-from resource_extend.projections.gpu import cards
-from resource_extend.projections.gpu.events import decode_head
-from resource_extend.projections.gpu.node import NodeState, state_of_head
 
 
 @click.command("show")
@@ -48,19 +44,14 @@ def show(node: str, at: str | None, as_json_output: bool) -> None:
         )
         if after is None:
             raise PluginError(f"the node did not exist after seq {event.seq} ({event.kind})")
+        view = session.view
         if as_json_output:
-            return {**node_resources(after), "seq": event.seq}
+            return {**view.state_json(after), "seq": event.seq}
         when = audit.rfc3339(event.at)
         return columns(
             [
-                ("SEQ", "AT (UTC)", "CAPACITY", "USAGE", "AVAILABLE"),
-                (
-                    str(event.seq),
-                    when,
-                    cards.describe(after.capacity),
-                    cards.describe(after.usage),
-                    cards.describe(after.available),
-                ),
+                ("SEQ", "AT (UTC)", *view.DETAIL_HEADERS),
+                (str(event.seq), when, *view.detail_cells(after)),
             ]
         )
 
@@ -83,26 +74,27 @@ def nodes(as_json_output: bool) -> None:
     """
 
     def listing(session: Session) -> Any:
-        store = session.store
+        store, view = session.store, session.view
         known, heads = store.survey()
         names = sorted(known)
         bounds = store.stream_bounds(n for n in names if known[n].stream and not known[n].legacy)
-        rows = []
+        rows, shown = [], []
         for name in names:
             raw = heads.get(name)
             stream = bounds.get(name)
             try:
-                state = state_of_head(decode_head(raw)) if raw is not None else NodeState()
+                state = store.kind.read_head(raw).state if raw is not None else None
                 status = "removed" if raw is None else "live" if stream else "upstream"
             except msgspec.DecodeError:
-                state, status = NodeState(), "unreadable"
+                state, status = None, "unreadable"
             if known[name].legacy:
                 status = "0.1-layout"
+            shown.append(view.state_cells(view.EMPTY if state is None else state))
             rows.append(
                 {
                     "nodename": name,
                     "state": status,
-                    **node_resources(state),
+                    **view.state_json(state),
                     "events": stream.count if stream else 0,
                     "seq": stream.last if stream else 0,
                 }
@@ -111,17 +103,10 @@ def nodes(as_json_output: bool) -> None:
             return rows
         return columns(
             [
-                ("NODE", "STATE", "CAPACITY", "USAGE", "EVENTS", "SEQ"),
+                ("NODE", "STATE", *view.STATE_HEADERS, "EVENTS", "SEQ"),
                 *(
-                    (
-                        row["nodename"],
-                        row["state"],
-                        cards.describe(row["capacity"].prod_count_map),
-                        cards.describe(row["usage"].prod_count_map),
-                        str(row["events"]),
-                        str(row["seq"]),
-                    )
-                    for row in rows
+                    (row["nodename"], row["state"], *cells, str(row["events"]), str(row["seq"]))
+                    for row, cells in zip(rows, shown, strict=True)
                 ),
             ]
         )
