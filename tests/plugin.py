@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from resource_extend.commands.resident import HELPER_MODULE
+
 MODE = os.environ.get("RESOURCE_GPU_TEST_MODE", "http")
 """How the plugin runs in this test run (the suite runs once in each): calls in-process over
 HTTP or over gRPC, or served by the resident helper (over HTTP)."""
@@ -122,7 +124,8 @@ def stop_helpers(only: str | None = None) -> list[str]:
 
     names = helper.sockets()
     if only is not None:
-        names = [name for name in names if name == resident.socket_name(only)]
+        wanted = resident.socket_name(only)
+        names = [name for name in names if name == wanted]
     done = []
     for name in names:
         seen = helper.look(name)
@@ -151,6 +154,10 @@ def kill_helpers_for(config_prefix: str) -> list[int]:
     return ended
 
 
+STARTING = f"-m {HELPER_MODULE} ".encode()
+"""A helper's command line before it names itself ``resource-gpu helper``."""
+
+
 def helper_pids(config_prefix: str) -> list[int]:
     """Live helper processes (zombies aside) serving a config under ``config_prefix``."""
     found = []
@@ -161,7 +168,7 @@ def helper_pids(config_prefix: str) -> list[int]:
             argv = (proc / "cmdline").read_bytes().replace(b"\0", b" ")
         except OSError:
             continue
-        helper = argv.startswith(b"resource-gpu helper ") or b"-m commands.residentd " in argv
+        helper = argv.startswith(b"resource-gpu helper ") or STARTING in argv
         if helper and f" {config_prefix}".encode() in argv:
             found.append(int(proc.name))
     return found
