@@ -1,7 +1,7 @@
 """What a resource kind gives the ledger: the ledger stores, folds, compacts, exports and
 verifies any kind's streams, and asks the kind only for what is its own.
 
-A kind is an object with the attributes of :class:`Kind` (``projections.gpu.kind.GPU`` is the
+A kind is an object with the attributes of :class:`Kind` (``projections.gpu.node.GPU`` is the
 first). The ledger never imports one: ``commands`` hands it to the store.
 """
 
