@@ -119,7 +119,7 @@ class Scans(Connection):
             return wire.TxnRequest(success=ops)
 
         first = self._txn(request(batches[0], revision))
-        revision = first.header.revision
+        revision = revision or first.header.revision  # (the header has etcd's current one)
         replies = [first, *self._read_all([request(b, revision) for b in batches[1:]])]
         heads: dict[str, bytes] = {}
         for batch, reply in zip(batches, replies, strict=True):

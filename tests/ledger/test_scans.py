@@ -107,13 +107,17 @@ def test_thousands_of_names_are_read_in_slices_at_once_at_one_revision(
     assert fleet.read_many(late) == {n: NodeState() for n in late}
 
 
-def test_a_small_share_of_the_prefix_is_read_key_by_key(
-    fleet: Store[NodeState], monkeypatch: pytest.MonkeyPatch
+def test_a_small_share_of_the_prefix_is_read_key_by_key_at_one_revision(
+    fleet: Store[NodeState], etcd: Etcd, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     counted = Counted(monkeypatch)
+    # A write lands after the count that fixes the revision: no batch may see it.
+    late = name(596)  # in the second batch
+    counted.after[1] = lambda: etcd.put_many({etcd.head_key(late): b"{}"})
     names = [name(i) for i in range(0, NODES, 4)]  # 150 of 600: a range would read 4x too much
     assert fleet.read_many(names) == {name(i): expected(i) for i in range(0, NODES, 4)}
     assert counted.sent == [("range", fleet.keys.root), ("txn", 128), ("txn", 22)]
+    assert fleet.read_many([late]) == {late: NodeState()}  # the write did land
 
 
 def test_nodes_reads_every_head_in_one_paged_range_and_no_request_per_node(
