@@ -41,7 +41,7 @@ def migrate(dry_run: bool, as_json_output: bool) -> None:
 
         store = session.store
         moved: dict[str, int] = {}
-        for node in migration.legacy_nodes(store, store.keys):
+        for node in migration.legacy_nodes(store):
             session.node = node
             if dry_run:
                 moved[node] = migration.legacy_count(store, store.keys, node)

@@ -23,6 +23,7 @@ from resource_extend.ledger import wire
 from resource_extend.ledger.connection import MAX_TXN_OPS, Ambiguous, Connection
 from resource_extend.ledger.errors import PluginError
 from resource_extend.ledger.keys import KeyLayout, range_end
+from resource_extend.ledger.scans import Scans
 
 BATCH = MAX_TXN_OPS - 1
 """Events per transaction: a put each, and one range delete."""
@@ -32,27 +33,10 @@ ON_WRITE = 4 * BATCH
 time budget); a longer 0.1 stream makes the write fail, asking for ``migrate``."""
 
 
-def legacy_nodes(conn: Connection, keys: KeyLayout) -> list[str]:
-    """The nodes with events still in 0.1's layout, by name: one paged keys-only range over
-    the heads' prefix, skipping the rest of each old stream once its first key shows up."""
-    root = keys.root
-    start, end = root, range_end(root)
-    found: list[str] = []
-    while True:
-        reply = conn._range(wire.RangeRequest(key=start, range_end=end, limit=1000, keys_only=True))
-        skip: bytes | None = None
-        for kv in reply.kvs:
-            name, slash, _ = kv.key[len(root) :].partition(b"/")
-            if slash:
-                found.append(name.decode(errors="surrogateescape"))
-                skip = range_end(root + name + b"/")
-                break  # the page may hold the rest of this stream: go past it
-        if skip is not None:
-            start = skip
-        elif reply.more:
-            start = reply.kvs[-1].key + b"\x00"
-        else:
-            return found
+def legacy_nodes(scans: Scans) -> list[str]:
+    """The nodes with events still in 0.1's layout (keys below a head), by name: one paged
+    keys-only range over the heads' prefix, which skips the rest of each old stream."""
+    return [name for name, rest in scans._names_under(scans.keys.root) if rest]
 
 
 def move_batch(conn: Connection, keys: KeyLayout, node: str) -> int:
