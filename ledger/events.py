@@ -15,7 +15,7 @@ an event from a newer release is refused with a message saying so.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Generic, TypeVar, Union
+from typing import Any, Generic, TypeVar, get_args
 
 import msgspec
 
@@ -91,17 +91,20 @@ class NewerSchema(msgspec.DecodeError):
     """An event written by a newer release than this one."""
 
 
-class EventCodec(Generic[S]):
-    """Decodes the events of one resource kind: its own changes, plus the ledger's
-    :class:`Checkpoint` and :class:`HeadRepaired` carrying its state type."""
+LEDGER_KINDS = frozenset({tag_of(Checkpoint), tag_of(HeadRepaired)})
+"""The changes the ledger itself writes into every kind's streams."""
 
-    def __init__(self, program: str, state: type[S], changes: tuple[type[Change], ...]) -> None:
+
+class EventCodec:
+    """Decodes the events of one resource kind, whose change union (``changes``) holds its own
+    changes and the ledger's ``Checkpoint[S]`` and ``HeadRepaired[S]`` for its state ``S``."""
+
+    def __init__(self, program: str, changes: Any) -> None:
         self.program = program
-        ledger: tuple[Any, ...] = (Checkpoint[state], HeadRepaired[state])  # type: ignore[valid-type]
-        self.changes: tuple[type[Change], ...] = (*changes, *ledger)
-        self.kinds: tuple[str, ...] = tuple(tag_of(change) for change in self.changes)
-        union: Any = Union[self.changes]  # noqa: UP007 (built at run time)
-        self._decoder = msgspec.json.Decoder(Event[union])
+        self.kinds: tuple[str, ...] = tuple(tag_of(change) for change in get_args(changes))
+        if missing := LEDGER_KINDS - set(self.kinds):
+            raise TypeError(f"{program}'s change union lacks the ledger's {sorted(missing)}")
+        self._decoder = msgspec.json.Decoder(Event[changes])
 
     def decode(self, raw: bytes) -> AnyEvent:
         """Decode an event of this or any older schema version."""

@@ -29,7 +29,7 @@ class Kind(Protocol[S]):
     """The key segment, ``<prefix>/resource/<name>/<node>``: ``gpu``, ``storage``."""
     program: str
     """The command that serves it, for messages: ``resource-gpu``."""
-    events: EventCodec[S]
+    events: EventCodec
 
     def apply(self, state: S | None, change: Any) -> S | None:
         """The state after one of the kind's own changes (``None``: no such node); raises

@@ -101,18 +101,6 @@ class NodeRemoved(LedgerChange, tag="node_removed"):
     pass
 
 
-OWN_CHANGES: tuple[type[LedgerChange], ...] = (
-    NodeAdded,
-    Adopted,
-    CapacitySet,
-    CapacityChanged,
-    UsageChanged,
-    UsageSet,
-    NodeInfoSet,
-    UsageRebuilt,
-    NodeRemoved,
-)
-
 GpuChange = Union[  # noqa: UP007 (a runtime union of generic aliases)
     NodeAdded,
     Adopted,
@@ -133,7 +121,7 @@ Change = GpuChange
 Event = ledger_events.Event[GpuChange]
 """A GPU event."""
 
-EVENTS = EventCodec("resource-gpu", NodeState, OWN_CHANGES)
+EVENTS = EventCodec("resource-gpu", GpuChange)
 KINDS = EVENTS.kinds
 """Every change kind, as GPU events name them."""
 

@@ -69,7 +69,7 @@ class GpuKind(Kind[NodeState]):
 
     name = "gpu"
     program = "resource-gpu"
-    events: EventCodec[NodeState] = EVENTS
+    events: EventCodec = EVENTS
 
     def apply(self, state: NodeState | None, change: Any) -> NodeState | None:
         return apply_own(state, change)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta, timezone
-from typing import get_args
+from typing import Union, get_args
 
 import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from resource_extend.ledger.events import EventCodec
 from resource_extend.projections.gpu.cards import Cards
 from resource_extend.projections.gpu.events import (
     KINDS,
@@ -285,3 +286,9 @@ def test_head_rejects_invalid_counts() -> None:
 def test_head_round_trips_property(capacity: Cards, usage: Cards, seq: int | None) -> None:
     head = Head(capacity=Resource.of(capacity), usage=Resource.of(usage), seq=seq)
     assert decode_head(encode(head)) == head
+
+
+def test_a_kind_whose_change_union_lacks_the_ledgers_changes_is_refused() -> None:
+    """A kind that forgot Checkpoint[S] and HeadRepaired[S] could not read a compacted stream."""
+    with pytest.raises(TypeError, match=r"lacks the ledger's \['checkpoint', 'head_repaired'\]"):
+        EventCodec("resource-x", Union[NodeAdded, NodeRemoved])  # noqa: UP007
