@@ -12,7 +12,6 @@ from resource_extend.ledger.events import AnyEvent, Change, EventCodec
 from resource_extend.ledger.kinds import Head as HeadRecord
 from resource_extend.ledger.kinds import Kind
 from resource_extend.projections.gpu import cards
-from resource_extend.projections.gpu.cards import Cards
 from resource_extend.projections.gpu.events import (
     EVENTS,
     Adopted,
@@ -31,7 +30,7 @@ from resource_extend.projections.gpu.events import (
 from resource_extend.projections.gpu.resources import Resource
 from resource_extend.projections.gpu.state import NodeState
 
-__all__ = ["GPU", "BrokenStream", "NodeState", "apply", "fold", "state_of_head"]
+__all__ = ["GPU", "BrokenStream", "NodeState", "apply", "fold"]
 
 
 def apply_own(state: NodeState | None, change: Any) -> NodeState | None:
@@ -53,15 +52,6 @@ def apply_own(state: NodeState | None, change: Any) -> NodeState | None:
     if isinstance(change, (UsageSet, UsageRebuilt)):
         return NodeState(capacity=state.capacity, usage=change.usage)
     raise BrokenStream(f"unknown change {change!r}")
-
-
-def state_of_head(head: Head) -> NodeState:
-    """The state a head records. An upstream head may hold ``null`` for a map or a resource."""
-    return NodeState(capacity=_cards_of(head.capacity), usage=_cards_of(head.usage))
-
-
-def _cards_of(resource: Resource | None) -> Cards:
-    return cards.normalised(resource.prod_count_map or {}) if resource else {}
 
 
 class GpuKind(Kind[NodeState]):
