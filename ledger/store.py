@@ -266,7 +266,7 @@ class Store(Scans, Generic[S]):
         write another process sent and could not see through: if it landed, its result.
         """
         op = resume.op if resume else new_op()
-        record = self._migrated(node, self.read(node, with_first=with_length), with_length)
+        record = self._read_to_write(node, with_length)
         # Where the stream ended when the first unanswered write went out, and the record read
         # there (None when another process read it).
         sent_after: int | None = resume.after if resume else None
@@ -297,9 +297,7 @@ class Store(Scans, Generic[S]):
                 except Ambiguous:
                     if sent_after is None:
                         sent_after, sent_base = record.seq, record
-                    record = self._migrated(
-                        node, self.read(node, with_first=with_length), with_length
-                    )
+                    record = self._read_to_write(node, with_length)
                     continue
                 if reply.succeeded:
                     return Appended(
@@ -331,6 +329,9 @@ class Store(Scans, Generic[S]):
             "times (etcd.max_attempts); nothing was written",
             node=node,
         )
+
+    def _read_to_write(self, node: str, with_first: bool) -> NodeRecord[S]:
+        return self._migrated(node, self.read(node, with_first=with_first), with_first)
 
     def _migrated(self, node: str, record: NodeRecord[S], with_first: bool) -> NodeRecord[S]:
         """``record``, or if some of its events are still in release 0.1's layout, the record
