@@ -217,6 +217,7 @@ def test_the_helper_holds_no_descriptor_of_the_process_that_started_it(
     assert call.returncode == 0, call.stderr
     wait_for(lambda: helper_pid(plugin), "the helper to answer")
     pid = helper_pid(plugin)
+    assert pid is not None
     assert str(lock_file) not in open_files(pid)
     os.close(write_end)
     os.set_blocking(read_end, False)
