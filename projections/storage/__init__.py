@@ -1,0 +1,1 @@
+"""resource-storage: volumes, disk IOPS/BPS quotas and a node's storage budget, as pure logic."""
