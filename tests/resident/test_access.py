@@ -133,11 +133,11 @@ os.setgid(gid); os.setuid(uid)
 sock = socket.socket(socket.AF_UNIX)
 sock.settimeout(10)
 sock.connect(path)
-sock.sendall(b"RGPU2\\0call\\0get-node-resource-info\\0" + config.encode() + b"\\0" + b"19\\n"
-             + b'{"nodename": "n1"} ')
-try:
+try:  # the helper may close before the request is all sent, or before it is read
+    sock.sendall(b"RGPU2\\0call\\0get-node-resource-info\\0" + config.encode() + b"\\0"
+                 + b"19\\n" + b'{"nodename": "n1"} ')
     answer = sock.recv(65536)
-except ConnectionResetError:  # closed unread: refused
+except (BrokenPipeError, ConnectionResetError):  # closed unread: refused
     answer = b""
 print("answered:", answer)
 """
