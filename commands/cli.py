@@ -1,4 +1,5 @@
-"""The ``resource-gpu`` command line for people: help, usage errors, the auditor commands.
+"""The command line for people (``resource-gpu``, ``resource-storage``): help, usage errors,
+the auditor commands.
 
 Core's own calls skip it (``commands.main``). Each subcommand's module is imported only when
 that subcommand runs, so a verb loads only what it needs (``name`` and ``verbs`` load neither
@@ -11,10 +12,9 @@ import sys
 
 import click
 
+from resource_extend.commands.program import current
 from resource_extend.commands.protocol import Verb
 from resource_extend.commands.registry import AUDITOR_COMMANDS, CORE_VERBS, load
-
-PROG = "resource-gpu"
 
 
 class LazyGroup(click.Group):
@@ -31,50 +31,56 @@ class LazyGroup(click.Group):
         return command
 
 
+HELP = """{summary}, on an event-sourced ledger in etcd.
+
+\b
+Core runs one verb per call:  {prog} VERB < request.json
+
+Every change to a node is an event under <prefix>/resource-events/{kind}/<node>/, appended
+with compare-and-swap; capacity and usage are their fold, kept in the node's record at
+<prefix>/resource/{kind}/<node>, where the upstream plugin keeps it. Verbs print one JSON
+answer on success and one line on stderr (exit 1) on failure. resource-gpu and
+resource-storage are one command tree over one ledger: each serves its own kind.
+
+\b
+Auditors and operators:
+  {prog} nodes                           every node, its state and stream length
+  {prog} history NODE [--since/--until POINT] [--kind K] [--limit N] [--json]
+  {prog} show NODE [--at POINT] [--json] capacity and usage then
+  {prog} verify NODE... | --all [--repair]   do heads match their streams?
+  {prog} export NODE > NODE.jsonl        the stream as JSON lines
+  {prog} compact NODE... | --all --keep N [--export-dir DIR] [--min-age S]
+  {prog} helper [--stop] [--all]         the resident helper serving core's calls
+  {prog} migrate [--dry-run]             move streams written by release 0.1
+POINT is a seq or an RFC 3339 time. Run "{prog} COMMAND --help" for each.
+"""
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--config",
     metavar="PATH",
-    help="Config file (default: $ERU_RESOURCE_CONFIG_PATH, else ./gpu.yaml).",
+    help="Config file (default: $ERU_RESOURCE_CONFIG_PATH, else ./gpu.yaml or ./storage.yaml).",
 )
 def cli(config: str | None) -> None:
-    """The eru GPU resource plugin: whole cards by product model, on an event-sourced ledger
-    in etcd.
-
-    \b
-    Core runs one verb per call:  resource-gpu VERB < request.json
-
-    Every change to a node is an event under <prefix>/resource-events/gpu/<node>/, appended
-    with compare-and-swap; capacity and usage are their fold, kept in the node's record at
-    <prefix>/resource/gpu/<node>, where the upstream plugin keeps it. Verbs print one JSON answer on
-    success and one line on stderr (exit 1) on failure.
-
-    \b
-    Auditors and operators:
-      resource-gpu nodes                           every node, its state and stream length
-      resource-gpu history NODE [--since/--until POINT] [--kind K] [--limit N] [--json]
-      resource-gpu show NODE [--at POINT] [--json] capacity and usage then
-      resource-gpu verify NODE... | --all [--repair]   do heads match their streams?
-      resource-gpu export NODE > NODE.jsonl        the stream as JSON lines
-      resource-gpu compact NODE... | --all --keep N [--export-dir DIR] [--min-age S]
-      resource-gpu helper [--stop] [--all]         the resident helper serving core's calls
-      resource-gpu migrate [--dry-run]             move streams written by release 0.1
-    POINT is a seq or an RFC 3339 time. Run "resource-gpu COMMAND --help" for each.
-    """
+    pass
 
 
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI: click's usage errors become one line too, like every failure."""
+    program = current()
+    cli.help = HELP.format(prog=program.name, kind=program.kind, summary=program.summary)
+    prog = program.name
     try:
-        status = cli.main(args=argv, prog_name=PROG, standalone_mode=False)
+        status = cli.main(args=argv, prog_name=prog, standalone_mode=False)
     except click.UsageError as exc:
-        sys.stderr.write(f"{PROG}: {exc.format_message()} (see '{PROG} --help')\n")
+        sys.stderr.write(f"{prog}: {exc.format_message()} (see '{prog} --help')\n")
         raise SystemExit(exc.exit_code) from None
     except click.ClickException as exc:
-        sys.stderr.write(f"{PROG}: {exc.format_message()}\n")
+        sys.stderr.write(f"{prog}: {exc.format_message()}\n")
         raise SystemExit(exc.exit_code) from None
     except click.Abort:
-        sys.stderr.write(f"{PROG}: aborted\n")
+        sys.stderr.write(f"{prog}: aborted\n")
         raise SystemExit(1) from None
     raise SystemExit(status if isinstance(status, int) else 0)
 

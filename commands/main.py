@@ -1,4 +1,4 @@
-"""The ``resource-gpu`` console script.
+"""The ``resource-gpu`` and ``resource-storage`` commands.
 
 Core runs ``resource-gpu [--config PATH] VERB`` once per request, so that path is kept short:
 the call goes to the resident helper (``commands.resident``) when one is up, and otherwise
@@ -13,7 +13,11 @@ import sys
 from resource_extend.commands.registry import CORE_VERBS, HIDDEN_VERBS, OFFLINE_VERBS
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, program: str = "resource-gpu") -> None:
+    """Run ``program`` (the plugin the installed script is) with ``argv``."""
+    from resource_extend.commands.program import use
+
+    use(program)
     args = sys.argv[1:] if argv is None else argv
     config, rest = _config_option(args)
     if len(rest) == 1 and (rest[0] in CORE_VERBS or rest[0] in HIDDEN_VERBS):

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from resource_extend.commands.protocol import Session, verb
-
-PLUGIN_NAME = "resource-gpu"
+from resource_extend.commands.program import current
+from resource_extend.commands.protocol import Session, program_package, verb
 
 
 @verb("name")
 def name(session: Session) -> str:
     """Print the plugin's name. Core names a plugin after its file, so this is informational."""
-    return PLUGIN_NAME
+    return current().name
 
 
 @verb("verbs")
@@ -25,13 +24,14 @@ def verbs(session: Session) -> list[str]:
 
 @verb("get-metrics-description")
 def get_metrics_description(session: Session) -> list[Any]:
-    """Describe the gauges get-metrics emits: gpu_capacity and gpu_used, per product."""
-    from resource_extend.projections.gpu.metrics import DESCRIPTIONS
-
-    return DESCRIPTIONS
+    """Describe the gauges get-metrics emits (resource-gpu: gpu_capacity and gpu_used, per
+    product; resource-storage: storage_capacity and storage_used)."""
+    descriptions: list[Any] = program_package().metrics_descriptions()
+    return descriptions
 
 
 @verb("calculate-remap")
 def calculate_remap(session: Session) -> dict[str, None]:
-    """Not offered (cards are never re-pinned); answers an older core with no remap."""
+    """Not offered (cards and volumes are never re-pinned); answers an older core with no
+    remap."""
     return {"engine_params_map": None}

@@ -1,7 +1,8 @@
 """How a core verb runs: one JSON object in on stdin, one JSON value out on stdout.
 
 On success only the answer is printed (older core reads stdout and stderr as one stream). On any
-failure one line goes to stderr, ``resource-gpu <verb>: node <node>: <reason>``, and the exit
+failure one line goes to stderr, ``resource-gpu <verb>: node <node>: <reason>`` (or
+``resource-storage ...``), and the exit
 status is non-zero; by then nothing has been written, because every write is one transaction
 that comes last.
 """
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn, TypeVar
 
 import msgspec
 
+from resource_extend.commands.program import current
 from resource_extend.commands.registry import MAX_REQUEST_BYTES
 from resource_extend.ledger.errors import PluginError
 
@@ -25,21 +27,20 @@ if TYPE_CHECKING:
     from resource_extend.commands.views import KindView
     from resource_extend.ledger.config import Config
     from resource_extend.ledger.events import Change
+    from resource_extend.ledger.kinds import Kind
     from resource_extend.ledger.store import Appended, Resume, Store, WriteHook
-    from resource_extend.projections.gpu.node import GpuKind, NodeState
 
-PROG = "resource-gpu"
 EXIT_FAILURE = 1
 EXIT_INTERNAL = 70
-DEBUG_ENV = "RESOURCE_GPU_DEBUG"
 
 R = TypeVar("R")
 
-REQUEST_EPILOG = (
-    'R is {"prod_count_map": {"<product>": <count>}}; null stands for empty. The verb reads '
-    "one JSON object on stdin and prints one JSON value on stdout. On failure it prints one "
-    "line on stderr, exits 1, and has written nothing."
-)
+
+def program_package() -> Any:
+    """The package of this program's verbs (``commands.gpu``), which says what its kind is."""
+    import importlib
+
+    return importlib.import_module(current().verbs)
 
 
 class CallIO(msgspec.Struct):
@@ -81,14 +82,12 @@ class Session:
         from resource_extend.commands.config_copies import RuntimeCopies
         from resource_extend.ledger import config
 
-        return config.load(self._config_path, copies=RuntimeCopies())
+        return config.load(self._config_path, copies=RuntimeCopies(), default=current().config_file)
 
     @cached_property
-    def kind(self) -> GpuKind:
+    def kind(self) -> Kind[Any]:
         """The resource kind this program serves."""
-        from resource_extend.projections.gpu.node import GPU
-
-        return GPU
+        return program_package().kind()
 
     @cached_property
     def view(self) -> KindView:
@@ -98,15 +97,13 @@ class Session:
         return views.current()
 
     @cached_property
-    def store(self) -> Store[NodeState]:
+    def store(self) -> Store[Any]:
         settings = self.config.etcd  # a config error must not cost the etcd client's import
         from resource_extend.ledger.store import Store
 
         return Store(settings, self.kind, write_hook=self._write_hook, by=self._caller)
 
-    def append(
-        self, node: str, verb: str, decide: Callable[[NodeState | None], Change | None]
-    ) -> Appended[NodeState]:
+    def append(self, node: str, verb: str, decide: Callable[[Any], Change | None]) -> Appended[Any]:
         """``store.append``, then keep the stream within ``streams.max_events``.
 
         Compaction here is best effort and quiet: the verb has succeeded, and stdout and stderr
@@ -152,7 +149,7 @@ def fail(
     # A node name that is not printable is shown escaped: no control characters reach a log.
     shown = node if node is None or node.isprintable() else ascii(node)
     where = f"node {shown}: " if node else ""
-    line = " ".join(f"{PROG} {verb}: {where}{reason}".splitlines())
+    line = " ".join(f"{current().name} {verb}: {where}{reason}".splitlines())
     stderr = (io or CallIO.standard()).stderr
     stderr.write(line.encode(errors="backslashreplace") + b"\n")
     stderr.flush()
@@ -165,10 +162,8 @@ def read_request(request_type: type[R], io: CallIO | None = None) -> R:
         raise PluginError(f"request is larger than {MAX_REQUEST_BYTES} bytes")
     if not raw.strip():
         raw = b"{}"
-    from resource_extend.commands import requests
-
     try:
-        return requests.decode(raw, request_type)
+        return program_package().decode(raw, request_type)  # type: ignore[no-any-return]
     except msgspec.ValidationError as exc:
         raise PluginError(f"invalid request: {exc}", node=_node_named_in(raw)) from None
     except msgspec.DecodeError as exc:
@@ -227,7 +222,7 @@ def run(
     except PluginError as exc:
         fail(verb, exc.node or session.node, exc.reason, io=io)
     except Exception as exc:  # a bug: still one line for core, the traceback only on request
-        if os.environ.get(DEBUG_ENV):
+        if os.environ.get(current().env("DEBUG")):
             raise
         reason = f"internal error: {type(exc).__name__}: {exc}"
         fail(verb, session.node, reason, EXIT_INTERNAL, io=io)
@@ -259,7 +254,7 @@ class Verb(msgspec.Struct, frozen=True):
     def command(self) -> click.Command:
         import click
 
-        epilog = REQUEST_EPILOG if self.request_type is not None else None
+        epilog = program_package().REQUEST_EPILOG if self.request_type is not None else None
         return click.Command(
             self.name,
             callback=lambda: self(click_config()),

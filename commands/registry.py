@@ -11,27 +11,29 @@ MAX_REQUEST_BYTES = 4 * 1024 * 1024
 """The largest request a verb reads from stdin (anything longer is refused)."""
 
 CORE_VERBS: dict[str, str] = {
-    "add-node": "resource_extend.commands.writes:add_node",
-    "remove-node": "resource_extend.commands.writes:remove_node",
-    "set-node-resource-capacity": "resource_extend.commands.writes:set_node_resource_capacity",
-    "set-node-resource-usage": "resource_extend.commands.writes:set_node_resource_usage",
-    "set-node-resource-info": "resource_extend.commands.writes:set_node_resource_info",
-    "fix-node-resource": "resource_extend.commands.writes:fix_node_resource",
-    "calculate-deploy": "resource_extend.commands.queries:calculate_deploy",
-    "calculate-realloc": "resource_extend.commands.queries:calculate_realloc",
-    "get-nodes-deploy-capacity": "resource_extend.commands.queries:get_nodes_deploy_capacity",
-    "get-node-resource-info": "resource_extend.commands.queries:get_node_resource_info",
-    "get-nodes-resource-info": "resource_extend.commands.queries:get_nodes_resource_info",
-    "get-most-idle-node": "resource_extend.commands.queries:get_most_idle_node",
+    "add-node": ".writes:add_node",
+    "remove-node": ".writes:remove_node",
+    "set-node-resource-capacity": ".writes:set_node_resource_capacity",
+    "set-node-resource-usage": ".writes:set_node_resource_usage",
+    "set-node-resource-info": ".writes:set_node_resource_info",
+    "fix-node-resource": ".writes:fix_node_resource",
+    "calculate-deploy": ".queries:calculate_deploy",
+    "calculate-realloc": ".queries:calculate_realloc",
+    "get-nodes-deploy-capacity": ".queries:get_nodes_deploy_capacity",
+    "get-node-resource-info": ".queries:get_node_resource_info",
+    "get-nodes-resource-info": ".queries:get_nodes_resource_info",
+    "get-most-idle-node": ".queries:get_most_idle_node",
     "get-metrics-description": "resource_extend.commands.meta:get_metrics_description",
-    "get-metrics": "resource_extend.commands.queries:get_metrics",
+    "get-metrics": ".queries:get_metrics",
     "name": "resource_extend.commands.meta:name",
     "verbs": "resource_extend.commands.meta:verbs",
 }
-"""The verbs offered to core (the answer of ``verbs``)."""
+"""The verbs offered to core (the answer of ``verbs``), each written once for both programs: a
+target starting with ``.`` is in the program's own package (``commands.gpu``,
+``commands.storage``), which implements every one of them."""
 
 HIDDEN_VERBS: dict[str, str] = {
-    # Not offered (cards are never re-pinned), but an older core may still call it.
+    # Not offered (nothing is ever re-pinned), but an older core may still call it.
     "calculate-remap": "resource_extend.commands.meta:calculate_remap",
 }
 
@@ -60,5 +62,9 @@ def load(name: str) -> Any:
         return None
     import importlib
 
+    from resource_extend.commands.program import current
+
     module, attribute = target.split(":")
+    if module.startswith("."):
+        module = current().verbs + module
     return getattr(importlib.import_module(module), attribute)

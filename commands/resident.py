@@ -34,6 +34,7 @@ import os
 import sys
 
 from resource_extend.commands import rundir
+from resource_extend.commands.program import current
 from resource_extend.commands.registry import MAX_REQUEST_BYTES
 
 TYPE_CHECKING = False  # not typing's: importing typing costs a core call ~3 ms
@@ -53,22 +54,22 @@ ANSWER_MARGIN = 2.0
 take over a call before it counts as stuck and is replaced."""
 STOP_WAIT = 2.0
 """Seconds to wait for a killed helper to be gone."""
-OFF_ENV = "RESOURCE_GPU_RESIDENT"
 PACKAGES = ("commands", "ledger", "projections")
 HELPER_MODULE = "resource_extend.commands.residentd"
 
 
 def turned_off() -> bool:
-    """Off by the environment: ``RESOURCE_GPU_RESIDENT=0``, or debugging (tracebacks belong
-    to the process that runs the verb)."""
-    return os.environ.get(OFF_ENV, "1") in ("0", "off", "false") or bool(
-        os.environ.get("RESOURCE_GPU_DEBUG")
+    """Off by the environment: ``RESOURCE_GPU_RESIDENT=0`` (``RESOURCE_STORAGE_RESIDENT=0``),
+    or debugging (tracebacks belong to the process that runs the verb)."""
+    program = current()
+    return os.environ.get(program.env("RESIDENT"), "1") in ("0", "off", "false") or bool(
+        os.environ.get(program.env("DEBUG"))
     )
 
 
 def config_file(explicit: str | None) -> str | None:
     """The config file a call would read, as an absolute path, if it is a regular file."""
-    path = explicit or os.environ.get("ERU_RESOURCE_CONFIG_PATH") or "gpu.yaml"
+    path = explicit or os.environ.get("ERU_RESOURCE_CONFIG_PATH") or current().config_file
     try:
         path = os.path.abspath(path)  # the working directory may be gone
         return path if os.path.isfile(path) else None
@@ -273,7 +274,7 @@ class Link:
             return Outcome(None, sent)
         shown = node if node.isprintable() else ascii(node)
         sys.stderr.write(
-            f"resource-gpu {verb}: node {shown}: write {sent[0]} was sent but its answer was "
+            f"{current().name} {verb}: node {shown}: write {sent[0]} was sent but its answer was "
             f"lost: the resident helper (pid {self.pid}) stopped answering and could not be "
             "stopped (outcome unknown)\n"
         )
@@ -337,7 +338,7 @@ def start(config_path: str) -> None:
     safe_path = ["-P"] if sys.version_info >= (3, 11) else []  # not the cwd on sys.path
     with contextlib.suppress(OSError):
         subprocess.Popen(
-            [sys.executable, *safe_path, "-m", HELPER_MODULE, config_path],
+            [sys.executable, *safe_path, "-m", HELPER_MODULE, current().name, config_path],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from resource_extend.commands import resident, rundir
+from resource_extend.commands.program import DISTRIBUTION, use
 
 if TYPE_CHECKING:
     from resource_extend.ledger.config import Config
@@ -37,12 +38,13 @@ BACKLOG = 128
 LOCK_WAIT = 10.0
 """Seconds to wait for the runtime directory's lock (held only while a socket is claimed or
 removed)."""
-TITLE = "resource-gpu helper"
 
 
 def main(argv: list[str]) -> None:
-    config_path = argv[0]
-    _set_title(f"{TITLE} {config_path}")
+    """``residentd PROGRAM CONFIG``: serve ``PROGRAM``'s calls for the config file CONFIG."""
+    program, config_path = argv
+    use(program)
+    _set_title(f"{program} helper {config_path}")
     name = resident.socket_name(config_path)
     try:
         directory, path = rundir.open_private(create=True)
@@ -322,7 +324,7 @@ class Helper:
         from importlib import metadata
 
         try:
-            version = metadata.version("resource-gpu")
+            version = metadata.version(DISTRIBUTION)
         except metadata.PackageNotFoundError:
             version = "unknown"
         with self._lock:

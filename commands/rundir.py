@@ -32,7 +32,9 @@ class Untrusted(OSError):
 
 
 def directory_name() -> str:
-    return f"resource-gpu-{os.getuid()}"
+    from resource_extend.commands.program import current
+
+    return f"{current().name}-{os.getuid()}"
 
 
 def bases() -> list[str]:

@@ -34,6 +34,7 @@ class KindView(Protocol):
 
 def current() -> KindView:
     """The view of the kind this program serves (``resource-gpu``: GPU)."""
-    from resource_extend.projections.gpu import views
+    from resource_extend.commands.protocol import program_package
 
-    return views
+    view: KindView = program_package().view()
+    return view

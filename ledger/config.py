@@ -1,10 +1,11 @@
-"""The plugin's configuration: core's ``gpu.yaml`` format, plus optional tuning knobs and the
-bounds on event streams.
+"""The plugin's configuration: core's ``gpu.yaml``/``storage.yaml`` format, plus optional tuning
+knobs and the bounds on event streams.
 
 Looked up in this order: an explicit path (``--config``), ``$ERU_RESOURCE_CONFIG_PATH``,
-``gpu.yaml`` in the working directory (core runs plugins from their directory). Relative paths
-in it are relative to the file itself, made absolute as it loads: the same file means the same
-files from core's directory, from another, or from the resident helper's ``/``.
+``gpu.yaml`` (``storage.yaml`` for resource-storage) in the working directory (core runs
+plugins from their directory). Relative paths in it are relative to the file itself, made
+absolute as it loads: the same file means the same files from core's directory, from another,
+or from the resident helper's ``/``.
 """
 
 from __future__ import annotations
@@ -94,9 +95,15 @@ class StreamsConfig(msgspec.Struct, kw_only=True):
         return self.max_events + max(self.max_events // 10, 1) if self.max_events else 0
 
 
+class SchedulerConfig(msgspec.Struct, kw_only=True):
+    max_deploy_count: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 10_000
+    """resource-storage: the most plans one placement enumerates (core's default, 10000)."""
+
+
 class Config(msgspec.Struct, kw_only=True):
     etcd: EtcdConfig
     streams: StreamsConfig = msgspec.field(default_factory=StreamsConfig)
+    scheduler: SchedulerConfig = msgspec.field(default_factory=SchedulerConfig)
     resident: bool = True
     """Serve core's calls from a warm resident helper (``commands.residentd``)."""
 
@@ -124,11 +131,18 @@ class _Copy(msgspec.Struct):
     config: msgspec.Raw
 
 
-def config_path(explicit: str | None) -> str:
-    return explicit or os.environ.get(ENV_VAR) or DEFAULT_FILE
+def config_path(explicit: str | None, default: str = DEFAULT_FILE) -> str:
+    """``--config``, else ``$ERU_RESOURCE_CONFIG_PATH``, else the program's own file
+    (``gpu.yaml``, ``storage.yaml``) in the working directory."""
+    return explicit or os.environ.get(ENV_VAR) or default
 
 
-def load(explicit: str | None = None, *, copies: ParsedCopies | None = None) -> Config:
+def load(
+    explicit: str | None = None,
+    *,
+    copies: ParsedCopies | None = None,
+    default: str = DEFAULT_FILE,
+) -> Config:
     """The config in force, or a PluginError that says what is wrong with the file, in one
     line: nothing else escapes, whatever the file holds or is.
 
@@ -136,7 +150,7 @@ def load(explicit: str | None = None, *, copies: ParsedCopies | None = None) -> 
     this very text, in this very directory), and to leave one when the config turns the
     resident helper off (with the helper on, calls run in-process only until it is up).
     """
-    path = config_path(explicit)
+    path = config_path(explicit, default)
     data = _read(path)
     try:
         base = os.path.dirname(os.path.abspath(path))
@@ -224,7 +238,7 @@ def _read(path: str) -> bytes:
         raise PluginError(f"cannot read config file {path!r}: {exc.strerror or exc}") from None
     except UnfitFile as exc:
         raise PluginError(
-            f"config file {path!r} {exc}: point --config or ${ENV_VAR} at the plugin's gpu.yaml"
+            f"config file {path!r} {exc}: point --config or ${ENV_VAR} at the plugin's config"
         ) from None
     except ValueError as exc:  # a NUL in the path
         raise PluginError(f"cannot read config file {path!r}: {exc}") from None

@@ -72,7 +72,7 @@ def endpoint_of(url: str) -> tuple[str, int]:
     return endpoint.host, endpoint.port
 
 
-GRPC_EXTRA = "pip install 'resource-gpu[grpc]'"
+GRPC_EXTRA = "pip install 'resource-extend[grpc]'"
 """What brings the gRPC transport's libraries (etcd3, grpcio, protobuf): an extra, so that
 installs which speak HTTP (the default) carry none of them."""
 

@@ -53,9 +53,9 @@ def test_offline_verbs_load_neither_etcd_nor_metrics_libraries(verb: str) -> Non
 def test_a_storage_verb_loads_etcd_only_when_it_needs_it() -> None:
     # With no config file the verb fails before it opens etcd: the client is never imported.
     loaded = modules_loaded_by("get-node-resource-info", b'{"nodename": "n1"}')
-    assert "resource_extend.commands.queries" in loaded
+    assert "resource_extend.commands.gpu.queries" in loaded
     assert "etcd3" not in loaded
-    assert "resource_extend.commands.writes" not in loaded
+    assert "resource_extend.commands.gpu.writes" not in loaded
 
 
 # What a core call must not pay for: the click CLI always; PyYAML once the config's parsed
@@ -130,4 +130,4 @@ def test_the_grpc_transport_without_its_libraries_says_how_to_install_them(
     line = done.stderr.decode()
     assert line.count("\n") == 1, line
     assert line.startswith("resource-gpu get-node-resource-info: node n1: ")
-    assert "pip install 'resource-gpu[grpc]'" in line and "transport: http" in line
+    assert "pip install 'resource-extend[grpc]'" in line and "transport: http" in line

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from resource_extend.commands import requests
-from resource_extend.commands.answers import node_names, node_resources, workloads_sum
+from resource_extend.commands.gpu import requests
+from resource_extend.commands.gpu.answers import node_names, node_resources, workloads_sum
 from resource_extend.commands.protocol import Session, verb
 from resource_extend.ledger.errors import NodeNotFound
 from resource_extend.ledger.keys import check_node_name
@@ -21,7 +21,7 @@ from resource_extend.projections.gpu.resources import (
 
 
 def _state(session: Session, node: str) -> NodeState:
-    state = session.store.read(node).state
+    state: NodeState | None = session.store.read(node).state
     if state is None:
         raise NodeNotFound(node)
     return state

@@ -6,8 +6,8 @@ from typing import Any
 
 import msgspec
 
-from resource_extend.commands import requests
-from resource_extend.commands.answers import node_resources, workloads_sum
+from resource_extend.commands.gpu import requests
+from resource_extend.commands.gpu.answers import node_resources, workloads_sum
 from resource_extend.commands.protocol import Session, verb
 from resource_extend.ledger.errors import InvalidRequest
 from resource_extend.ledger.keys import check_node_name

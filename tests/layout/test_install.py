@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from resource_extend.commands.program import PROGRAMS
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -19,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
     # A copy of what the build reads: setuptools leaves a build/ folder in the source tree.
     source = tmp_path_factory.mktemp("source")
-    for name in ("pyproject.toml", "README.md", "scripts/resource-gpu"):
+    for name in ("pyproject.toml", "README.md", *(f"scripts/{p}" for p in PROGRAMS)):
         (source / name).parent.mkdir(exist_ok=True)
         shutil.copy(ROOT / name, source / name)
     for layer in ("ledger", "commands", "projections"):
@@ -36,13 +38,17 @@ def test_site_packages_gains_one_top_level_package(wheel: zipfile.ZipFile) -> No
     tops = {name.split("/")[0] for name in wheel.namelist()}
     code = {top for top in tops if not top.endswith((".dist-info", ".data"))}
     assert code == {"resource_extend"}
-    for layer in ("ledger", "commands", "projections", "projections/gpu"):
+    for layer in ("ledger", "commands", "projections"):
         assert f"resource_extend/{layer}/__init__.py" in wheel.namelist()
+    for kind in ("gpu", "storage"):
+        assert f"resource_extend/commands/{kind}/__init__.py" in wheel.namelist()
+        assert f"resource_extend/projections/{kind}/__init__.py" in wheel.namelist()
 
 
-def test_the_command_is_installed(wheel: zipfile.ZipFile) -> None:
-    (script,) = [n for n in wheel.namelist() if n.endswith(".data/scripts/resource-gpu")]
-    assert b"from resource_extend.commands.main import main" in wheel.read(script)
+@pytest.mark.parametrize("program", sorted(PROGRAMS))
+def test_both_commands_are_installed(wheel: zipfile.ZipFile, program: str) -> None:
+    (script,) = [n for n in wheel.namelist() if n.endswith(f".data/scripts/{program}")]
+    assert f'main(program="{program}")'.encode() in wheel.read(script)
 
 
 def test_grpc_is_an_extra(wheel: zipfile.ZipFile) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from resource_extend.commands import resident
+from resource_extend.commands.program import GPU
 from tests.plugin import Plugin, R, kill_helpers_for, stop_helpers
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,7 +32,7 @@ def runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     directory = tmp_path / "run"
     directory.mkdir(mode=0o700)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(directory))
-    monkeypatch.delenv(resident.OFF_ENV, raising=False)
+    monkeypatch.delenv(GPU.env("RESIDENT"), raising=False)
     yield directory
     stop_helpers()
     kill_helpers_for(str(tmp_path))

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from resource_extend.commands import resident
+from resource_extend.commands.program import GPU
 from tests.etcdkv import Etcd
 from tests.plugin import MODE, Plugin, R, counts
 from tests.resident.conftest import (
@@ -53,7 +53,7 @@ def test_answers_through_the_helper_are_the_in_process_answers(
     for verb, request in calls:
         raw = request.encode() if isinstance(request, str) else None
         served = plugin.run(verb, request, raw=raw)
-        local = plugin.run(verb, request, raw=raw, env={resident.OFF_ENV: "0"})
+        local = plugin.run(verb, request, raw=raw, env={GPU.env("RESIDENT"): "0"})
         assert (served.status, served.stdout, served.stderr) == (
             local.status,
             local.stdout,
@@ -78,7 +78,7 @@ def test_it_is_easy_to_turn_off(plugin: Plugin, runtime: Path) -> None:
     plugin.add("n1", {G: 4})
     plugin.info("n1")
     resident_plugin(plugin, on=True)
-    off = {resident.OFF_ENV: "0"}
+    off = {GPU.env("RESIDENT"): "0"}
     assert plugin.run("get-node-resource-info", {"nodename": "n1"}, env=off).status == 0
     time.sleep(0.5)
     assert helper_pid(plugin) is None, "a helper started although it was turned off"

@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from resource_extend.commands import requests
+from resource_extend.commands.gpu import requests
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,64 @@
+"""Which plugin of the pair this process is: ``resource-gpu`` or ``resource-storage``.
+
+Both commands are one command tree over one ledger; what differs is a handful of names (the
+program, its resource kind, its config file) and the modules that implement its core verbs.
+The script that starts the process chooses (:func:`use`); everything else asks
+:func:`current`. Imports nothing: the thin client of every core call reads it.
+"""
+
+from __future__ import annotations
+
+DISTRIBUTION = "resource-extend"
+"""The package pip installs, with both commands."""
+
+
+class Program:
+    """One plugin: its names, and where its verbs live."""
+
+    __slots__ = ("config_file", "kind", "name", "summary", "verbs")
+
+    def __init__(self, name: str, kind: str, config_file: str, summary: str) -> None:
+        self.name = name
+        """The command, as core runs it and as every error line begins: ``resource-gpu``."""
+        self.kind = kind
+        """The resource kind, the key segment ``<prefix>/resource/<kind>/``: ``gpu``."""
+        self.config_file = config_file
+        """The config file read when neither ``--config`` nor the environment names one."""
+        self.summary = summary
+        self.verbs = f"resource_extend.commands.{kind}"
+        """The package of its core verbs' implementations (``writes``, ``queries``)."""
+
+    def env(self, suffix: str) -> str:
+        """This program's environment variable: ``RESOURCE_GPU_<SUFFIX>``."""
+        return f"{self.name.upper().replace('-', '_')}_{suffix}"
+
+    def __repr__(self) -> str:
+        return f"Program({self.name!r})"
+
+
+GPU = Program(
+    "resource-gpu",
+    "gpu",
+    "gpu.yaml",
+    "The eru GPU resource plugin: whole cards by product model",
+)
+STORAGE = Program(
+    "resource-storage",
+    "storage",
+    "storage.yaml",
+    "The eru storage resource plugin: volumes, disk IOPS/BPS quotas and storage space",
+)
+PROGRAMS = {program.name: program for program in (GPU, STORAGE)}
+
+_current = GPU
+
+
+def use(name: str) -> Program:
+    """Make this process the plugin called ``name`` (a KeyError for another name)."""
+    global _current
+    _current = PROGRAMS[name]
+    return _current
+
+
+def current() -> Program:
+    return _current

@@ -1,0 +1,42 @@
+"""resource-storage's core verbs (``writes``, ``queries``), and what the shared command tree
+asks of the program: its kind, how auditors see it, and the help's word on requests."""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # not typing's: every call imports this package
+if TYPE_CHECKING:
+    from typing import Any
+
+    from resource_extend.commands.views import KindView
+    from resource_extend.ledger.kinds import Kind
+
+REQUEST_EPILOG = (
+    "Bindings are source:destination[:flags[:size[:rIOPS[:wIOPS[:rBPS[:wBPS]]]]]] (source AUTO "
+    "lets the plugin choose a volume; flag m takes a whole one); sizes are bytes or human "
+    "sizes (1G = 2^30). The verb reads one JSON object on stdin and prints one JSON value on "
+    "stdout. On failure it prints one line on stderr, exits 1, and has written nothing."
+)
+
+
+def kind() -> Kind[Any]:
+    from resource_extend.projections.storage.node import STORAGE
+
+    return STORAGE
+
+
+def view() -> KindView:
+    from resource_extend.projections.storage import views
+
+    return views
+
+
+def metrics_descriptions() -> list[Any]:
+    from resource_extend.projections.storage.metrics import DESCRIPTIONS
+
+    return list(DESCRIPTIONS)
+
+
+def decode(raw: bytes, request_type: type[Any]) -> Any:
+    import msgspec
+
+    return msgspec.json.decode(raw, type=request_type)
