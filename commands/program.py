@@ -62,3 +62,20 @@ def use(name: str) -> Program:
 
 def current() -> Program:
     return _current
+
+
+class using:
+    """``with using("resource-storage"):`` this process is that program for a while (tests,
+    and tools that serve both)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._before = _current
+
+    def __enter__(self) -> Program:
+        self._before = _current
+        return use(self._name)
+
+    def __exit__(self, *exc: object) -> None:
+        global _current
+        _current = self._before

@@ -60,6 +60,17 @@ def plugin(etcd_endpoints: list[str], tmp_path: Path) -> Iterator[Plugin]:
 
 
 @pytest.fixture
+def storage(etcd_endpoints: list[str], tmp_path: Path) -> Iterator[Plugin]:
+    """A resource-storage installation of the test's own, as upstream's tests configure it:
+    ``scheduler.max_deploy_count`` 100."""
+    installation = Plugin(
+        etcd_endpoints, tmp_path, "resource-storage", scheduler={"max_deploy_count": 100}
+    )
+    yield installation
+    installation.stop_helper()
+
+
+@pytest.fixture
 def etcd(plugin: Plugin) -> Iterator[Etcd]:
     """Raw access to the keys of the test's own plugin installation, for planting and
     corrupting keys and for checking what a call wrote."""

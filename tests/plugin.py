@@ -1,4 +1,5 @@
-"""Drive the installed ``resource-gpu`` binary the way core does: a verb, JSON on stdin."""
+"""Drive the installed ``resource-gpu`` and ``resource-storage`` binaries the way core does: a
+verb, JSON on stdin."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from resource_extend.commands import program as programs
 from resource_extend.commands.resident import HELPER_MODULE
 
 MODE = os.environ.get("RESOURCE_GPU_TEST_MODE", "http")
@@ -22,12 +24,12 @@ if MODE not in ("http", "grpc", "resident"):
 TRANSPORT: Literal["http", "grpc"] = "grpc" if MODE == "grpc" else "http"
 
 
-def binary() -> list[str]:
+def binary(program: str = "resource-gpu") -> list[str]:
     """The console script installed by ``pip install``; tests run the real thing."""
-    found = shutil.which("resource-gpu", path=str(Path(sys.executable).parent))
-    found = found or shutil.which("resource-gpu")
+    found = shutil.which(program, path=str(Path(sys.executable).parent))
+    found = found or shutil.which(program)
     if found is None:
-        raise RuntimeError("resource-gpu is not installed: pip install -e '.[test]'")
+        raise RuntimeError(f"{program} is not installed: pip install -e '.[test]'")
     return [found]
 
 
@@ -45,11 +47,20 @@ class Result:
 class Plugin:
     """One isolated plugin installation: its own config file and etcd key prefix."""
 
-    def __init__(self, endpoints: list[str], workdir: Path, **etcd: Any) -> None:
+    def __init__(
+        self,
+        endpoints: list[str],
+        workdir: Path,
+        program: str = "resource-gpu",
+        scheduler: dict[str, Any] | None = None,
+        **etcd: Any,
+    ) -> None:
         self.prefix = f"/test-{uuid.uuid4().hex[:12]}"
         self.endpoints = endpoints
         self.workdir = workdir
-        self.config = workdir / "gpu.yaml"
+        self.program = program
+        self.scheduler = scheduler
+        self.config = workdir / programs.PROGRAMS[program].config_file
         self.write_config(**etcd)
 
     def write_config(self, **etcd: Any) -> None:
@@ -59,7 +70,9 @@ class Plugin:
             "transport": TRANSPORT,
             **etcd,
         }
-        config = {"etcd": settings, "resident": MODE == "resident"}
+        config: dict[str, Any] = {"etcd": settings, "resident": MODE == "resident"}
+        if self.scheduler is not None:
+            config["scheduler"] = self.scheduler
         self.config.write_text(json.dumps(config))  # JSON is YAML
 
     def run(
@@ -79,7 +92,7 @@ class Plugin:
         environment["ERU_RESOURCE_CONFIG_PATH"] = str(self.config)
         environment.update(env or {})
         done = subprocess.run(
-            [*binary(), verb, *args], input=stdin, capture_output=True, env=environment,
+            [*binary(self.program), verb, *args], input=stdin, capture_output=True, env=environment,
             cwd=cwd or self.workdir, timeout=timeout,
         )  # fmt: skip
         return Result(done.returncode, done.stdout.decode(), done.stderr.decode())
@@ -93,12 +106,13 @@ class Plugin:
 
     def fails(self, verb: str, request: Any = None, *, raw: bytes | None = None) -> str:
         """Run a verb that must fail: non-zero exit, nothing on stdout, one line on stderr."""
-        return failure_line(self.run(verb, request, raw=raw), verb)
+        return failure_line(self.run(verb, request, raw=raw), verb, self.program)
 
     def stop_helper(self) -> None:
         """Stop the resident helper serving this installation's config, if one runs, and one
         still starting (a call's fallback may have started it a moment ago)."""
-        stop_helpers(only=str(self.config))
+        with programs.using(self.program):
+            stop_helpers(only=str(self.config))
         kill_helpers_for(str(self.config))
 
     # Shorthands used across the tests.
@@ -156,6 +170,7 @@ def kill_helpers_for(config_prefix: str) -> list[int]:
 
 STARTING = f"-m {HELPER_MODULE} ".encode()
 """A helper's command line before it names itself ``resource-gpu helper``."""
+TITLES = tuple(f"{name} helper ".encode() for name in programs.PROGRAMS)
 
 
 def helper_pids(config_prefix: str) -> list[int]:
@@ -168,7 +183,7 @@ def helper_pids(config_prefix: str) -> list[int]:
             argv = (proc / "cmdline").read_bytes().replace(b"\0", b" ")
         except OSError:
             continue
-        helper = argv.startswith(b"resource-gpu helper ") or STARTING in argv
+        helper = argv.startswith(TITLES) or STARTING in argv
         if helper and f" {config_prefix}".encode() in argv:
             found.append(int(proc.name))
     return found
@@ -182,14 +197,14 @@ def _signal(pid: int, signum: int) -> bool:
     return True
 
 
-def failure_line(result: Result, command: str) -> str:
+def failure_line(result: Result, command: str, program: str = "resource-gpu") -> str:
     """The one stderr line of a failed call: non-zero exit, nothing on stdout, the line naming
     the command, no traceback."""
     assert result.status != 0, f"{command} succeeded: {result.stdout!r}"
     assert result.stdout == "", f"{command} printed on failure: {result.stdout!r}"
     lines = result.stderr.splitlines()
     assert len(lines) == 1, f"{command} error is not one line: {result.stderr!r}"
-    assert lines[0].startswith(f"resource-gpu {command}: "), lines[0]
+    assert lines[0].startswith(f"{program} {command}: "), lines[0]
     assert "Traceback" not in result.stderr
     return lines[0]
 

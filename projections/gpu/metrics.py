@@ -2,35 +2,18 @@
 
 from __future__ import annotations
 
-import msgspec
-
 from resource_extend.projections.gpu.node import NodeState
+from resource_extend.projections.metrics import Metric, MetricDescription, statsd_safe
+
+__all__ = ["DESCRIPTIONS", "LABELS", "Metric", "MetricDescription", "node_metrics", "statsd_safe"]
 
 LABELS = ["podname", "nodename", "product"]
-
-
-class MetricDescription(msgspec.Struct, frozen=True):
-    name: str
-    help: str
-    type: str
-    labels: list[str]
-
-
-class Metric(msgspec.Struct, frozen=True):
-    name: str
-    labels: list[str]
-    key: str
-    value: str
 
 
 DESCRIPTIONS = [
     MetricDescription("gpu_capacity", "node available gpu.", "gauge", LABELS),
     MetricDescription("gpu_used", "node used gpu.", "gauge", LABELS),
 ]
-
-
-def statsd_safe(text: str) -> str:
-    return text.replace(".", "_")
 
 
 def node_metrics(podname: str, nodename: str, state: NodeState) -> list[Metric]:
