@@ -1,0 +1,157 @@
+"""resource-storage's verbs that change a node: each appends at most one event, in one etcd
+transaction whose compare-and-swap is on the state the decision was made from."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from resource_extend.commands.protocol import Session, verb
+from resource_extend.commands.storage import requests
+from resource_extend.ledger.keys import check_node_name
+from resource_extend.projections.storage import decide
+from resource_extend.projections.storage.events import UsageRebuilt
+from resource_extend.projections.storage.node_requests import node_request_of
+from resource_extend.projections.storage.state import NodeState
+from resource_extend.projections.storage.stored import node_resource_of
+from resource_extend.projections.storage.updates import Given, chosen
+
+ENGINE_INFO_KEY = "storage"
+"""Where a VM engine's node report carries its volumes and storage (stored form, base64)."""
+
+
+def _state(state: NodeState | None) -> dict[str, Any]:
+    assert state is not None, "a verb that requires the node returned without it"
+    return {"capacity": state.capacity, "usage": state.usage}
+
+
+def _given(request: requests.SetCapacity) -> Given | None:
+    """One input wins: ``resource_request`` (either form), then ``resource`` (stored form)."""
+    asked = node_request_of(request.resource_request, "resource_request")
+    stored = None if request.resource is None else node_resource_of(request.resource, "resource")
+    return chosen(asked, stored)
+
+
+@verb("add-node", requests.AddNode)
+def add_node(request: requests.AddNode, session: Session) -> dict[str, Any]:
+    """Register a node's volumes, disks and storage.
+
+    \b
+    stdin   {"nodename": "n1", "resource": {"volumes": ["/data0:1T"], "storage": "2T",
+             "disks": ["/dev/vda:/,/data0:1000:1000:1G:1G"]},
+             "info": {"Resources": {"storage": "<base64 stored resource>"}}}
+    stdout  {"capacity": R, "usage": R}
+
+    storage is the explicit figure plus the volumes; without one, 80 % of the engine's
+    storage. Volumes and disks the request leaves out come from the engine's report. Fails if
+    the node exists. Appends a node_added event.
+    """
+    node = check_node_name(request.nodename)
+    given = node_request_of(request.resource, "resource")
+    resources = (request.info.resources or {}) if request.info else {}
+    engine = resources.get(ENGINE_INFO_KEY)
+    appended = session.append(
+        node, "add-node", lambda s: decide.add_node(node, s, given, engine or None)
+    )
+    return _state(appended.after)
+
+
+@verb("remove-node", requests.NodeRequest)
+def remove_node(request: requests.NodeRequest, session: Session) -> None:
+    """Forget a node; its event stream stays for auditors.
+
+    \b
+    stdin   {"nodename": "n1"}
+    stdout  null
+
+    Removing a missing node succeeds and appends nothing.
+    """
+    node = check_node_name(request.nodename)
+    session.append(node, "remove-node", decide.remove_node)
+
+
+@verb("set-node-resource-capacity", requests.SetCapacity)
+def set_node_resource_capacity(request: requests.SetCapacity, session: Session) -> dict[str, Any]:
+    """Change a node's volumes, disks and storage: add or subtract, or replace.
+
+    \b
+    stdin   {"nodename": "n1", "resource_request": {"volumes": ["/data4:1T"], "storage": "1T",
+             "disks": [...], "rm-disks": "/dev/vdb"}, "resource": R, "delta": true,
+             "incr": true}
+    stdout  {"before": R, "after": R}            (capacity)
+
+    delta=true adds (incr=true) or subtracts, negative sizes subtract, and a volume left at
+    exactly 0 is removed. delta=false replaces: keys the request leaves out keep their value,
+    rm-disks removes disks, and a stored-form value (the "before" core hands back to roll a
+    change back) becomes the capacity as it is.
+    """
+    node = check_node_name(request.nodename)
+    given = _given(request)
+    delta, incr = bool(request.delta), bool(request.incr)
+    appended = session.append(
+        node,
+        "set-node-resource-capacity",
+        lambda s: decide.set_capacity(node, s, given, delta=delta, incr=incr),
+    )
+    return {
+        "before": _state(appended.before)["capacity"],
+        "after": _state(appended.after)["capacity"],
+    }
+
+
+@verb("set-node-resource-usage", requests.SetUsage)
+def set_node_resource_usage(request: requests.SetUsage, session: Session) -> dict[str, Any]:
+    """Take or give back volumes, storage and disk quota on a node.
+
+    \b
+    stdin   {"nodename": "n1", "workloads_resource": [W, ...], "resource_request": R,
+             "resource": R, "delta": true, "incr": true}
+    stdout  {"before": R, "after": R}            (usage)
+
+    One input wins: resource_request, then resource, then the sum of the workloads' request
+    plans, storage and disks. A write that would take a volume or a disk quota past its
+    capacity, or anything below zero, is refused and writes nothing.
+    """
+    node = check_node_name(request.nodename)
+    given = _given(request)
+    workloads = request.workloads_resource
+    delta, incr = bool(request.delta), bool(request.incr)
+    appended = session.append(
+        node,
+        "set-node-resource-usage",
+        lambda s: decide.set_usage(node, s, given, workloads, delta=delta, incr=incr),
+    )
+    return {"before": _state(appended.before)["usage"], "after": _state(appended.after)["usage"]}
+
+
+@verb("set-node-resource-info", requests.SetNodeInfo)
+def set_node_resource_info(request: requests.SetNodeInfo, session: Session) -> None:
+    """Overwrite a node's capacity and usage (stored form, as given); creates the node.
+
+    \b
+    stdin   {"nodename": "n1", "capacity": R, "usage": R}
+    stdout  null
+    """
+    node = check_node_name(request.nodename)
+    capacity = None if request.capacity is None else node_resource_of(request.capacity, "capacity")
+    usage = None if request.usage is None else node_resource_of(request.usage, "usage")
+    session.append(node, "set-node-resource-info", lambda s: decide.set_info(s, capacity, usage))
+
+
+@verb("fix-node-resource", requests.NodeResourceInfo)
+def fix_node_resource(request: requests.NodeResourceInfo, session: Session) -> dict[str, Any]:
+    """Rebuild a node's usage from the workloads core knows on it.
+
+    \b
+    stdin   {"nodename": "n1", "workloads_resource": [W, ...]}
+    stdout  {"capacity": R, "usage": R, "diffs": ["...", ...]}
+
+    When usage differs from the workloads' sums it is set to them, in a usage_rebuilt event
+    that records the diffs. A write that fails fails the verb. An unknown node is an error.
+    """
+    node = check_node_name(request.nodename)
+    workloads = request.workloads_resource or []
+    appended = session.append(
+        node, "fix-node-resource", lambda s: decide.rebuild_usage(node, s, workloads)
+    )
+    rebuilt = [e.change for e in appended.events if isinstance(e.change, UsageRebuilt)]
+    return {**_state(appended.after), "diffs": rebuilt[0].diffs if rebuilt else []}

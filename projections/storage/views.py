@@ -1,0 +1,121 @@
+"""How storage states and changes read to people and to auditors' tools: the table cells and
+JSON the generic auditor commands (history, show, nodes) print for this kind."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from resource_extend.projections.storage.disks import Disk
+from resource_extend.projections.storage.events import KINDS as KINDS  # every change kind
+from resource_extend.projections.storage.events import (
+    Adopted,
+    CapacityChanged,
+    CapacitySet,
+    NodeAdded,
+    NodeInfoSet,
+    NodeRemoved,
+    UsageChanged,
+    UsageRebuilt,
+    UsageSet,
+)
+from resource_extend.projections.storage.resources import NodeResource
+from resource_extend.projections.storage.state import NodeState
+
+EMPTY = NodeState(capacity=NodeResource(), usage=NodeResource())
+"""What a node without a readable record shows: nothing."""
+
+STATE_HEADERS: tuple[str, ...] = ("VOLUMES (USED/CAPACITY)", "STORAGE", "DISKS")
+"""The columns of a state in a listing (``nodes``; ``history`` adds "AFTER")."""
+
+DETAIL_HEADERS: tuple[str, ...] = (*STATE_HEADERS, "FREE STORAGE")
+"""The columns of one state shown alone (``show``)."""
+
+_UNITS = ((50, "P"), (40, "T"), (30, "G"), (20, "M"), (10, "K"))
+
+
+def human(size: int) -> str:
+    """Bytes for people, in the binary units eru reads: exact where a unit divides them
+    (``100G``), else to one decimal (``341.3G``)."""
+    for shift, unit in _UNITS:
+        if abs(size) >= 1 << shift:
+            whole, rest = divmod(abs(size), 1 << shift)
+            sign = "-" if size < 0 else ""
+            return f"{sign}{whole}{unit}" if not rest else f"{size / (1 << shift):.1f}{unit}"
+    return str(size)
+
+
+def _volumes(state: NodeState) -> str:
+    used = state.usage.volumes or {}
+    capacity = state.capacity.volumes or {}
+    paths = sorted(set(capacity) | set(used))
+    return (
+        ", ".join(f"{p} {human(used.get(p, 0))}/{human(capacity.get(p, 0))}" for p in paths)
+        or "none"
+    )
+
+
+def _quota(disk: Disk) -> str:
+    r, w, rb, wb = disk.quota
+    return f"{r}/{w} IOPS {human(rb)}/{human(wb)} B/s"
+
+
+def _disks(state: NodeState) -> str:
+    used = {d.device: d for d in state.usage.disks or ()}
+    shown = []
+    for disk in sorted(state.capacity.disks or (), key=lambda d: d.device):
+        taken = used.get(disk.device)
+        shown.append(
+            f"{disk.device} {_quota(taken) if taken else '0/0 IOPS 0/0 B/s'} of {_quota(disk)}"
+        )
+    return ", ".join(shown) or "none"
+
+
+def state_cells(state: NodeState | None) -> tuple[str, ...]:
+    if state is None:
+        return ("-",) * len(STATE_HEADERS)
+    storage = f"{human(state.usage.storage)}/{human(state.capacity.storage)}"
+    return _volumes(state), storage, _disks(state)
+
+
+def detail_cells(state: NodeState) -> tuple[str, ...]:
+    return (*state_cells(state), human(state.capacity.storage - state.usage.storage))
+
+
+def state_json(state: NodeState | None) -> dict[str, Any]:
+    """``{"capacity": R, "usage": R}``, the upstream record's shape (no node: empty)."""
+    state = state or EMPTY
+    return {"capacity": state.capacity, "usage": state.usage}
+
+
+def describe(resource: NodeResource, *, signed: bool = False) -> str:
+    """A resource (or a delta) in a few words: ``/data0 +100G, storage +100G, /dev/vda +100/+0
+    IOPS``."""
+    sign = "+" if signed else ""
+    parts = [
+        f"{p} {'+' if signed and n >= 0 else ''}{human(n)}"
+        for p, n in sorted((resource.volumes or {}).items())
+    ]
+    parts.append(f"storage {sign if resource.storage >= 0 else ''}{human(resource.storage)}")
+    parts += [f"{d.device} {_quota(d)}" for d in resource.disks or ()]
+    return ", ".join(parts)
+
+
+def summary(change: Any) -> str | None:
+    """What one of storage's own changes did, in a few words (None: not one of storage's)."""
+    if isinstance(change, NodeAdded | CapacitySet):
+        return f"capacity = {describe(change.capacity)}"
+    if isinstance(change, Adopted | NodeInfoSet):
+        return f"capacity = {describe(change.capacity)}; usage = {describe(change.usage)}"
+    if isinstance(change, CapacityChanged):
+        return f"capacity {describe(change.delta, signed=True)}"
+    if isinstance(change, UsageChanged):
+        count = len(change.workloads or [])
+        workloads = f" ({count} workload{'s' * (count != 1)})" if count else ""
+        return f"usage {describe(change.delta, signed=True)}{workloads}"
+    if isinstance(change, UsageSet):
+        return f"usage = {describe(change.usage)}"
+    if isinstance(change, UsageRebuilt):
+        return f"usage = {describe(change.usage)}; diffs: {'; '.join(change.diffs)}"
+    if isinstance(change, NodeRemoved):
+        return "node removed"
+    return None
