@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 import msgspec
 
 from resource_extend.ledger.errors import InvalidRequest
-from resource_extend.projections.storage.sizes import parse_size
+from resource_extend.projections.storage.sizes import MAX_SIZE, Int64, parse_size
 
 Quota = tuple[int, int, int, int]
 """(read IOPS, write IOPS, read bytes/s, write bytes/s)."""
@@ -27,10 +27,10 @@ class Disk(msgspec.Struct, frozen=True, kw_only=True):
 
     device: str
     mounts: list[str] | None = None
-    read_iops: int = msgspec.field(default=0, name="read_IOPS")
-    write_iops: int = msgspec.field(default=0, name="write_IOPS")
-    read_bps: int = 0
-    write_bps: int = 0
+    read_iops: Int64 = msgspec.field(default=0, name="read_IOPS")
+    write_iops: Int64 = msgspec.field(default=0, name="write_IOPS")
+    read_bps: Int64 = 0
+    write_bps: Int64 = 0
 
     @property
     def quota(self) -> Quota:
@@ -65,6 +65,8 @@ def parse_disk(text: str) -> Disk:
     if not (_INTEGER.fullmatch(read_iops) and _INTEGER.fullmatch(write_iops)):
         raise InvalidDisk(text, f"invalid IOPS: {read_iops!r}, {write_iops!r}")
     iops = [int(read_iops), int(write_iops)]
+    if any(not -MAX_SIZE - 1 <= value <= MAX_SIZE for value in iops):  # as Go's ParseInt
+        raise InvalidDisk(text, f"IOPS out of range: {read_iops!r}, {write_iops!r}")
     try:
         bps = [parse_size(read_bps), parse_size(write_bps)]
     except InvalidRequest as exc:

@@ -1,4 +1,5 @@
-"""A workload's request for volumes and storage (deploy, realloc, capacity), made consistent.
+"""A workload's request for volumes and storage (deploy, realloc, capacity): decoded from
+core's ``workload_resource_request`` and made consistent.
 
 Request and limit bindings are paired, limits are raised to requests, and the storage totals
 come to include the bindings' sizes (§1.4): the rules of upstream's ``Validate()``, so that the
@@ -8,16 +9,125 @@ scheduler only ever sees a :class:`WorkloadRequest` that keeps them.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Annotated
+
+import msgspec
 
 from resource_extend.ledger.errors import InvalidRequest
 from resource_extend.projections.storage.bindings import (
+    MAX_BINDINGS,
     Binding,
     InvalidVolume,
     check_list,
+    parse_binding,
     sort_bindings,
 )
 from resource_extend.projections.storage.resources import WorkloadRequest
-from resource_extend.projections.storage.sizes import MAX_SIZE
+from resource_extend.projections.storage.sizes import MAX_SIZE, Int64, InvalidSize, parse_size
+
+MAX_BINDING_TEXT = 10_000
+"""Two paths of ``PATH_MAX`` (4096) and five numbers fit; longer strings are not bindings."""
+
+MAX_SIZE_TEXT = 64
+
+BindingTexts = Annotated[
+    list[Annotated[str, msgspec.Meta(max_length=MAX_BINDING_TEXT)]],
+    msgspec.Meta(max_length=MAX_BINDINGS),
+]
+Storage = Annotated[str, msgspec.Meta(max_length=MAX_SIZE_TEXT)] | Int64
+"""A human size (``"1G"``) or a JSON integer of bytes (eru-cli sends integers)."""
+
+
+class WorkloadRequestWire(msgspec.Struct, kw_only=True):
+    """``workload_resource_request`` as core passes it, with every alias upstream reads.
+
+    Binding lists must be lists of strings and storage a size string or an integer: anything
+    else fails decoding with the field's name (upstream read it as empty or 0). ``null`` is
+    absent, as everywhere in core's requests.
+    """
+
+    volumes_request: BindingTexts | None = msgspec.field(default=None, name="volumes-request")
+    volume_request: BindingTexts | None = msgspec.field(default=None, name="volume-request")
+    volumes: BindingTexts | None = None
+    volume: BindingTexts | None = None
+    volume_limit: BindingTexts | None = msgspec.field(default=None, name="volume-limit")
+    volumes_limit: BindingTexts | None = msgspec.field(default=None, name="volumes-limit")
+    storage_request: Storage | None = msgspec.field(default=None, name="storage-request")
+    storage_limit: Storage | None = msgspec.field(default=None, name="storage-limit")
+    storage: Storage | None = None
+
+    def request_texts(self) -> list[str]:
+        """The first non-empty of ``volumes-request``, ``volume-request``."""
+        return _first_non_empty(self.volumes_request, self.volume_request)
+
+    def limit_texts(self) -> list[str]:
+        """The first non-empty of ``volumes``, ``volume``, ``volume-limit``, ``volumes-limit``."""
+        return _first_non_empty(self.volumes, self.volume, self.volume_limit, self.volumes_limit)
+
+    def storages(self) -> tuple[int, int]:
+        """(request, limit) in bytes; ``storage`` sets both, whatever the other two say."""
+        if self.storage is not None:
+            both = _bytes(self.storage, "storage")
+            return both, both
+        return (
+            _bytes(self.storage_request, "storage-request"),
+            _bytes(self.storage_limit, "storage-limit"),
+        )
+
+
+class ParsedWorkloadRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """The request's bindings and storage as given, before :func:`normalise` (realloc merges
+    these with the workload's current resource first)."""
+
+    request: tuple[Binding, ...] = ()
+    limit: tuple[Binding, ...] = ()
+    storage_request: int = 0
+    storage_limit: int = 0
+
+
+_wire_decoder = msgspec.json.Decoder(WorkloadRequestWire)
+
+
+def decode_workload_request(raw: bytes) -> WorkloadRequestWire:
+    """``raw`` JSON as a request; a wrong type is an :class:`InvalidRequest` naming the key."""
+    try:
+        return _wire_decoder.decode(raw)
+    except msgspec.DecodeError as exc:  # ValidationError included
+        raise InvalidRequest(f"invalid workload_resource_request: {exc}") from None
+
+
+def parse_workload_request(wire: WorkloadRequestWire | None) -> ParsedWorkloadRequest:
+    """Bindings parsed and sizes read; ``None`` (no request) asks for nothing."""
+    if wire is None:
+        return ParsedWorkloadRequest()
+    storage_request, storage_limit = wire.storages()
+    return ParsedWorkloadRequest(
+        request=tuple(parse_binding(text) for text in wire.request_texts()),
+        limit=tuple(parse_binding(text) for text in wire.limit_texts()),
+        storage_request=storage_request,
+        storage_limit=storage_limit,
+    )
+
+
+def workload_request(wire: WorkloadRequestWire | None) -> WorkloadRequest:
+    """What deploy and capacity schedule: the request parsed and normalised, storage folded."""
+    parsed = parse_workload_request(wire)
+    return normalise(parsed.request, parsed.limit, parsed.storage_request, parsed.storage_limit)
+
+
+def _first_non_empty(*lists: list[str] | None) -> list[str]:
+    return next((texts for texts in lists if texts), [])
+
+
+def _bytes(value: str | int | None, key: str) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        return value
+    try:
+        return parse_size(value)
+    except InvalidSize as exc:
+        raise InvalidStorage(f"{key}: {exc.reason}") from None
 
 
 class InvalidStorage(InvalidRequest):

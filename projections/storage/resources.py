@@ -13,8 +13,9 @@ import msgspec
 
 from resource_extend.projections.storage.bindings import Binding
 from resource_extend.projections.storage.disks import Disk
+from resource_extend.projections.storage.sizes import Int64
 
-Volumes = dict[str, int]
+Volumes = dict[str, Int64]
 """Bytes per volume path."""
 
 VolumePlan = dict[str, Volumes]
@@ -28,7 +29,7 @@ class NodeResource(msgspec.Struct, kw_only=True):
 
     volumes: Volumes | None = None
     disks: list[Disk] | None = None
-    storage: int = 0
+    storage: Int64 = 0
 
 
 class WorkloadResource(msgspec.Struct, kw_only=True):
@@ -40,8 +41,8 @@ class WorkloadResource(msgspec.Struct, kw_only=True):
     volumes_limit: list[str] = msgspec.field(default_factory=list)
     volume_plan_request: VolumePlan = msgspec.field(default_factory=dict)
     volume_plan_limit: VolumePlan = msgspec.field(default_factory=dict)
-    storage_request: int = 0
-    storage_limit: int = 0
+    storage_request: Int64 = 0
+    storage_limit: Int64 = 0
     disks_request: list[Disk] = msgspec.field(default_factory=list)
     disks_limit: list[Disk] = msgspec.field(default_factory=list)
 

@@ -9,11 +9,17 @@ number, an optional space, and an optional ``k/m/g/t/p`` suffix with an optional
 from __future__ import annotations
 
 import re
+from typing import Annotated
+
+import msgspec
 
 from resource_extend.ledger.errors import InvalidRequest
 
 MAX_SIZE = 2**63 - 1
 """Sizes are Go int64s on the wire; anything larger is refused, never wrapped."""
+
+Int64 = Annotated[int, msgspec.Meta(ge=-MAX_SIZE - 1, le=MAX_SIZE)]
+"""A JSON integer a Go ``int64`` can hold: decoding refuses larger ones (msgspec would not)."""
 
 _HUMAN = re.compile(r"(\d+(?:\.\d+)*) ?([kmgtp])?i?b?", re.IGNORECASE | re.ASCII)
 _INTEGER = re.compile(r"[+-]?\d+", re.ASCII)

@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from resource_extend.ledger.errors import InvalidRequest
-from resource_extend.projections.storage.bindings import Binding, InvalidVolume, parse_binding
-from resource_extend.projections.storage.requests import InvalidStorage, normalise
+from resource_extend.projections.storage.bindings import (
+    MAX_BINDINGS,
+    Binding,
+    InvalidVolume,
+    parse_binding,
+)
+from resource_extend.projections.storage.requests import (
+    InvalidStorage,
+    decode_workload_request,
+    normalise,
+    parse_workload_request,
+    workload_request,
+)
 from resource_extend.projections.storage.resources import WorkloadRequest
 
 G = 2**30
@@ -117,3 +129,118 @@ def test_an_unlimited_storage_limit_still_folds_the_limit_sizes() -> None:
 def test_storage_past_int64_is_refused() -> None:
     with pytest.raises(InvalidStorage):
         normalise([], bindings("AUTO:/d:rw:8000P", "AUTO:/e:rw:8000P"), 0, 0)
+
+
+# decoding core's workload_resource_request (§1.4, §1.7, decision 3)
+
+
+def decoded(raw: bytes) -> WorkloadRequest:
+    return workload_request(decode_workload_request(raw))
+
+
+def test_null_request_asks_for_nothing() -> None:
+    assert workload_request(None) == WorkloadRequest()
+    assert decoded(b"{}") == WorkloadRequest()
+
+
+@pytest.mark.parametrize("key", ["volumes-request", "volume-request"])
+def test_request_aliases(key: str) -> None:
+    raw = f'{{"{key}": ["AUTO:/d:rw:1G"], "volumes": ["AUTO:/d:rw:2G"]}}'.encode()
+    got = decoded(raw)
+    assert [b.size for b in got.request] == [G]
+    assert [b.size for b in got.limit] == [2 * G]
+
+
+@pytest.mark.parametrize("key", ["volumes", "volume", "volume-limit", "volumes-limit"])
+def test_limit_aliases(key: str) -> None:
+    got = decoded(f'{{"{key}": ["AUTO:/d:rw:1G"]}}'.encode())
+    assert [b.canonical() for b in got.limit] == [f"AUTO:/d:rw:{G}:0:0:0:0"]
+    assert got.request == got.limit
+
+
+def test_first_non_empty_alias_wins() -> None:
+    raw = b'{"volumes-request": [], "volume-request": ["AUTO:/d:rw:1G"], "volumes": null,'
+    raw += b' "volume": [], "volume-limit": ["AUTO:/d:rw:3G"], "volumes-limit": ["AUTO:/d:rw:9G"]}'
+    got = decoded(raw)
+    assert [b.size for b in got.request] == [G]
+    assert [b.size for b in got.limit] == [3 * G]
+
+
+def test_eru_cli_sends_numbers() -> None:
+    """Decision 3: upstream read the CLI's numbers as 0 and counted only the volumes."""
+    raw = b'{"storage-request": 1073741824, "storage-limit": 2147483648,'
+    raw += b' "volumes-request": ["AUTO:/d:rw:1G"], "volumes-limit": ["AUTO:/d:rw:1G"]}'
+    got = decoded(raw)
+    assert (got.storage_request, got.storage_limit) == (2 * G, 3 * G)
+
+
+@pytest.mark.parametrize("value", ['"1G"', "1073741824"])
+def test_storage_sets_request_and_limit(value: str) -> None:
+    raw = f'{{"storage-request": "5G", "storage-limit": "9G", "storage": {value}}}'.encode()
+    got = decoded(raw)
+    assert (got.storage_request, got.storage_limit) == (G, G)
+
+
+def test_storage_zero_still_overrides() -> None:
+    got = decoded(b'{"storage-request": "5G", "storage": 0}')
+    assert (got.storage_request, got.storage_limit) == (0, 0)
+
+
+def test_null_storage_is_absent() -> None:
+    got = decoded(b'{"storage-request": "5G", "storage": null}')
+    assert (got.storage_request, got.storage_limit) == (5 * G, 0)
+
+
+@pytest.mark.parametrize(
+    ("raw", "where"),
+    [
+        (b'{"storage": 1.5}', "$.storage"),
+        (b'{"storage-request": true}', "$.storage-request"),
+        (b'{"storage-limit": {}}', "$.storage-limit"),
+        (b'{"storage": 9223372036854775808}', "$.storage"),
+        (b'{"volumes": "AUTO:/d:rw:1G"}', "$.volumes"),
+        (b'{"volumes-request": ["AUTO:/d:rw:1G", 5]}', "$.volumes-request[1]"),
+        (b'{"volume": [null]}', "$.volume[0]"),
+    ],
+)
+def test_wrong_types_are_refused_naming_the_key(raw: bytes, where: str) -> None:
+    with pytest.raises(InvalidRequest) as caught:
+        decode_workload_request(raw)
+    assert caught.value.reason.startswith("invalid workload_resource_request: ")
+    assert where in caught.value.reason
+    assert "\n" not in caught.value.reason
+
+
+def test_overlong_lists_and_strings_are_refused() -> None:
+    with pytest.raises(InvalidRequest, match="length"):
+        decode_workload_request(msgspec.json.encode({"volumes": ["AUTO:/d"] * (MAX_BINDINGS + 1)}))
+    with pytest.raises(InvalidRequest, match="length"):
+        decode_workload_request(msgspec.json.encode({"volumes": ["AUTO:/" + "d" * 20_000]}))
+    with pytest.raises(InvalidRequest, match="length"):
+        decode_workload_request(msgspec.json.encode({"storage": "1" * 100}))
+
+
+def test_bad_storage_text_names_the_key() -> None:
+    with pytest.raises(InvalidStorage) as caught:
+        decoded(b'{"storage-limit": "lots"}')
+    assert caught.value.reason == "storage-limit: invalid size: 'lots': invalid storage"
+
+
+def test_negative_storage_text_is_invalid_storage() -> None:
+    """§4.1: `storage: "-1"` → invalid storage."""
+    with pytest.raises(InvalidStorage, match="storage limit or request less than 0"):
+        decoded(b'{"storage": "-1"}')
+
+
+def test_bad_binding_is_invalid_volume() -> None:
+    with pytest.raises(InvalidVolume):
+        decoded(b'{"volumes": ["one"]}')
+
+
+def test_parsed_request_keeps_the_figures_as_given() -> None:
+    """What realloc merges: no copy, no raise, no fold."""
+    wire = decode_workload_request(b'{"volumes": ["AUTO:/d:rw:1G"], "storage-request": "2G"}')
+    parsed = parse_workload_request(wire)
+    assert parsed.request == ()
+    assert [b.size for b in parsed.limit] == [G]
+    assert (parsed.storage_request, parsed.storage_limit) == (2 * G, 0)
