@@ -1,0 +1,147 @@
+"""The node verbs' decisions: from a node's state and a request, its new state (§2.1, §2.6,
+§2.7). Each function is pure, returns the state to write (already :func:`validated`) and raises
+:class:`InvalidRequest`, :class:`NodeNotFound` or :class:`NodeExists`; the ledger writes it.
+
+Inputs come in one of three shapes: a :class:`NodeRequest` (the form an operator types), a
+stored-form :class:`NodeResource` (core's ``resource``, or a ``before`` handed back as
+``resource_request`` by a rollback), or ``None`` (absent). :func:`chosen` applies upstream's
+priority, ``resource_request`` over ``resource``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TypeVar
+
+import msgspec
+
+from resource_extend.ledger.errors import InvalidRequest, NodeExists
+from resource_extend.projections.storage.arithmetic import (
+    add,
+    volume_total,
+    without_empty_volumes,
+    workloads_usage,
+)
+from resource_extend.projections.storage.node_requests import NodeRequest
+from resource_extend.projections.storage.resources import NodeResource, WorkloadResource
+from resource_extend.projections.storage.state import NodeState, existing, validated
+from resource_extend.projections.storage.stored import decode_node_resource
+
+Given = NodeRequest | NodeResource
+"""A node verb's input: the request form or the stored form."""
+
+ENGINE_SHARE = (8, 10)
+"""The share of the engine's storage a node gets when add-node names none (upstream's 80 %)."""
+
+T = TypeVar("T")
+
+
+def chosen(resource_request: T | None, resource: T | None) -> T | None:
+    """``resource_request`` when given, else ``resource``."""
+    return resource_request if resource_request is not None else resource
+
+
+def add_node(
+    node: str, state: NodeState | None, given: Given | None, engine_storage: bytes | None
+) -> NodeState:
+    """A new node's state. What the request leaves empty comes from the engine's
+    ``Resources["storage"]`` (a stored-form resource, base64-decoded): storage 0 takes 80 % of
+    the engine's storage, no volumes its volumes, no disks its disks."""
+    if state is not None:
+        raise NodeExists(node)
+    asked = _as_resource(given) if given is not None else NodeResource()
+    engine = NodeResource()
+    if engine_storage is not None:
+        engine = decode_node_resource(engine_storage, 'the engine\'s Resources["storage"]')
+    share, whole = ENGINE_SHARE
+    capacity = NodeResource(
+        volumes=asked.volumes if asked.volumes else engine.volumes,
+        disks=asked.disks if asked.disks else engine.disks,
+        storage=asked.storage or _truncated(engine.storage * share, whole),
+    )
+    return validated(capacity, None)
+
+
+def set_capacity(
+    node: str, state: NodeState | None, given: Given | None, *, delta: bool, incr: bool
+) -> NodeState:
+    """set-node-resource-capacity (§2.6).
+
+    Absolute (``delta`` false): a stored-form value *is* the new capacity (so a rollback that
+    hands back ``before`` restores it exactly, however often); in the request form an absent key
+    keeps its value, storage following the volumes when only they are given, and ``rm-disks``
+    removes disks first. Delta: the input is added (``incr``) or subtracted, and volumes left
+    at exactly 0 go. ``None`` keeps the capacity.
+    """
+    current = existing(node, state)
+    capacity = current.capacity
+    if given is None:
+        return current
+    if isinstance(given, NodeRequest) and given.rm_disks:
+        if delta:
+            raise InvalidRequest("invalid engine args: rm-disks needs an absolute set")
+        removed = set(given.rm_disks)
+        kept = [disk for disk in capacity.disks or () if disk.device not in removed]
+        capacity = msgspec.structs.replace(capacity, disks=kept)
+    if delta:
+        capacity = without_empty_volumes(add(capacity, _as_resource(given), 1 if incr else -1))
+    elif isinstance(given, NodeRequest):
+        capacity = _kept_unless_given(capacity, given)
+    else:
+        capacity = given
+    return validated(capacity, current.usage)
+
+
+def _kept_unless_given(capacity: NodeResource, given: NodeRequest) -> NodeResource:
+    volumes_given = given.volumes is not msgspec.UNSET
+    if given.storage is not msgspec.UNSET:
+        storage = given.total_storage()
+    elif volumes_given:
+        storage = capacity.storage - volume_total(capacity) + given.total_storage()
+    else:
+        storage = capacity.storage
+    return NodeResource(
+        volumes=given.given_volumes() if volumes_given else capacity.volumes,
+        disks=given.given_disks() if given.disks is not msgspec.UNSET else capacity.disks,
+        storage=storage,
+    )
+
+
+def set_usage(
+    node: str,
+    state: NodeState | None,
+    given: Given | None,
+    workloads: Sequence[WorkloadResource | None] | None,
+    *,
+    delta: bool,
+    incr: bool,
+) -> NodeState:
+    """set-node-resource-usage (§2.7): the input (``resource_request`` > ``resource`` > the
+    sum of ``workloads``) is added or subtracted (``delta``) or *is* the usage. ``rm-disks``
+    means nothing here. Nothing given: a delta changes nothing, an absolute set empties usage."""
+    current = existing(node, state)
+    if given is not None:
+        change = _as_resource(given)
+    elif workloads is not None:
+        change = workloads_usage(workloads)
+    else:
+        change = NodeResource(volumes={}, disks=[])
+    usage = add(current.usage, change, 1 if incr else -1) if delta else change
+    return validated(current.capacity, usage)
+
+
+def set_info(capacity: NodeResource | None, usage: NodeResource | None) -> NodeState:
+    """set-node-resource-info (§2.7): both stored form and stored as given. Upstream added the
+    volumes to a storage that already holds them (decision 3 fixes it); a ``null`` usage is an
+    empty one, as upstream decoded it, and a ``null`` capacity is refused."""
+    return validated(capacity, usage if usage is not None else NodeResource())
+
+
+def _as_resource(given: Given) -> NodeResource:
+    return given.as_resource() if isinstance(given, NodeRequest) else given
+
+
+def _truncated(numerator: int, denominator: int) -> int:
+    """Go's integer division: toward zero."""
+    quotient = abs(numerator) // denominator
+    return quotient if numerator >= 0 else -quotient
