@@ -47,12 +47,12 @@ class KV:
 class Etcd:
     """The keys of one plugin installation (one prefix) on the test etcd."""
 
-    def __init__(self, endpoints: list[str], prefix: str) -> None:
+    def __init__(self, endpoints: list[str], prefix: str, kind: str = "gpu") -> None:
         url = urlsplit(endpoints[0])
         self.client = etcd3.client(host=url.hostname, port=url.port or 2379, timeout=RPC_TIMEOUT)
-        self.root = f"{prefix.rstrip('/')}/resource/gpu/"
+        self.root = f"{prefix.rstrip('/')}/resource/{kind}/"
         """The heads' prefix: nothing else lives under it."""
-        self.events_root = f"{prefix.rstrip('/')}/resource-events/gpu/"
+        self.events_root = f"{prefix.rstrip('/')}/resource-events/{kind}/"
         """The streams' prefix."""
 
     def close(self) -> None:
