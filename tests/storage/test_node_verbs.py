@@ -252,3 +252,27 @@ def test_bad_node_requests_fail_in_one_line_and_write_nothing(
 ) -> None:
     storage.fails("add-node", request_)
     assert storage.ok("nodes", None, "--json") == []
+
+
+def test_auditor_commands_read_storage_nodes(storage: Plugin) -> None:
+    add_f4(storage)
+    storage.ok(
+        "set-node-resource-usage",
+        {
+            "nodename": "test0",
+            "resource": {"volumes": {"/data0": 100 * G}, "storage": 100 * G},
+            "delta": True,
+            "incr": True,
+        },
+    )
+    listing = storage.ok("nodes", None, "--json")
+    assert [(n["nodename"], n["state"], n["events"]) for n in listing] == [("test0", "live", 2)]
+    assert listing[0]["usage"]["volumes"]["/data0"] == 100 * G
+    table = storage.run("nodes")
+    assert table.status == 0 and "/data0 100G/1T" in table.stdout and "100G/4T" in table.stdout
+    history = storage.run("history", None, "test0")
+    assert history.status == 0 and "usage /data0 +100G" in history.stdout, history.stdout
+    shown = storage.ok("show", None, "test0", "--at", "1", "--json")
+    assert shown["usage"]["storage"] == 0 and shown["seq"] == 1
+    verified = storage.run("verify", None, "--all")
+    assert verified.status == 0, verified.stdout + verified.stderr
