@@ -492,3 +492,12 @@ def test_any_bytes_in_the_file_are_a_config_or_a_plugin_error(data: bytes) -> No
         file.flush()
         with contextlib.suppress(PluginError):
             load(file.name)
+
+
+def test_the_commented_sample_is_a_valid_config() -> None:
+    """docs/plugin.yaml.sample is what operators copy: it must load, with its defaults."""
+    sample = Path(__file__).resolve().parents[2] / "docs" / "plugin.yaml.sample"
+    loaded = load(str(sample))
+    assert loaded.etcd.machines == ["http://127.0.0.1:2379"]
+    assert loaded.scheduler.max_deploy_count == 10_000
+    assert loaded.resident is True and loaded.streams.max_events == 0
