@@ -64,7 +64,7 @@ def test_null_parts_are_empty() -> None:
         UPSTREAM_RECORD.replace(b'"volumes"', b'"Volumes"').replace(b'"disks"', b'"Disks"'),
         UPSTREAM_RECORD.replace(b'"device"', b'"Device"').replace(b'"mounts"', b'"MOUNTS"'),
         UPSTREAM_RECORD.replace(b'"usage"', b'"\\u0075sage"'),
-        UPSTREAM_RECORD.replace(b'"storage"', '"ſtorage"'.encode()),  # Go folds the long s
+        UPSTREAM_RECORD.replace(b'"storage"', '"\u017ftorage"'.encode()),  # Go folds the long s
     ],
 )
 def test_keys_in_any_case(raw: bytes) -> None:
