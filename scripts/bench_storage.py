@@ -1,0 +1,86 @@
+"""resource-storage's rows of ``scripts/bench``: its read and write verbs against etcdctl, as
+for GPU; capacity of AUTO + monopoly bindings over 10,000 nodes, and a deploy on a node with
+1,000 volumes, each against core's 30 s call timeout (goal: under 1 s)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from resource_extend.ledger.keys import KeyLayout
+
+if TYPE_CHECKING:
+    from scripts.bench import Bench
+
+PROGRAM = "resource-storage"
+PREFIX = "/bench-storage"
+G = 2**30
+T = 2**40
+REQUEST = {
+    "volumes-request": ["AUTO:/data:rw:10G", "AUTO:/exclusive:rwm:100G"],
+    "volumes-limit": ["AUTO:/data:rw:10G", "AUTO:/exclusive:rwm:100G"],
+}
+"""A normal binding and a monopoly one: the scheduler's costliest common case."""
+
+
+def upstream_record(volumes: int, used: int) -> bytes:
+    """A node record as the upstream plugin writes it: ``volumes`` of 1 TiB, the first
+    ``used`` of them a quarter used, one disk."""
+    paths = [f"/data{i}" for i in range(volumes)]
+    usage = {p: (T // 4 if i < used else 0) for i, p in enumerate(paths)}
+    disk = {"device": "/dev/vda", "mounts": ["/"], "read_IOPS": 10000, "write_IOPS": 10000,
+            "read_bps": 10 * G, "write_bps": 10 * G}  # fmt: skip
+    zero = {**disk, "read_IOPS": 0, "write_IOPS": 0, "read_bps": 0, "write_bps": 0}
+    record = {
+        "capacity": {"volumes": dict.fromkeys(paths, T), "disks": [disk], "storage": volumes * T},
+        "usage": {"volumes": usage, "disks": [zero], "storage": sum(usage.values())},
+    }
+    return json.dumps(record, separators=(",", ":")).encode()
+
+
+def storage_rows(bench: Bench, counts: list[int]) -> dict[str, int | None]:
+    rss: dict[str, int | None] = {}
+    config = bench.config_for(PREFIX)
+    keys = KeyLayout(PREFIX, "storage")
+    bench.put_all([(keys.head("short"), upstream_record(4, 2))])
+    bench.warm_up(config, PROGRAM)
+    goal = 1.5 if bench.resident else 2.0
+    read, rss["storage read"] = bench.plugin(
+        "get-node-resource-info", {"nodename": "short"}, config=config, program=PROGRAM
+    )
+    bench.row(f"{PROGRAM} read: get-node-resource-info", read,
+              bench.ctl("get", keys.head("short").decode()), "etcdctl get", goal)  # fmt: skip
+    workload = {"volume_plan_request": {"AUTO:/data:rw:1:0:0:0:0": {"/data0": 1}},
+                "storage_request": 1}  # fmt: skip
+    take = {"nodename": "short", "workloads_resource": [workload], "delta": True, "incr": True}
+    write, rss["storage write"] = bench.plugin(
+        "set-node-resource-usage", take, config=config, program=PROGRAM
+    )
+    bench.row(f"{PROGRAM} write: set-node-resource-usage", write,
+              bench.ctl("put", f"{PREFIX}/scratch", "x"), "etcdctl put", 2.0)  # fmt: skip
+
+    for count in counts:
+        prefix = f"{PREFIX}-fleet-{count}"
+        fleet = KeyLayout(prefix, "storage")
+        names = [f"storage-node-{i:05d}" for i in range(count)]
+        bench.put_all([(fleet.head(n), upstream_record(4, i % 3)) for i, n in enumerate(names)])
+        fleet_config = bench.config_for(prefix)
+        bench.warm_up(fleet_config, PROGRAM)
+        times = max(3, bench.repeat // 3)
+        request = {"nodenames": names, "workload_resource": REQUEST}
+        ours, rss[f"storage {count:,} nodes"] = bench.plugin(
+            "get-nodes-deploy-capacity", request, times, fleet_config, PROGRAM
+        )
+        theirs = bench.ctl("get", "--prefix", fleet.root.decode(), times=times)
+        bench.limit_row(f"{PROGRAM} get-nodes-deploy-capacity (AUTO + monopoly), {count:,} nodes",
+                        ours, theirs, "etcdctl get --prefix, same records", 1.0)  # fmt: skip
+
+    bench.put_all([(keys.head("wide"), upstream_record(1000, 500))])
+    deploy = {"nodename": "wide", "deploy_count": 10, "workload_resource_request": REQUEST}
+    ours, rss["storage deploy, 1,000 volumes"] = bench.plugin(
+        "calculate-deploy", deploy, config=config, program=PROGRAM
+    )
+    bench.limit_row(f"{PROGRAM} calculate-deploy of 10 on a node with 1,000 volumes", ours,
+                    bench.ctl("get", keys.head("wide").decode()), "etcdctl get, same record",
+                    1.0)  # fmt: skip
+    return rss
