@@ -71,10 +71,13 @@ def test_keys_in_any_case(raw: bytes) -> None:
     assert read_stored(raw) == (CAPACITY, USAGE, None)
 
 
-def test_a_value_that_looks_like_a_key_is_left_alone() -> None:
-    raw = UPSTREAM_RECORD.replace(b"/data1", b"/Storage")
-    capacity, _, _ = read_stored(raw)
-    assert capacity.volumes == {"/data0": T, "/Storage": T}
+@pytest.mark.parametrize("path", ["/Storage", "/x_iops", "/y_IOPS", "/z\u00e9"])
+def test_a_value_that_looks_like_a_key_is_left_alone(path: str) -> None:
+    raw = UPSTREAM_RECORD.replace(b"/data1", path.encode())
+    capacity, usage, _ = read_stored(raw)
+    decoded = msgspec.json.decode(f'"{path}"'.encode())
+    assert capacity.volumes == {"/data0": T, decoded: T}
+    assert usage.volumes == {"/data0": 0, decoded: 0}
 
 
 @pytest.mark.parametrize(
