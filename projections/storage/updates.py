@@ -11,7 +11,6 @@ priority, ``resource_request`` over ``resource``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypeVar
 
 import msgspec
 
@@ -33,10 +32,8 @@ Given = NodeRequest | NodeResource
 ENGINE_SHARE = (8, 10)
 """The share of the engine's storage a node gets when add-node names none (upstream's 80 %)."""
 
-T = TypeVar("T")
 
-
-def chosen(resource_request: T | None, resource: T | None) -> T | None:
+def chosen(resource_request: Given | None, resource: Given | None) -> Given | None:
     """``resource_request`` when given, else ``resource``."""
     return resource_request if resource_request is not None else resource
 
