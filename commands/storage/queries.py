@@ -11,6 +11,11 @@ from resource_extend.ledger.keys import check_node_name
 from resource_extend.projections.metrics import Metric
 from resource_extend.projections.storage import metrics
 from resource_extend.projections.storage.diffs import node_diffs
+from resource_extend.projections.storage.requests import (
+    parse_workload_request,
+    workload_request,
+)
+from resource_extend.projections.storage.resources import WorkloadResource
 from resource_extend.projections.storage.state import NodeState
 
 IDLE_PRIORITY = 1
@@ -43,6 +48,75 @@ def _states(session: Session, names: list[str]) -> dict[str, NodeState]:
 
 def _resources(state: NodeState) -> dict[str, Any]:
     return {"capacity": state.capacity, "usage": state.usage}
+
+
+def _bound(session: Session) -> int:
+    """``scheduler.max_deploy_count``: the most plans one placement enumerates."""
+    return session.config.scheduler.max_deploy_count
+
+
+@verb("calculate-deploy", requests.CalculateDeploy)
+def calculate_deploy(request: requests.CalculateDeploy, session: Session) -> Any:
+    """Place deploy_count workloads of one request on a node (never writes).
+
+    \b
+    stdin   {"nodename": "n1", "deploy_count": 2, "workload_resource_request":
+             {"volumes-request": ["AUTO:/data:rw:100G"], "volumes-limit": [...],
+              "storage-request": "10G", "storage-limit": "10G"}}
+    stdout  {"engines_params": [P, ...], "workloads_resource": [W, ...]}
+
+    AUTO bindings are placed on the node's volumes (best fit; a monopoly binding, flag m,
+    takes an unused volume whole), disk quota on the disk serving each path. Fails with "not
+    enough storage" or "not enough volume plan" when deploy_count do not fit.
+    """
+    from resource_extend.projections.storage.plans import calculate_deploy as plan
+
+    node = check_node_name(request.nodename)
+    wanted = workload_request(request.workload_resource_request)
+    state = _state(session, node)
+    return plan(state.capacity, state.usage, wanted, request.deploy_count, _bound(session))
+
+
+@verb("calculate-realloc", requests.CalculateRealloc)
+def calculate_realloc(request: requests.CalculateRealloc, session: Session) -> Any:
+    """Change a workload's bindings and storage (never writes).
+
+    \b
+    stdin   {"nodename": "n1", "workload_resource": W, "workload_resource_request": Q}
+    stdout  {"engine_params": P, "workload_resource": W, "delta_resource": W}
+
+    The request's bindings and storage are added to the workload's (a binding whose size
+    ends below zero is removed). Bindings that stay keep their volume when they still fit;
+    the rest are placed anew. delta_resource is what core adds to the node's usage.
+    """
+    from resource_extend.projections.storage.plans import calculate_realloc as plan
+
+    node = check_node_name(request.nodename)
+    asked = parse_workload_request(request.workload_resource_request)
+    current = request.workload_resource or WorkloadResource()
+    state = _state(session, node)
+    return plan(state.capacity, state.usage, current, asked)
+
+
+@verb("get-nodes-deploy-capacity", requests.DeployCapacity)
+def get_nodes_deploy_capacity(request: requests.DeployCapacity, session: Session) -> Any:
+    """How many workloads of a request each node can host (never writes).
+
+    \b
+    stdin   {"nodenames": ["n1", ...], "workload_resource": Q}
+    stdout  {"nodes_deploy_capacity_map": {"n1": {"Capacity": 4, "Usage": 0.1,
+             "Rate": 0.25, "Weight": 1}}, "total": 4}
+
+    Capacity is the number of placements (at most scheduler.max_deploy_count), capped by
+    the storage left. Nodes that fit none are left out; an unknown node is an error.
+    """
+    from resource_extend.projections.storage.capacity import nodes_deploy_capacity
+
+    names = node_names(request.nodenames)
+    wanted = workload_request(request.workload_resource)
+    states = _states(session, names)
+    nodes = ((name, state.capacity, state.usage) for name, state in states.items())
+    return nodes_deploy_capacity(nodes, wanted, _bound(session))
 
 
 @verb("get-node-resource-info", requests.NodeResourceInfo)

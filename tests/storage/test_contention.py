@@ -32,7 +32,7 @@ REQUESTS = [
         "volumes-request": ["AUTO:/fast:rw:1G:30:30:0:0"],
         "volumes-limit": ["AUTO:/fast:rw:1G:30:30:0:0"],
     },
-    {"volumes-request": ["/mnt/logs:/logs:rw:0:20:0:0:0"], "storage-request": "1G"},
+    {"volumes": ["/mnt/logs:/logs:rw:0:20:0:0:0"], "storage-request": "1G"},
 ]
 """A normal binding, a monopoly one (a whole volume), one with disk quota, and a mount charging
 its disk's quota: all race for the same four volumes and 100 read IOPS."""
