@@ -87,7 +87,8 @@ class Session:
     @cached_property
     def kind(self) -> Kind[Any]:
         """The resource kind this program serves."""
-        return program_package().kind()
+        kind: Kind[Any] = program_package().kind()
+        return kind
 
     @cached_property
     def view(self) -> KindView:

@@ -64,7 +64,7 @@ def storage(etcd_endpoints: list[str], tmp_path: Path) -> Iterator[Plugin]:
     """A resource-storage installation of the test's own, as upstream's tests configure it:
     ``scheduler.max_deploy_count`` 100."""
     installation = Plugin(
-        etcd_endpoints, tmp_path, "resource-storage", scheduler={"max_deploy_count": 100}
+        etcd_endpoints, tmp_path, program="resource-storage", scheduler={"max_deploy_count": 100}
     )
     yield installation
     installation.stop_helper()

@@ -51,6 +51,7 @@ class Plugin:
         self,
         endpoints: list[str],
         workdir: Path,
+        *,
         program: str = "resource-gpu",
         scheduler: dict[str, Any] | None = None,
         **etcd: Any,

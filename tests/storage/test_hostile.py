@@ -202,7 +202,9 @@ class Installation:
 
     def __init__(self, endpoints: list[str], workdir: Path) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
-        self.plugin = Plugin(endpoints, workdir, PROGRAM, scheduler={"max_deploy_count": 20})
+        self.plugin = Plugin(
+            endpoints, workdir, program=PROGRAM, scheduler={"max_deploy_count": 20}
+        )
         self.etcd = Etcd(endpoints, self.plugin.prefix, "storage")
 
     def close(self) -> None:
