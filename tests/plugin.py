@@ -53,7 +53,7 @@ class Plugin:
         workdir: Path,
         *,
         program: str = "resource-gpu",
-        scheduler: dict[str, Any] | None = None,
+        scheduler: Any = None,  # {"max_deploy_count": N}; Any: **etcd settings pass beside it
         **etcd: Any,
     ) -> None:
         self.prefix = f"/test-{uuid.uuid4().hex[:12]}"
