@@ -1,0 +1,180 @@
+"""What the scheduler sees of a node (§2.8 step 1) and of a request (step 2).
+
+A node is a :class:`Host`: its volumes split into *used* and *unused* ones (unused means usage
+exactly 0), each with its free bytes, and each disk's quota left. A request is its
+:class:`Classes`: normal, monopoly, unlimited and mount bindings, in the order the scheduler
+places them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from typing import NamedTuple
+
+from resource_extend.projections.storage.bindings import Binding, InvalidVolume
+from resource_extend.projections.storage.disks import NO_QUOTA, Disk, Mounts, Quota
+from resource_extend.projections.storage.resources import NodeResource
+
+
+class Host:
+    """A node as the scheduler changes it: free bytes per volume path, the used and unused
+    paths in upstream's list order, and the quota left per disk device.
+
+    The two lists start sorted by (free bytes, path) and are never re-sorted: realloc changes
+    free sizes in place, and upstream's later steps read the lists in that order.
+    """
+
+    __slots__ = ("_devices", "_disks", "_mounts", "free", "left", "unused", "used")
+
+    def __init__(
+        self,
+        used: list[str],
+        unused: list[str],
+        free: dict[str, int],
+        left: dict[str, Quota],
+        disks: Sequence[Disk],
+    ) -> None:
+        self.used = used
+        self.unused = unused
+        self.free = free
+        self.left = left
+        self._disks = disks
+        self._mounts: Mounts | None = None  # built on the first look-up: most requests need none
+        self._devices: dict[str, str | None] = {}
+
+    def disk_of(self, path: str) -> str | None:
+        """The device serving ``path``; None stands for upstream's fresh all-zero disk."""
+        try:
+            return self._devices[path]
+        except KeyError:
+            if self._mounts is None:
+                self._mounts = Mounts(self._disks)
+            device = self._mounts.disk_for(path)
+            found = device if device in self.left else None
+            self._devices[path] = found
+            return found
+
+    def affords(self, path: str, quota: Quota, spent: Quota = NO_QUOTA) -> bool:
+        """Whether the disk serving ``path`` has ``quota`` left once ``spent`` is taken."""
+        device = self.disk_of(path)
+        left = NO_QUOTA if device is None else self.left[device]
+        return (
+            left[0] - spent[0] >= quota[0]
+            and left[1] - spent[1] >= quota[1]
+            and left[2] - spent[2] >= quota[2]
+            and left[3] - spent[3] >= quota[3]
+        )
+
+
+def build_host(capacity: NodeResource, usage: NodeResource) -> Host:
+    """The node's view: a capacity path missing from usage counts as usage 0 (validation fills
+    usage for every capacity volume anyway); usage paths outside capacity are not volumes."""
+    taken = usage.volumes or {}
+    free: dict[str, int] = {}
+    used: list[tuple[int, str]] = []
+    unused: list[tuple[int, str]] = []
+    for path, size in (capacity.volumes or {}).items():
+        used_bytes = taken.get(path, 0)
+        free[path] = size - used_bytes
+        (unused if used_bytes == 0 else used).append((size - used_bytes, path))
+    used.sort()
+    unused.sort()
+    disks = capacity.disks or []
+    left = {disk.device: disk.quota for disk in disks}
+    for disk in usage.disks or ():
+        have = left.get(disk.device)
+        if have is not None:
+            left[disk.device] = subtract(have, disk.quota)
+    return Host([p for _, p in used], [p for _, p in unused], free, left, disks)
+
+
+def add(a: Quota, b: Quota) -> Quota:
+    return a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3]
+
+
+def subtract(a: Quota, b: Quota) -> Quota:
+    return a[0] - b[0], a[1] - b[1], a[2] - b[2], a[3] - b[3]
+
+
+def times(quota: Quota, n: int) -> Quota:
+    return quota[0] * n, quota[1] * n, quota[2] * n, quota[3] * n
+
+
+def fits(quota: Quota, left: Quota) -> bool:
+    return (
+        left[0] >= quota[0] and left[1] >= quota[1] and left[2] >= quota[2] and left[3] >= quota[3]
+    )
+
+
+class Classes(NamedTuple):
+    """A request's bindings by how they are placed, each class in placing order: normal and
+    monopoly by size, ties by canonical string (decision 2: upstream's tie order is Go's
+    random map order); mounts by canonical string. Mounts without quota charge nothing and
+    never fail, so only those with quota are kept."""
+
+    normal: tuple[Binding, ...]
+    mono: tuple[Binding, ...]
+    unlimited: tuple[Binding, ...]
+    mounts: tuple[Binding, ...]
+    needs_scheduling: bool
+    scheduled: bool
+    mono_size: int
+    mono_quota: Quota
+    spends_quota: bool
+    """Whether a normal pass charges any disk."""
+
+
+def classify(bindings: Sequence[Binding]) -> Classes:
+    """Raises :class:`InvalidVolume` for a scheduled binding with a negative size: it would
+    grow its volume on every pass, and upstream's unbounded enumeration would never end."""
+    return _classify(tuple(bindings))
+
+
+@lru_cache(maxsize=64)
+def _classify(bindings: tuple[Binding, ...]) -> Classes:
+    normal, mono, unlimited, mounts = [], [], [], []
+    for binding in sorted(bindings, key=Binding.canonical):
+        if binding.monopoly:
+            mono.append(binding)
+        elif binding.unlimited:
+            unlimited.append(binding)
+        elif binding.scheduled:
+            if binding.size < 0:
+                raise InvalidVolume(f"size can't be negative: {binding.canonical()}")
+            normal.append(binding)
+        elif binding.has_io:
+            mounts.append(binding)
+    normal.sort(key=_size)
+    mono.sort(key=_size)
+    mono_quota = NO_QUOTA
+    for binding in mono:
+        mono_quota = add(mono_quota, binding.quota)
+    return Classes(
+        tuple(normal),
+        tuple(mono),
+        tuple(unlimited),
+        tuple(mounts),
+        needs_scheduling=any(b.needs_scheduling for b in bindings),
+        scheduled=bool(normal or mono or unlimited),
+        mono_size=sum(b.size for b in mono),
+        mono_quota=mono_quota,
+        spends_quota=bool(mounts) or any(b.has_io for b in normal),
+    )
+
+
+def _size(binding: Binding) -> int:
+    return binding.size
+
+
+def go_search(n: int, ok: Callable[[int], bool]) -> int:
+    """Go's ``sort.Search`` (the first index where ``ok`` holds, by bisection): the promotion
+    step uses it on the unused list, which realloc may have left out of order."""
+    low, high = 0, n
+    while low < high:
+        middle = (low + high) // 2
+        if ok(middle):
+            high = middle
+        else:
+            low = middle + 1
+    return low
