@@ -54,10 +54,33 @@ anything = st.recursive(
 """Any JSON value."""
 numbers = st.one_of(
     st.integers(-(2**70), 2**70).map(str),
-    st.sampled_from(["1G", "1GiB", "1.5T", "-1G", "--1G", "500 M", "1b", "1ib", "0", "", "1.2.3",
-                     "1e3", "G", "1 G ", " 1", "1_000", "١", "0x10", "9" * 30, "1P", "1Z"]),
+    st.sampled_from(
+        [
+            "1G",
+            "1GiB",
+            "1.5T",
+            "-1G",
+            "--1G",
+            "500 M",
+            "1b",
+            "1ib",
+            "0",
+            "",
+            "1.2.3",
+            "1e3",
+            "G",
+            "1 G ",
+            " 1",
+            "1_000",
+            "\u0661",
+            "0x10",
+            "9" * 30,
+            "1P",
+            "1Z",
+        ]
+    ),
     st.text(max_size=6),
-)  # fmt: skip
+)
 """Human sizes: well-formed, broken, and beyond an int64."""
 paths = st.one_of(
     st.sampled_from(["/data0", "/data1", "/dir", "AUTO", "", "/x/AUTO", "/"]), st.text(max_size=6)
@@ -84,16 +107,30 @@ def disk_texts(draw: st.DrawFn) -> str:
     return ":".join(parts[: draw(st.integers(1, len(parts)))])
 
 
-bindings = st.lists(st.one_of(binding_texts(), st.sampled_from(
-    ["AUTO:/dir0:rw:1G", "AUTO:/dir1:rwm:100G", "AUTO:/dir2:rw", "/src:/dst:rw:0:10:10:1M:1M",
-     ":/dir3:rw:1G:10:10:0:0", "AUTO:/dir0:rw:-1G"]
-)), max_size=4)  # fmt: skip
+bindings = st.lists(
+    st.one_of(
+        binding_texts(),
+        st.sampled_from(
+            [
+                "AUTO:/dir0:rw:1G",
+                "AUTO:/dir1:rwm:100G",
+                "AUTO:/dir2:rw",
+                "/src:/dst:rw:0:10:10:1M:1M",
+                ":/dir3:rw:1G:10:10:0:0",
+                "AUTO:/dir0:rw:-1G",
+            ]
+        ),
+    ),
+    max_size=4,
+)
 sizes = st.one_of(numbers, st.integers(-(2**64), 2**64), st.floats(), st.booleans(), st.none())
 node_requests = st.one_of(
     st.fixed_dictionaries(
         {},
         optional={
-            "volumes": st.one_of(st.lists(st.builds(lambda p, n: f"{p}:{n}", paths, numbers), max_size=3), anything),
+            "volumes": st.one_of(
+                st.lists(st.builds(lambda p, n: f"{p}:{n}", paths, numbers), max_size=3), anything
+            ),
             "storage": sizes,
             "disks": st.one_of(st.lists(disk_texts(), max_size=2), anything),
             "rm-disks": st.one_of(st.sampled_from(["/dev/vda", "/dev/vda,/dev/vdb", ""]), anything),
@@ -102,15 +139,26 @@ node_requests = st.one_of(
     st.fixed_dictionaries(
         {},
         optional={
-            "volumes": st.one_of(st.dictionaries(paths, st.integers(-T, 2**64), max_size=3), anything),
+            "volumes": st.one_of(
+                st.dictionaries(paths, st.integers(-T, 2**64), max_size=3), anything
+            ),
             "storage": st.one_of(st.integers(-T, 2**64), st.floats(), st.text(max_size=3)),
-            "disks": st.lists(st.fixed_dictionaries({"device": st.sampled_from(["/dev/vda", "/dev/vdb"])}, optional={
-                "mounts": st.lists(paths, max_size=2), "read_IOPS": st.integers(-5, 2**64), "read_iops": st.integers(-5, 5),
-                "write_bps": st.one_of(st.integers(0, 10), st.floats())}), max_size=2),
+            "disks": st.lists(
+                st.fixed_dictionaries(
+                    {"device": st.sampled_from(["/dev/vda", "/dev/vdb"])},
+                    optional={
+                        "mounts": st.lists(paths, max_size=2),
+                        "read_IOPS": st.integers(-5, 2**64),
+                        "read_iops": st.integers(-5, 5),
+                        "write_bps": st.one_of(st.integers(0, 10), st.floats()),
+                    },
+                ),
+                max_size=2,
+            ),
         },
     ),
     anything,
-)  # fmt: skip
+)
 workload_requests = st.one_of(
     st.fixed_dictionaries(
         {},
@@ -122,8 +170,11 @@ workload_requests = st.one_of(
     ),
     anything,
 )
-plans = st.dictionaries(st.one_of(binding_texts(), st.just("AUTO:/dir0:rw:1073741824:0:0:0:0")),
-                        st.one_of(st.dictionaries(paths, st.integers(-T, 2**64), max_size=2), anything), max_size=2)  # fmt: skip
+plans = st.dictionaries(
+    st.one_of(binding_texts(), st.just("AUTO:/dir0:rw:1073741824:0:0:0:0")),
+    st.one_of(st.dictionaries(paths, st.integers(-T, 2**64), max_size=2), anything),
+    max_size=2,
+)
 workloads = st.one_of(
     st.fixed_dictionaries(
         {},
@@ -131,12 +182,19 @@ workloads = st.one_of(
             "volumes_request": st.one_of(bindings, anything),
             "volume_plan_request": st.one_of(plans, anything),
             "storage_request": st.one_of(st.integers(-T, 2**64), anything),
-            "disks_request": st.one_of(st.lists(st.fixed_dictionaries({"device": st.just("/dev/vda"), "read_IOPS": st.integers(-5, 50)})), anything),
+            "disks_request": st.one_of(
+                st.lists(
+                    st.fixed_dictionaries(
+                        {"device": st.just("/dev/vda"), "read_IOPS": st.integers(-5, 50)}
+                    )
+                ),
+                anything,
+            ),
         },
     ),
     st.none(),
     anything,
-)  # fmt: skip
+)
 
 
 def mostly(good: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
@@ -150,14 +208,48 @@ flag = mostly(st.booleans())
 FIELDS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
     "add-node": {"nodename": nodes, "resource": node_requests, "info": anything},
     "remove-node": {"nodename": nodes},
-    "set-node-resource-capacity": {"nodename": nodes, "resource": node_requests, "resource_request": node_requests, "delta": flag, "incr": flag},
-    "set-node-resource-usage": {"nodename": nodes, "resource": node_requests, "resource_request": node_requests, "workloads_resource": st.one_of(st.lists(workloads, max_size=3), anything), "delta": flag, "incr": flag},
-    "set-node-resource-info": {"nodename": nodes, "capacity": node_requests, "usage": node_requests},
-    "fix-node-resource": {"nodename": nodes, "workloads_resource": st.one_of(st.lists(workloads, max_size=3), anything)},
-    "calculate-deploy": {"nodename": nodes, "deploy_count": mostly(st.integers(-1, 5)), "workload_resource_request": workload_requests},
-    "calculate-realloc": {"nodename": nodes, "workload_resource": workloads, "workload_resource_request": workload_requests},
-    "get-nodes-deploy-capacity": {"nodenames": st.one_of(st.lists(nodes, max_size=3), anything), "workload_resource": workload_requests},
-    "get-node-resource-info": {"nodename": nodes, "workloads_resource": st.one_of(st.lists(workloads, max_size=3), anything)},
+    "set-node-resource-capacity": {
+        "nodename": nodes,
+        "resource": node_requests,
+        "resource_request": node_requests,
+        "delta": flag,
+        "incr": flag,
+    },
+    "set-node-resource-usage": {
+        "nodename": nodes,
+        "resource": node_requests,
+        "resource_request": node_requests,
+        "workloads_resource": st.one_of(st.lists(workloads, max_size=3), anything),
+        "delta": flag,
+        "incr": flag,
+    },
+    "set-node-resource-info": {
+        "nodename": nodes,
+        "capacity": node_requests,
+        "usage": node_requests,
+    },
+    "fix-node-resource": {
+        "nodename": nodes,
+        "workloads_resource": st.one_of(st.lists(workloads, max_size=3), anything),
+    },
+    "calculate-deploy": {
+        "nodename": nodes,
+        "deploy_count": mostly(st.integers(-1, 5)),
+        "workload_resource_request": workload_requests,
+    },
+    "calculate-realloc": {
+        "nodename": nodes,
+        "workload_resource": workloads,
+        "workload_resource_request": workload_requests,
+    },
+    "get-nodes-deploy-capacity": {
+        "nodenames": st.one_of(st.lists(nodes, max_size=3), anything),
+        "workload_resource": workload_requests,
+    },
+    "get-node-resource-info": {
+        "nodename": nodes,
+        "workloads_resource": st.one_of(st.lists(workloads, max_size=3), anything),
+    },
     "get-nodes-resource-info": {"nodenames": st.one_of(st.lists(nodes, max_size=3), anything)},
     "get-most-idle-node": {"nodenames": st.one_of(st.lists(nodes, max_size=3), anything)},
     "get-metrics-description": {},
@@ -165,7 +257,7 @@ FIELDS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
     "name": {},
     "verbs": {},
     "calculate-remap": {"nodename": nodes},
-}  # fmt: skip
+}
 
 
 @st.composite
@@ -223,14 +315,23 @@ class Installation:
 
     def seed(self) -> Installation:
         for request in (
-            {"nodename": "n1", "resource": {"volumes": ["/data0:1T", "/data1:1T", "/data2:1T", "/data3:1T"],
-                                            "disks": ["/dev/vda:/,/data:1000:1000:1G:1G"]}},
+            {
+                "nodename": "n1",
+                "resource": {
+                    "volumes": ["/data0:1T", "/data1:1T", "/data2:1T", "/data3:1T"],
+                    "disks": ["/dev/vda:/,/data:1000:1000:1G:1G"],
+                },
+            },
             {"nodename": "n2", "resource": {"storage": "1T"}},
-        ):  # fmt: skip
+        ):
             added = self.call("add-node", json.dumps(request).encode())
             assert added.status == 0, added.stderr
-        usage = {"nodename": "n1", "delta": True, "incr": True,
-                 "resource": {"volumes": {"/data0": 100 * 2**30}, "storage": 100 * 2**30}}  # fmt: skip
+        usage = {
+            "nodename": "n1",
+            "delta": True,
+            "incr": True,
+            "resource": {"volumes": {"/data0": 100 * 2**30}, "storage": 100 * 2**30},
+        }
         used = self.call("set-node-resource-usage", json.dumps(usage).encode())
         assert used.status == 0, used.stderr
         return self
