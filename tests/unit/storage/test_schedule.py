@@ -284,6 +284,25 @@ def test_unlimited_placement_counts_plans_past_the_bound() -> None:
     assert where(found) == [{"/n": ("/v1", 10), "/u": ("/v1", 0)}] * 3
 
 
+def test_a_volume_falling_faster_overtakes_a_bindings_choice() -> None:
+    """/n0 (1 B) goes to the smallest volume that holds it, /n1 (11 B) to the smallest whose
+    disk has its quota. From pass 9 /n0 fills /a2 (20 B left) and /n1 fills /b0 (37 B), which
+    falls faster: at pass 11 /b0 is below /a2 and /n0 follows it there. A run of identical
+    passes must end exactly where upstream's passes change."""
+    disk_a = Disk(device="A", mounts=["/a2", "/a4"]).with_quota((56, 6, 0, 0))
+    disk_b = Disk(device="B", mounts=["/b0", "/b1", "/b3"]).with_quota((23, 49, 0, 0))
+    free = {"/b0": 59, "/b1": 59, "/a2": 53, "/b3": 41, "/a4": 60}
+    capacity = NodeResource(volumes={p: 100 for p in free}, disks=[disk_a, disk_b])
+    usage = NodeResource(volumes={p: 100 - f for p, f in free.items()})
+    request = bindings("AUTO:/n0:rw:1", "AUTO:/n1:rw:11:1:2", "AUTO:/u:rw:0")
+    found = volume_plans(capacity, usage, request, 1000)
+    assert [(p.volumes, p.disks) for p in found] == reference.volume_plans(
+        capacity, usage, request, 1000
+    )
+    assert [placements(plan)["/n0"][0] for plan in found[8:12]] == ["/a2", "/a2", "/b0", "/b0"]
+    assert len(found) == 16
+
+
 def test_a_failed_pass_keeps_its_quota_from_the_monopoly_step() -> None:
     """Pass 1 puts both normal bindings on /u (3 read IOPS); pass 2 places the first (3 more)
     and fails on the second. Those 3 stay charged in the scratch state: 4 read IOPS are left

@@ -1,0 +1,82 @@
+"""get-nodes-deploy-capacity (§2.5): how many copies of a request each node can host."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import msgspec
+
+from resource_extend.projections.storage.host import build_host
+from resource_extend.projections.storage.plans import storage_fits
+from resource_extend.projections.storage.resources import NodeResource, WorkloadRequest
+from resource_extend.projections.storage.schedule import schedule
+
+MAX_TOTAL = 2**63 - 1
+"""``total`` saturates here (a Go int), as upstream's sum does."""
+
+
+class DeployCapacity(msgspec.Struct, frozen=True, rename="pascal"):
+    """One node's entry in ``nodes_deploy_capacity_map`` (core expects capitalised keys)."""
+
+    capacity: int
+    usage: float
+    rate: float
+    weight: int = 1
+
+
+class NodesDeployCapacity(msgspec.Struct, kw_only=True):
+    """The verb's answer: nodes that can host at least one copy, and their sum."""
+
+    nodes_deploy_capacity_map: dict[str, DeployCapacity]
+    total: int
+
+
+def deploy_capacity(
+    capacity: NodeResource, usage: NodeResource, request: WorkloadRequest, bound: int
+) -> DeployCapacity:
+    """The plan count with ``bound`` (§2.8), capped by the storage left; a request with no
+    limit bindings is counted by storage alone, even past ``bound`` (upstream: its storage-only
+    capacity is not capped)."""
+    count = schedule(build_host(capacity, usage), request.request, bound).count
+    if request.storage_request > 0:
+        by_storage = storage_fits(capacity, usage, request.storage_request)
+        count = by_storage if not request.limit else min(count, by_storage)
+    used, rate = _usage(capacity, usage, request)
+    return DeployCapacity(capacity=count, usage=used, rate=rate)
+
+
+def _usage(
+    capacity: NodeResource, usage: NodeResource, request: WorkloadRequest
+) -> tuple[float, float]:
+    """(Usage, Rate): by volumes when the request binds any or asks no storage, else by
+    storage; 0 for a node with neither."""
+    volumes = sum((capacity.volumes or {}).values())
+    if volumes == 0 and capacity.storage == 0:
+        return 0.0, 0.0
+    if request.request or request.storage_request == 0:
+        used = sum((usage.volumes or {}).values())
+        asked = sum(binding.size for binding in request.request)
+        return _ratio(used, volumes), _ratio(asked, volumes)
+    return (
+        _ratio(usage.storage, capacity.storage),
+        _ratio(request.storage_request, capacity.storage),
+    )
+
+
+def _ratio(part: int, whole: int) -> float:
+    """Upstream's ``AdvancedDivide``: 0 when either side is 0."""
+    return part / whole if part and whole else 0.0
+
+
+def nodes_deploy_capacity(
+    nodes: Iterable[tuple[str, NodeResource, NodeResource]], request: WorkloadRequest, bound: int
+) -> NodesDeployCapacity:
+    """Every node's capacity, in the order given; nodes that host none are left out."""
+    found: dict[str, DeployCapacity] = {}
+    total = 0
+    for name, capacity, usage in nodes:
+        entry = deploy_capacity(capacity, usage, request, bound)
+        if entry.capacity > 0:
+            found[name] = entry
+            total = min(total + entry.capacity, MAX_TOTAL)
+    return NodesDeployCapacity(nodes_deploy_capacity_map=found, total=total)

@@ -1,0 +1,206 @@
+"""The pure answers of calculate-deploy (§2.2) and calculate-realloc (§2.3)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+
+from resource_extend.ledger.errors import NotEnoughResource, PluginError
+from resource_extend.projections.storage import workloads
+from resource_extend.projections.storage.affinity import affinity_plan
+from resource_extend.projections.storage.bindings import Binding, merge, parse_bindings
+from resource_extend.projections.storage.disks import Disk
+from resource_extend.projections.storage.host import build_host
+from resource_extend.projections.storage.requests import ParsedWorkloadRequest, normalise
+from resource_extend.projections.storage.resources import (
+    EngineParams,
+    NodeResource,
+    VolumePlan,
+    WorkloadRequest,
+    WorkloadResource,
+)
+from resource_extend.projections.storage.schedule import Plan, schedule
+
+INSUFFICIENT = "cannot alloc a plan, not enough resource"
+"""Core's ``ErrInsufficientResource``, which upstream wraps its reasons around."""
+
+FAKE_BINDING = "fake-source:fake-destination:fake-flags:0:0:0:0:0"
+"""The one key of a realloc delta's plan, under which every path's change is listed."""
+
+
+class DeployAnswer(msgspec.Struct, kw_only=True):
+    engines_params: list[EngineParams]
+    workloads_resource: list[WorkloadResource]
+
+
+class ReallocAnswer(msgspec.Struct, kw_only=True):
+    engine_params: EngineParams
+    delta_resource: WorkloadResource
+    workload_resource: WorkloadResource
+
+
+def storage_fits(capacity: NodeResource, usage: NodeResource, request: int) -> int:
+    """How many copies of a storage request the node's storage left holds (Go's truncating
+    division: a node already over its storage holds none)."""
+    left = capacity.storage - usage.storage
+    return abs(left) // request * (1 if left >= 0 else -1)
+
+
+def calculate_deploy(
+    capacity: NodeResource,
+    usage: NodeResource,
+    request: WorkloadRequest,
+    deploy_count: int,
+    bound: int,
+) -> DeployAnswer:
+    """``deploy_count`` workloads of ``request`` on this node, with upstream's errors:
+    storage is checked first, then the volume plans (found with ``bound``)."""
+    if request.storage_request > 0:
+        available = storage_fits(capacity, usage, request.storage_request)
+        if available < deploy_count:
+            raise NotEnoughResource(
+                f"not enough storage, request: {request.storage_request}, "
+                f"available: {available}: {INSUFFICIENT}"
+            )
+    if any(binding.needs_scheduling for binding in request.request):
+        found = schedule(build_host(capacity, usage), request.request, bound)
+        if found.count < deploy_count:
+            raise NotEnoughResource(
+                f"not enough volume plan, need {deploy_count}, available {found.count}: "
+                f"{INSUFFICIENT}"
+            )
+        plans = found.plans(deploy_count)
+    else:
+        plans = [Plan(volumes={}, disks={}) for _ in range(deploy_count)]
+    answer = DeployAnswer(engines_params=[], workloads_resource=[])
+    for plan in plans:
+        engine, resource = _deployed(capacity, request, plan)
+        answer.engines_params.append(engine)
+        answer.workloads_resource.append(resource)
+    return answer
+
+
+def _deployed(
+    capacity: NodeResource, request: WorkloadRequest, plan: Plan
+) -> tuple[EngineParams, WorkloadResource]:
+    disks = capacity.disks or []
+    limit = list(request.limit)
+    # Upstream's quirk: the limit plan holds the planned (request) sizes.
+    plan_limit = workloads.plan_limit(limit, limit, plan.volumes)
+    disks_limit = workloads.disks_limit(limit, plan_limit, disks)
+    engine = EngineParams(
+        volumes=workloads.engine_volumes(workloads.applied(limit, plan.volumes)),
+        storage=request.storage_limit,
+        iops_options=workloads.iops_options(disks_limit),
+    )
+    resource = WorkloadResource(
+        volumes_request=[b.canonical() for b in request.request],
+        volumes_limit=[b.canonical() for b in limit],
+        volume_plan_request=plan.volumes,
+        volume_plan_limit=plan_limit,
+        storage_request=request.storage_request,
+        storage_limit=request.storage_limit,
+        disks_request=workloads.disk_list(plan.disks, disks),
+        disks_limit=disks_limit,
+    )
+    return engine, resource
+
+
+def calculate_realloc(
+    capacity: NodeResource,
+    usage: NodeResource,
+    current: WorkloadResource,
+    asked: ParsedWorkloadRequest,
+) -> ReallocAnswer:
+    """The workload ``current`` changed by ``asked`` (deltas: sizes and quotas add, a binding
+    merged below zero goes). Raises :class:`InvalidRequest` for a merged request that breaks
+    §1.4's rules, and :class:`NotEnoughResource` when it does not fit."""
+    current_request = parse_bindings(current.volumes_request)
+    current_limit = parse_bindings(current.volumes_limit)
+    requested = list(asked.request) or list(asked.limit)
+    reschedule = any(binding.needs_scheduling for binding in requested)
+    merged = normalise(
+        merge(requested, current_request),
+        merge(asked.limit, current_limit),
+        asked.storage_request + current.storage_request + _total(requested),
+        asked.storage_limit + current.storage_limit + _total(asked.limit),
+        fold_storage=False,
+    )
+    if merged.storage_request - current.storage_request > capacity.storage - usage.storage:
+        raise NotEnoughResource(INSUFFICIENT)
+    if reschedule:
+        try:
+            plan = affinity_plan(
+                capacity, usage, merged.request, current.volume_plan_request, current_request
+            )
+        except PluginError as exc:
+            raise NotEnoughResource(f"{exc.reason}: {INSUFFICIENT}") from exc
+        disks_request = workloads.disk_list(plan.disks, capacity.disks or [])
+        volumes: VolumePlan = plan.volumes
+    else:  # the fix of §6.2.3: the workload keeps its disks
+        volumes, disks_request = current.volume_plan_request, current.disks_request
+    limit = list(merged.limit)
+    plan_limit = workloads.plan_limit(merged.request, limit, volumes)
+    disks_limit = workloads.disks_limit(limit, plan_limit, capacity.disks or [])
+    new = WorkloadResource(
+        volumes_request=[b.canonical() for b in merged.request],
+        volumes_limit=[b.canonical() for b in limit],
+        volume_plan_request=volumes,
+        volume_plan_limit=plan_limit,
+        storage_request=merged.storage_request,
+        storage_limit=merged.storage_limit,
+        disks_request=disks_request,
+        disks_limit=disks_limit,
+    )
+    placed = workloads.applied(limit, volumes)
+    engine = EngineParams(
+        volumes=workloads.engine_volumes(placed),
+        volume_changed=_volume_changed(placed, current_limit, current.volume_plan_limit),
+        storage=merged.storage_limit,
+        iops_options=workloads.iops_options(disks_limit),
+    )
+    return ReallocAnswer(
+        engine_params=engine, delta_resource=_delta(current, new), workload_resource=new
+    )
+
+
+def _total(bindings: Sequence[Binding]) -> int:
+    return sum(binding.size for binding in bindings)
+
+
+def _volume_changed(
+    placed: Sequence[Binding], old_limit: Sequence[Binding], old_plan: VolumePlan
+) -> bool:
+    """Whether the engine must remount: the set of (path, destination, flags) changed. A new
+    size alone does not count (§2.3 step 7)."""
+    before = {b.key for b in workloads.applied(old_limit, old_plan)}
+    return len(placed) != len(before) or any(b.key not in before for b in placed)
+
+
+def _delta(old: WorkloadResource, new: WorkloadResource) -> WorkloadResource:
+    """What the realloc changes in node usage: bytes per path (zeros kept) under one fake
+    binding, the storage, and quota per device (a device only the old plan had is negated)."""
+    paths: dict[str, int] = {}
+    for sign, plan in ((1, new.volume_plan_request), (-1, old.volume_plan_request)):
+        for placed in plan.values():
+            for path, size in placed.items():
+                paths[path] = paths.get(path, 0) + sign * size
+    return WorkloadResource(
+        volume_plan_request={FAKE_BINDING: dict(sorted(paths.items()))},
+        storage_request=new.storage_request - old.storage_request,
+        disks_request=_disk_delta(new.disks_request, old.disks_request),
+    )
+
+
+def _disk_delta(new: Sequence[Disk], old: Sequence[Disk]) -> list[Disk]:
+    changed = {disk.device: disk for disk in new}
+    for disk in old:
+        was = changed.get(disk.device)
+        if was is None:
+            changed[disk.device] = disk.with_quota(-q for q in disk.quota)
+        else:
+            changed[disk.device] = was.with_quota(
+                a - b for a, b in zip(was.quota, disk.quota, strict=True)
+            )
+    return [changed[device] for device in sorted(changed)]

@@ -1,0 +1,374 @@
+"""calculate-deploy, calculate-realloc and get-nodes-deploy-capacity as pure answers:
+projections/storage/plans.py, capacity.py and workloads.py, with §4.1's vectors on F4."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from resource_extend.ledger.errors import NotEnoughResource
+from resource_extend.projections.storage.capacity import (
+    DeployCapacity,
+    deploy_capacity,
+    nodes_deploy_capacity,
+)
+from resource_extend.projections.storage.disks import Disk
+from resource_extend.projections.storage.plans import (
+    FAKE_BINDING,
+    DeployAnswer,
+    ReallocAnswer,
+    calculate_deploy,
+    calculate_realloc,
+    storage_fits,
+)
+from resource_extend.projections.storage.requests import (
+    InvalidStorage,
+    ParsedWorkloadRequest,
+    normalise,
+)
+from resource_extend.projections.storage.resources import (
+    NodeResource,
+    WorkloadRequest,
+    WorkloadResource,
+)
+from resource_extend.projections.storage.workloads import disks_limit
+from tests.unit.storage.schedule_fixtures import F4_CAPACITY, F4_USAGE, G, M, T, bindings
+
+BOUND = 100
+
+
+def request(*texts: str, storage: int = 0, limit: list[str] | None = None) -> WorkloadRequest:
+    asked = bindings(*texts)
+    return normalise(asked, bindings(*limit) if limit is not None else asked, storage, storage)
+
+
+def deploy(
+    asked: WorkloadRequest,
+    count: int,
+    capacity: NodeResource = F4_CAPACITY,
+    usage: NodeResource = F4_USAGE,
+) -> DeployAnswer:
+    return calculate_deploy(capacity, usage, asked, count, BOUND)
+
+
+# --- calculate-deploy ------------------------------------------------------------------------
+
+
+def test_deploy_checks_storage_first() -> None:
+    with pytest.raises(NotEnoughResource) as raised:
+        deploy(request("AUTO:/dir0:rwm:10T"), 10)
+    assert raised.value.reason == (
+        f"not enough storage, request: {10 * T}, available: 0: "
+        "cannot alloc a plan, not enough resource"
+    )
+
+
+def test_deploy_of_monopoly_terabytes() -> None:
+    with pytest.raises(
+        NotEnoughResource, match="not enough storage, request: 1099511627776, available: 4"
+    ):
+        deploy(request("AUTO:/dir0:rwm:1T"), 10)
+    (workload,) = deploy(request("AUTO:/dir0:rwm:1T"), 1).workloads_resource
+    assert workload.volume_plan_request == {"AUTO:/dir0:mrw:1099511627776:0:0:0:0": {"/data0": T}}
+
+
+def test_deploy_needs_enough_plans() -> None:
+    with pytest.raises(NotEnoughResource) as raised:
+        deploy(request("AUTO:/dir0:rwm:1G"), 5)
+    assert raised.value.reason == (
+        "not enough volume plan, need 5, available 4: cannot alloc a plan, not enough resource"
+    )
+
+
+def test_deploy_of_storage_only() -> None:
+    answer = deploy(request(storage=G), 10)
+    assert len(answer.workloads_resource) == len(answer.engines_params) == 10
+    assert answer.engines_params[0] == msgspec.structs.replace(answer.engines_params[0], storage=G)
+    assert answer.workloads_resource[0] == WorkloadResource(storage_request=G, storage_limit=G)
+
+
+def test_deploy_of_nothing() -> None:
+    answer = calculate_deploy(F4_CAPACITY, F4_USAGE, WorkloadRequest(), 3, BOUND)
+    assert [msgspec.json.encode(e) for e in answer.engines_params] == [
+        b'{"volumes":null,"volume_changed":false,"storage":0,"iops_options":{}}'
+    ] * 3
+    assert answer.workloads_resource == [WorkloadResource()] * 3
+
+
+VDA = Disk(device="/dev/vda", mounts=["/", "/data0"]).with_quota((1000, 1000, G, G))
+ONE = NodeResource(volumes={"/data0": T}, disks=[VDA], storage=3 * T)
+ONE_USAGE = NodeResource(
+    volumes={"/data0": 0}, disks=[Disk(device="/dev/vda", mounts=["/", "/data0"])]
+)
+
+
+def test_deploy_answer_in_upstreams_wire_shape() -> None:
+    (engine,), (workload,) = msgspec.structs.astuple(
+        calculate_deploy(
+            ONE, ONE_USAGE, request("AUTO:/data:rw:100GiB:100:100:1M:1M", storage=10 * G), 1, BOUND
+        )
+    )
+    key = "AUTO:/data:rw:107374182400:100:100:1048576:1048576"
+    charged = (
+        '{"device":"/dev/vda","mounts":["/","/data0"],"read_IOPS":100,"write_IOPS":100,'
+        '"read_bps":1048576,"write_bps":1048576}'
+    )
+    assert msgspec.json.encode(workload).decode() == (
+        f'{{"volumes_request":["{key}"],"volumes_limit":["{key}"],'
+        f'"volume_plan_request":{{"{key}":{{"/data0":107374182400}}}},'
+        f'"volume_plan_limit":{{"{key}":{{"/data0":107374182400}}}},'
+        f'"storage_request":118111600640,"storage_limit":118111600640,'
+        f'"disks_request":[{charged}],"disks_limit":[{charged}]}}'
+    )
+    assert msgspec.json.encode(engine).decode() == (
+        '{"volumes":["/data0:/data:rw:107374182400:100:100:1048576:1048576"],'
+        '"volume_changed":false,"storage":118111600640,'
+        '"iops_options":{"/dev/vda":"100:100:1048576:1048576"}}'
+    )
+
+
+def test_deploy_engine_sizes_are_the_limit_or_the_monopoly_share() -> None:
+    asked = request(
+        "AUTO:/a:rw:1G",
+        "AUTO:/m:rwm:1G",
+        "/src:/dst:ro",
+        limit=["AUTO:/a:rw:2G", "AUTO:/m:rwm:1G", "/src:/dst:ro"],
+    )
+    usage = NodeResource(volumes={**(F4_USAGE.volumes or {}), "/data0": 1})
+    (engine,), (workload,) = msgspec.structs.astuple(deploy(asked, 1, usage=usage))
+    assert engine.volumes == [
+        "/src:/dst:ro:0",
+        "/data0:/a:rw:2147483648",
+        "/data1:/m:rw:1099511627776",
+    ]
+    # the limit plan holds the planned request sizes (upstream's quirk)
+    assert workload.volume_plan_limit == {
+        "AUTO:/a:rw:2147483648:0:0:0:0": {"/data0": G},
+        "AUTO:/m:mrw:1073741824:0:0:0:0": {"/data1": T},
+    }
+
+
+# --- calculate-realloc -----------------------------------------------------------------------
+
+CURRENT_BINDINGS = ["AUTO:/dir0:rw:100GiB", "AUTO:/dir1:mrw:100GiB", "AUTO:/dir2:rw:0"]
+CURRENT = WorkloadResource(
+    volumes_request=[b.canonical() for b in bindings(*CURRENT_BINDINGS)],
+    volumes_limit=[b.canonical() for b in bindings(*CURRENT_BINDINGS)],
+    volume_plan_request={
+        "AUTO:/dir0:rw:107374182400:0:0:0:0": {"/data0": 100 * G},
+        "AUTO:/dir1:mrw:107374182400:0:0:0:0": {"/data2": T},
+        "AUTO:/dir2:rw:0:0:0:0:0": {"/data0": 0},
+    },
+)
+CURRENT = msgspec.structs.replace(CURRENT, volume_plan_limit=CURRENT.volume_plan_request)
+COMMITTED = NodeResource(
+    volumes={"/data0": 100 * G, "/data1": 0, "/data2": T, "/data3": 0}, disks=[]
+)
+
+
+def asked(*texts: str, storage: int = 0, limit: bool = True) -> ParsedWorkloadRequest:
+    given = tuple(bindings(*texts))
+    return ParsedWorkloadRequest(
+        request=given, limit=given if limit else (), storage_request=storage, storage_limit=storage
+    )
+
+
+def realloc(wanted: ParsedWorkloadRequest, current: WorkloadResource = CURRENT) -> ReallocAnswer:
+    return calculate_realloc(F4_CAPACITY, COMMITTED, current, wanted)
+
+
+def test_realloc_refuses_a_negative_merged_storage() -> None:
+    with pytest.raises(InvalidStorage):
+        realloc(asked(*CURRENT_BINDINGS, storage=-1, limit=False))
+
+
+@pytest.mark.parametrize(
+    "wanted",
+    [asked("AUTO:/dir1:mrw:100GiB", storage=4 * T), asked("AUTO:/dir1:mrw:1TiB")],
+)
+def test_realloc_that_does_not_fit(wanted: ParsedWorkloadRequest) -> None:
+    with pytest.raises(NotEnoughResource, match=r"cannot alloc a plan, not enough resource$"):
+        realloc(wanted)
+
+
+def test_realloc_grows_a_monopoly_binding_in_place() -> None:
+    answer = realloc(asked("AUTO:/dir1:mrw:100GiB", storage=G))
+    new = answer.workload_resource
+    assert new.volume_plan_request == {
+        "AUTO:/dir0:rw:107374182400:0:0:0:0": {"/data0": 100 * G},
+        "AUTO:/dir1:mrw:214748364800:0:0:0:0": {"/data2": T},
+        "AUTO:/dir2:rw:0:0:0:0:0": {"/data0": 0},
+    }
+    assert new.storage_request == new.storage_limit == 101 * G
+    assert answer.engine_params.volume_changed is False
+    assert answer.engine_params.volumes == [
+        "/data0:/dir0:rw:107374182400",
+        "/data2:/dir1:rw:1099511627776",
+        "/data0:/dir2:rw:0",
+    ]
+    assert answer.delta_resource == WorkloadResource(
+        volume_plan_request={FAKE_BINDING: {"/data0": 0, "/data2": 0}}, storage_request=101 * G
+    )
+
+
+def test_realloc_of_storage_only_carries_the_plan_over() -> None:
+    answer = realloc(asked(storage=G))
+    assert answer.workload_resource.volume_plan_request == CURRENT.volume_plan_request
+    assert answer.engine_params.volume_changed is False
+    assert answer.engine_params.storage == G
+
+
+def test_realloc_delta_lists_each_path_and_a_new_binding_changes_volumes() -> None:
+    current = msgspec.structs.replace(CURRENT, storage_request=200 * G, storage_limit=200 * G)
+    answer = realloc(asked("AUTO:/dir3:rw:10G", "AUTO:/dir0:rw:-100G"), current)
+    assert answer.workload_resource.volume_plan_request["AUTO:/dir3:rw:10737418240:0:0:0:0"] == {
+        "/data0": 10 * G
+    }
+    assert answer.delta_resource.volume_plan_request == {
+        FAKE_BINDING: {"/data0": -90 * G, "/data2": 0}
+    }
+    assert answer.delta_resource.storage_request == -90 * G
+    assert answer.engine_params.volume_changed is True
+
+
+def test_realloc_limit_plan_is_planned_plus_limit_minus_request() -> None:
+    wanted = ParsedWorkloadRequest(
+        request=tuple(bindings("AUTO:/dir3:rw:10G")), limit=tuple(bindings("AUTO:/dir3:rw:20G"))
+    )
+    answer = realloc(wanted)
+    assert answer.workload_resource.volume_plan_limit["AUTO:/dir3:rw:21474836480:0:0:0:0"] == {
+        "/data0": 20 * G
+    }
+    assert "/data0:/dir3:rw:21474836480" in (answer.engine_params.volumes or [])
+
+
+IOPS_NODE = NodeResource(volumes={"/data0": T}, disks=[VDA], storage=T)
+IOPS_BINDING = "AUTO:/db:rw:1G:100:100:1M:1M"
+IOPS_CURRENT = WorkloadResource(
+    volumes_request=[bindings(IOPS_BINDING)[0].canonical()],
+    volumes_limit=[bindings(IOPS_BINDING)[0].canonical()],
+    volume_plan_request={bindings(IOPS_BINDING)[0].canonical(): {"/data0": G}},
+    volume_plan_limit={bindings(IOPS_BINDING)[0].canonical(): {"/data0": G}},
+    storage_request=G,
+    storage_limit=G,
+    disks_request=[Disk(device="/dev/vda", mounts=["/", "/data0"]).with_quota((100, 100, M, M))],
+    disks_limit=[Disk(device="/dev/vda", mounts=["/", "/data0"]).with_quota((100, 100, M, M))],
+)
+IOPS_USAGE = NodeResource(
+    volumes={"/data0": G},
+    disks=[Disk(device="/dev/vda", mounts=["/", "/data0"]).with_quota((100, 100, M, M))],
+    storage=G,
+)
+
+
+def test_storage_only_realloc_keeps_the_disks() -> None:
+    """resource-extend's KeepsDisksWithoutReschedule (§6.2.3: upstream dropped them, and the
+    delta released the IOPS from node usage)."""
+    answer = calculate_realloc(IOPS_NODE, IOPS_USAGE, IOPS_CURRENT, asked(storage=G))
+    assert answer.workload_resource.disks_request == IOPS_CURRENT.disks_request
+    assert answer.engine_params.iops_options == {"/dev/vda": "100:100:1048576:1048576"}
+    (zero,) = answer.delta_resource.disks_request
+    assert zero.device == "/dev/vda" and zero.quota == (0, 0, 0, 0)
+
+
+def test_a_binding_removed_releases_its_disk_quota() -> None:
+    removed = ParsedWorkloadRequest(
+        request=tuple(bindings("AUTO:/db:rw:-2G", "AUTO:/new:rw:1G")),
+        limit=tuple(bindings("AUTO:/db:rw:-2G", "AUTO:/new:rw:1G")),
+    )
+    answer = calculate_realloc(IOPS_NODE, IOPS_USAGE, IOPS_CURRENT, removed)
+    assert answer.workload_resource.disks_request == []
+    (released,) = answer.delta_resource.disks_request
+    assert released.device == "/dev/vda" and released.quota == (-100, -100, -M, -M)
+    assert answer.delta_resource.volume_plan_request == {FAKE_BINDING: {"/data0": 0}}
+
+
+def test_disks_limit_skips_paths_no_disk_covers() -> None:
+    """Upstream dereferences a missing disk here (§6.2.5), e.g. after rm-disks."""
+    limit = bindings("/gone/x:/m:rw:0:10", "/data0/y:/n:rw:0:5", "AUTO:/a:rw:1G:7")
+    plan_limit = {limit[2].canonical(): {"/nowhere": G}}
+    (only,) = disks_limit(limit, plan_limit, [Disk(device="/dev/vda", mounts=["/data0"])])
+    assert only.device == "/dev/vda" and only.quota == (5, 0, 0, 0)
+
+
+def test_realloc_after_rm_disks_keeps_working_without_rescheduling() -> None:
+    current = msgspec.structs.replace(
+        IOPS_CURRENT,
+        volumes_request=[*IOPS_CURRENT.volumes_request, "/mnt/x:/m:rw:0:10:0:0:0"],
+        volumes_limit=[*IOPS_CURRENT.volumes_limit, "/mnt/x:/m:rw:0:10:0:0:0"],
+    )
+    no_disks = NodeResource(volumes={"/data0": T}, disks=[], storage=T)
+    answer = calculate_realloc(no_disks, IOPS_USAGE, current, asked(storage=G))
+    assert answer.workload_resource.disks_limit == []
+    assert answer.engine_params.iops_options == {}
+
+
+def test_storage_fits_truncates_toward_zero() -> None:
+    assert storage_fits(NodeResource(storage=10), NodeResource(storage=0), 3) == 3
+    assert storage_fits(NodeResource(storage=0), NodeResource(storage=5), 3) == -1
+
+
+# --- get-nodes-deploy-capacity ---------------------------------------------------------------
+
+TEN = [(f"test{i}", F4_CAPACITY, F4_USAGE) for i in range(10)]
+
+
+@pytest.mark.parametrize(
+    ("wanted", "total", "usage", "rate"),
+    [
+        (request(storage=T), 40, 0.0, 0.25),
+        (request("AUTO:/dir0:rwm:1G"), 40, 0.0, 1 / 4096),
+        (request("AUTO:/dir0:rwm:1G", storage=T), 30, 0.0, 1 / 4096),
+    ],
+)
+def test_capacity_of_ten_f4_nodes(
+    wanted: WorkloadRequest, total: int, usage: float, rate: float
+) -> None:
+    answer = nodes_deploy_capacity(TEN, wanted, BOUND)
+    assert answer.total == total
+    assert answer.nodes_deploy_capacity_map["test0"] == DeployCapacity(
+        capacity=total // 10, usage=usage, rate=rate
+    )
+
+
+def test_storage_only_capacity_is_not_capped_by_the_bound() -> None:
+    assert deploy_capacity(F4_CAPACITY, F4_USAGE, request(storage=G), BOUND).capacity == 4096
+
+
+def test_capacity_of_nothing_is_the_bound() -> None:
+    assert deploy_capacity(F4_CAPACITY, F4_USAGE, WorkloadRequest(), BOUND) == DeployCapacity(
+        capacity=BOUND, usage=0.0, rate=0.0
+    )
+
+
+def test_usage_counts_volumes_and_can_pass_one() -> None:
+    usage = NodeResource(volumes={"/data0": T, "/data9": 3 * T}, storage=T)
+    entry = deploy_capacity(F4_CAPACITY, usage, request("AUTO:/x:rw:1T"), BOUND)
+    assert (entry.capacity, entry.usage, entry.rate) == (3, 1.0, 0.25)
+    by_storage = deploy_capacity(F4_CAPACITY, usage, request(storage=T), BOUND)
+    assert (by_storage.capacity, by_storage.usage, by_storage.rate) == (3, 0.25, 0.25)
+
+
+def test_nodes_without_capacity_are_left_out_and_the_total_saturates() -> None:
+    full = NodeResource(volumes={"/data0": T, "/data1": T, "/data2": T, "/data3": T}, storage=4 * T)
+    nodes = [
+        ("full", F4_CAPACITY, full),
+        ("a", F4_CAPACITY, F4_USAGE),
+        ("b", F4_CAPACITY, F4_USAGE),
+    ]
+    answer = nodes_deploy_capacity(nodes, request("AUTO:/x:rw:1T"), BOUND)
+    assert list(answer.nodes_deploy_capacity_map) == ["a", "b"]
+    assert answer.total == 8
+    huge = NodeResource(storage=2**62)
+    answer = nodes_deploy_capacity(
+        [("x", huge, NodeResource()), ("y", huge, NodeResource())], request(storage=1), BOUND
+    )
+    assert answer.total == 2**63 - 1
+
+
+def test_capacity_answer_in_core_shape() -> None:
+    answer = nodes_deploy_capacity(TEN[:1], request(storage=T), BOUND)
+    assert msgspec.json.encode(answer) == (
+        b'{"nodes_deploy_capacity_map":{"test0":{"Capacity":4,"Usage":0.0,"Rate":0.25,'
+        b'"Weight":1}},"total":4}'
+    )

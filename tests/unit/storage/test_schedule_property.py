@@ -1,0 +1,143 @@
+"""The bounded scheduler against the unbounded reference (decision 4), over random nodes and
+requests: the same plan count and the same plans, for §2.8 and for §2.9.
+
+Nodes have a few volumes (usage often exactly 0, so unused), nested paths, and disks whose
+mounts and quotas cover some paths and not others; requests mix normal, monopoly, unlimited
+and mount bindings, with and without quota. Sizes are small next to the volumes so that the
+normal enumeration runs to many passes, and the bound is small so that it cuts them.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from resource_extend.ledger.errors import PluginError
+from resource_extend.projections.storage.affinity import affinity_plan
+from resource_extend.projections.storage.bindings import Binding, merge
+from resource_extend.projections.storage.disks import Disk, Quota
+from resource_extend.projections.storage.resources import NodeResource
+from resource_extend.projections.storage.schedule import plan_count, volume_plans
+from tests.unit.storage import reference
+from tests.unit.storage.schedule_fixtures import applied, usage_is_valid
+
+DIFFERENTIAL = settings(
+    max_examples=400,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+
+PATHS = ["/a", "/b", "/a/x", "/data", "/data0", "/mnt/v"]
+MOUNTS = ["/", "/a", "/data", "/mnt", "", "/b", "/data0"]
+SOURCES = ["/a/s", "/mnt/s", "/x", "/data/q"]
+
+small_quotas = st.tuples(*[st.sampled_from([0, 0, 1, 2, 3, 5, 8]) for _ in range(4)])
+
+
+@st.composite
+def nodes(draw: st.DrawFn) -> tuple[NodeResource, NodeResource]:
+    scale = draw(st.sampled_from([1, 1, 3, 10]))
+    paths = draw(st.lists(st.sampled_from(PATHS), unique=True, min_size=1, max_size=5))
+    capacity: dict[str, int] = {}
+    usage: dict[str, int] = {}
+    for path in paths:
+        size = draw(st.integers(0, 60)) * scale
+        capacity[path] = size
+        usage[path] = draw(st.one_of(st.just(0), st.integers(0, size)))
+    disks, used_disks = [], []
+    for i in range(draw(st.integers(0, 3))):
+        mounts = draw(st.lists(st.sampled_from(MOUNTS), unique=True, max_size=3))
+        quota = draw(st.tuples(*[st.sampled_from([0, 5, 20, 40, 1000]) for _ in range(4)]))
+        taken = tuple(draw(st.integers(0, q)) if draw(st.booleans()) else 0 for q in quota)
+        disks.append(Disk(device=f"/dev/vd{'abc'[i]}", mounts=mounts).with_quota(quota))
+        used_disks.append(Disk(device=f"/dev/vd{'abc'[i]}", mounts=mounts).with_quota(taken))
+    return (
+        NodeResource(volumes=capacity, disks=disks),
+        NodeResource(volumes=usage, disks=used_disks),
+    )
+
+
+@st.composite
+def one_binding(draw: st.DrawFn, destination: str) -> Binding:
+    kind = draw(st.sampled_from(["normal"] * 3 + ["mono"] * 2 + ["unlimited", "mount", "mount"]))
+    quota: Quota = draw(st.one_of(st.just((0, 0, 0, 0)), small_quotas))
+    if kind == "normal":
+        source = draw(st.sampled_from(["AUTO", "", "/x/AUTO"]))
+        return Binding(source, destination).with_numbers(draw(st.integers(0, 25)), quota)
+    if kind == "mono":
+        return Binding("AUTO", destination, "mrw").with_numbers(draw(st.integers(1, 25)), quota)
+    if kind == "unlimited":
+        return Binding("AUTO", destination)
+    return Binding(draw(st.sampled_from(SOURCES)), destination).with_numbers(0, quota)
+
+
+@st.composite
+def requests(draw: st.DrawFn, first: int = 0) -> list[Binding]:
+    count = draw(st.integers(1, 4))
+    return [draw(one_binding(f"/d{first + i}")) for i in range(count)]
+
+
+@DIFFERENTIAL
+@given(node=nodes(), request=requests(), bound=st.integers(1, 50))
+def test_bounded_plans_equal_the_reference(
+    node: tuple[NodeResource, NodeResource], request: list[Binding], bound: int
+) -> None:
+    capacity, usage = node
+    found = volume_plans(capacity, usage, request, bound)
+    assert [(p.volumes, p.disks) for p in found] == reference.volume_plans(
+        capacity, usage, request, bound
+    )
+    assert plan_count(capacity, usage, request, bound) == len(found)
+    kinds = {k for b in request for k in ("normal", "monopoly", "unlimited") if getattr(b, k)}
+    event(f"plans: {'none' if not found else 'bound' if len(found) == bound else 'some'}")
+    event(f"classes: {'+'.join(sorted(kinds)) or 'mounts only'}")
+
+
+def _grown(binding: Binding, delta: int, quota: Quota) -> Binding:
+    return Binding(binding.source, binding.destination, binding.flags).with_numbers(delta, quota)
+
+
+@DIFFERENTIAL
+@given(
+    node=nodes(),
+    old_request=requests(),
+    new_bindings=requests(first=10),
+    changes=st.lists(st.tuples(st.integers(0, 3), st.integers(-30, 30), small_quotas), max_size=3),
+)
+def test_affinity_equals_the_reference(
+    node: tuple[NodeResource, NodeResource],
+    old_request: list[Binding],
+    new_bindings: list[Binding],
+    changes: list[tuple[int, int, Quota]],
+) -> None:
+    """The old workload is the first plan of ``old_request`` on the node, committed to its
+    usage; the realloc adds new bindings and grows or shrinks old ones."""
+    capacity, usage = node
+    old_plans = volume_plans(capacity, usage, old_request, 1)
+    if not old_plans:
+        event("affinity: no old plan")
+        return
+    old = old_plans[0]
+    usage = applied(usage, [old])
+    if not usage_is_valid(capacity, usage):
+        event("affinity: old plan overfills")
+        return
+    delta = list(new_bindings)
+    for index, size, quota in changes:
+        if old_request:
+            delta.append(_grown(old_request[index % len(old_request)], size, quota))
+    merged = [b for b in merge(delta, old_request) if not (b.monopoly and b.size <= 0)]
+    found: object
+    try:
+        plan = affinity_plan(capacity, usage, merged, old.volumes, old_request)
+        found = (plan.volumes, plan.disks)
+    except PluginError:
+        found = "refused"
+    expected: object
+    try:
+        expected = reference.affinity_plan(capacity, usage, merged, old.volumes, old_request)
+    except reference.Failed:
+        expected = "refused"
+    assert found == expected
+    event(f"affinity: {'refused' if found == 'refused' else 'placed'}")
