@@ -26,8 +26,15 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         command = load(cmd_name)
         if isinstance(command, Verb):
-            return command.command()
+            command = command.command()
         assert command is None or isinstance(command, click.Command)
+        if command is not None and command.help:
+            # The commands' help is written once, with resource-gpu's name and files in its
+            # examples; resource-storage shows its own.
+            program = current()
+            command.help = command.help.replace("resource-gpu", program.name).replace(
+                "gpu.yaml", program.config_file
+            )
         return command
 
 

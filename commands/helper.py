@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from resource_extend.commands import resident, rundir
+from resource_extend.commands.program import current
 from resource_extend.commands.protocol import click_config
 
 NOT_RUNNING = 3
@@ -106,7 +107,7 @@ def describe(seen: Seen) -> list[str]:
     return [
         f"helper {status['config']}: {'stopping' if status['stopping'] else 'running'}",
         f"  pid       {status['pid']}",
-        f"  version   resource-gpu {status['version']} (code {status['code']}, "
+        f"  version   {current().name} {status['version']} (code {status['code']}, "
         f"Python {status['python']})",
         f"  config    {status['config']}",
         f"  socket    {status['socket']}",

@@ -1,7 +1,9 @@
-"""Drive one node through core's flows against a throwaway etcd, then print its history.
+"""Drive a GPU node and a storage node through core's flows against a throwaway etcd, then
+print their histories.
 
 Run by ``scripts/demo`` (which installs everything first). Each step shows the verb, the
-request core would send on stdin, and the plugin's answer.
+request core would send on stdin, and the plugin's answer. Both programs share the one config
+file here (each may have its own: gpu.yaml, storage.yaml).
 """
 
 from __future__ import annotations
@@ -19,16 +21,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.etcd_server import Cluster  # the same throwaway etcd the tests use
 
 NODE = "gpu-node-1"
+DISK_NODE = "disk-node-1"
+PROGRAMS = ("resource-gpu", "resource-storage")
 
 
 def R(counts: dict[str, int]) -> dict[str, Any]:
     return {"prod_count_map": counts}
 
 
-def call(config: Path, verb: str, request: dict[str, Any]) -> Any:
-    print(f"\n$ echo '{json.dumps(request)}' | resource-gpu {verb}")
+def call(config: Path, verb: str, request: dict[str, Any], program: str = "resource-gpu") -> Any:
+    print(f"\n$ echo '{json.dumps(request)}' | {program} {verb}")
     done = subprocess.run(
-        ["resource-gpu", "--config", str(config), verb],
+        [program, "--config", str(config), verb],
         input=json.dumps(request).encode(),
         capture_output=True,
         check=False,
@@ -48,20 +52,26 @@ def main() -> None:
             runtime = Path(tmp, "run")
             runtime.mkdir(mode=0o700)
             os.environ["XDG_RUNTIME_DIR"] = str(runtime)
-            config = Path(tmp) / "gpu.yaml"
+            config = Path(tmp) / "plugins.yaml"
             config.write_text(f'etcd:\n  machines: ["{etcd.endpoints[0]}"]\n  prefix: "/demo"\n')
             print(f"# a throwaway etcd at {etcd.endpoints[0]}; config {config}")
             try:
+                print("\n## resource-gpu")
                 drive(config)
-                print(f"\n$ resource-gpu history {NODE}")
-                plugin = ["resource-gpu", "--config", str(config)]
-                subprocess.run([*plugin, "history", NODE], check=True)
+                print("\n## resource-storage")
+                drive_storage(config)
+                for program, node in zip(PROGRAMS, (NODE, DISK_NODE), strict=True):
+                    print(f"\n$ {program} history {node}")
+                    subprocess.run([program, "--config", str(config), "history", node], check=True)
+                print("\n$ resource-storage nodes")
+                subprocess.run(["resource-storage", "--config", str(config), "nodes"], check=True)
                 print("\n# the resident helper that served the calls after the first")
                 print("$ resource-gpu helper")
-                subprocess.run([*plugin, "helper"], check=False)
+                subprocess.run(["resource-gpu", "--config", str(config), "helper"], check=False)
             finally:
-                print("\n$ resource-gpu helper --all --stop")
-                subprocess.run(["resource-gpu", "helper", "--all", "--stop"], check=False)
+                for program in PROGRAMS:
+                    print(f"\n$ {program} helper --all --stop")
+                    subprocess.run([program, "helper", "--all", "--stop"], check=False)
     finally:
         etcd.stop()
 
@@ -125,6 +135,63 @@ def drive(config: Path) -> None:
 
     print("\n# 6. the operator repairs it (eru-cli node resource --fix): usage := workload sums")
     call(config, "fix-node-resource", {"nodename": NODE, "workloads_resource": [first]})
+
+
+def drive_storage(config: Path) -> None:
+    def storage(verb: str, request: dict[str, Any]) -> Any:
+        return call(config, verb, request, "resource-storage")
+
+    print("\n# 1. core adds a node with two 1 TiB volumes, 200 GiB more storage, and one disk")
+    node = {
+        "volumes": ["/data0:1T", "/data1:1T"],
+        "storage": "200G",
+        "disks": ["/dev/vda:/,/data0,/data1:1000:1000:1G:1G"],
+    }
+    storage("add-node", {"nodename": DISK_NODE, "resource": node})
+
+    print("\n# 2. core deploys two workloads: 100 GiB of /data with 100 read IOPS, 10 GiB more")
+    request = {
+        "volumes": ["AUTO:/data:rw:100G:100:0:0:0"],
+        "storage": "10G",
+    }
+    storage("get-nodes-deploy-capacity", {"nodenames": [DISK_NODE], "workload_resource": request})
+    plan = storage(
+        "calculate-deploy",
+        {"nodename": DISK_NODE, "deploy_count": 2, "workload_resource_request": request},
+    )
+    workloads = plan["workloads_resource"]
+    storage(
+        "set-node-resource-usage",
+        {"nodename": DISK_NODE, "workloads_resource": workloads, "delta": True, "incr": True},
+    )
+
+    print("\n# 3. the first grows by 50 GiB and takes a whole volume of its own (flag m)")
+    realloc = storage(
+        "calculate-realloc",
+        {
+            "nodename": DISK_NODE,
+            "workload_resource": workloads[0],
+            "workload_resource_request": {"volumes": ["AUTO:/data:rw:50G", "AUTO:/own:rwm:1G"]},
+        },
+    )
+    storage(
+        "set-node-resource-usage",
+        {
+            "nodename": DISK_NODE,
+            "workloads_resource": [realloc["delta_resource"]],
+            "delta": True,
+            "incr": True,
+        },
+    )
+    print("\n# 4. the second is removed: its space and IOPS are released")
+    storage(
+        "set-node-resource-usage",
+        {"nodename": DISK_NODE, "workloads_resource": [workloads[1]], "delta": True, "incr": False},
+    )
+    storage(
+        "get-node-resource-info",
+        {"nodename": DISK_NODE, "workloads_resource": [realloc["workload_resource"]]},
+    )
 
 
 if __name__ == "__main__":
