@@ -24,9 +24,8 @@ class LazyGroup(click.Group):
         return sorted(CORE_VERBS) + list(AUDITOR_COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        command = load(cmd_name)
-        if isinstance(command, Verb):
-            command = command.command()
+        loaded = load(cmd_name)
+        command = loaded.command() if isinstance(loaded, Verb) else loaded
         assert command is None or isinstance(command, click.Command)
         if command is not None and command.help:
             # The commands' help is written once, with resource-gpu's name and files in its

@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-from resource_extend.ledger.errors import InvalidRequest
-from resource_extend.ledger.keys import check_node_name
 from resource_extend.projections.gpu import cards
 from resource_extend.projections.gpu.cards import Cards
 from resource_extend.projections.gpu.resources import Resource, held_cards
 from resource_extend.projections.gpu.views import state_json as node_resources
 
-__all__ = ["node_names", "node_resources", "workloads_sum"]
-
-
-def node_names(names: list[str] | None) -> list[str]:
-    """The request's node names, each checked; at least one is required."""
-    if not names:
-        raise InvalidRequest("node name is empty (nodenames lists no node)")
-    return [check_node_name(name) for name in names]
+__all__ = ["node_resources", "workloads_sum"]
 
 
 def workloads_sum(workloads: list[Resource | None] | None) -> Cards:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from resource_extend.commands.gpu import requests
-from resource_extend.commands.gpu.answers import node_names, node_resources, workloads_sum
+from resource_extend.commands.gpu.answers import node_resources, workloads_sum
+from resource_extend.commands.nodes import node_names, read_state, read_states
 from resource_extend.commands.protocol import Session, verb
-from resource_extend.ledger.errors import NodeNotFound
 from resource_extend.ledger.keys import check_node_name
 from resource_extend.projections.gpu import capacity, metrics
 from resource_extend.projections.gpu.diffs import usage_diffs
@@ -21,19 +21,12 @@ from resource_extend.projections.gpu.resources import (
 
 
 def _state(session: Session, node: str) -> NodeState:
-    state: NodeState | None = session.store.read(node).state
-    if state is None:
-        raise NodeNotFound(node)
+    state: NodeState = read_state(session, node)
     return state
 
 
 def _states(session: Session, names: list[str]) -> dict[str, NodeState]:
-    """All named nodes' states, in the order given; an unknown node is an error."""
-    found = session.store.read_many(names)
-    for node in names:
-        if node not in found:
-            raise NodeNotFound(node)
-    return {node: found[node] for node in names}
+    return read_states(session, names)
 
 
 @verb("calculate-deploy", requests.CalculateDeploy)

@@ -8,22 +8,39 @@ from typing import Annotated, Any, TypeVar
 
 import msgspec
 
+from resource_extend.commands.requests import (
+    EngineInfo,
+    Metrics,
+    MetricsNode,
+    NodeRequest,
+    NodesRequest,
+)
+
+__all__ = [  # the shared shapes too: a verb finds every request of its kind here
+    "AddNode",
+    "CalculateDeploy",
+    "CalculateRealloc",
+    "DeployCapacity",
+    "EngineInfo",
+    "Metrics",
+    "MetricsNode",
+    "NodeRequest",
+    "NodeResourceInfo",
+    "NodesRequest",
+    "ResourceRequest",
+    "SetCapacity",
+    "SetNodeInfo",
+    "SetUsage",
+    "decode",
+    "miscased",
+]
 from resource_extend.projections.gpu.resources import Count, Product, Resource
 
 T = TypeVar("T")
 FIELD = "prod_count_map"
 """The one field of ``R``."""
 
-Nodenames = Annotated[list[str], msgspec.Meta(max_length=100_000)]
 Workloads = Annotated[list[Resource | None], msgspec.Meta(max_length=1_000_000)]
-
-
-class NodeRequest(msgspec.Struct, kw_only=True):
-    nodename: str | None = None
-
-
-class NodesRequest(msgspec.Struct, kw_only=True):
-    nodenames: Nodenames | None = None
 
 
 class CalculateDeploy(NodeRequest, kw_only=True):
@@ -34,12 +51,6 @@ class CalculateDeploy(NodeRequest, kw_only=True):
 class CalculateRealloc(NodeRequest, kw_only=True):
     workload_resource: Resource | None = None
     workload_resource_request: Resource | None = None
-
-
-class EngineInfo(msgspec.Struct, kw_only=True):
-    """The part of core's engine info the plugin reads: ``Resources``, base64 JSON per plugin."""
-
-    resources: dict[str, bytes] | None = msgspec.field(default=None, name="Resources")
 
 
 class AddNode(NodeRequest, kw_only=True):
@@ -84,15 +95,6 @@ class NodeResourceInfo(NodeRequest, kw_only=True):
 class SetNodeInfo(NodeRequest, kw_only=True):
     capacity: Resource | None = None
     usage: Resource | None = None
-
-
-class MetricsNode(msgspec.Struct, kw_only=True):
-    podname: str | None = None
-    nodename: str | None = None
-
-
-class Metrics(MetricsNode, kw_only=True):
-    nodes: Annotated[list[MetricsNode], msgspec.Meta(max_length=100_000)] | None = None
 
 
 def decode(raw: bytes, request_type: type[T]) -> T:

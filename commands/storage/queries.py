@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from resource_extend.commands.nodes import node_names, read_state, read_states
 from resource_extend.commands.protocol import Session, verb
 from resource_extend.commands.storage import requests
-from resource_extend.ledger.errors import InvalidRequest, NodeNotFound
 from resource_extend.ledger.keys import check_node_name
 from resource_extend.projections.metrics import Metric
 from resource_extend.projections.storage import metrics
@@ -23,27 +23,13 @@ IDLE_PRIORITY = 1
 build node (upstream's answer)."""
 
 
-def node_names(names: list[str] | None) -> list[str]:
-    """The request's node names, each checked; at least one is required."""
-    if not names:
-        raise InvalidRequest("node name is empty (nodenames lists no node)")
-    return [check_node_name(name) for name in names]
-
-
 def _state(session: Session, node: str) -> NodeState:
-    state: NodeState | None = session.store.read(node).state
-    if state is None:
-        raise NodeNotFound(node)
+    state: NodeState = read_state(session, node)
     return state
 
 
 def _states(session: Session, names: list[str]) -> dict[str, NodeState]:
-    """All named nodes' states, in the order given; an unknown node is an error."""
-    found: dict[str, NodeState] = session.store.read_many(names)
-    for node in names:
-        if node not in found:
-            raise NodeNotFound(node)
-    return {node: found[node] for node in names}
+    return read_states(session, names)
 
 
 def _resources(state: NodeState) -> dict[str, Any]:

@@ -12,27 +12,19 @@ from typing import Annotated, Any
 
 import msgspec
 
+from resource_extend.commands.requests import (
+    EngineInfo,
+    Metrics,
+    MetricsNode,
+    NodeRequest,
+    NodesRequest,
+)
 from resource_extend.projections.storage.requests import WorkloadRequestWire
 from resource_extend.projections.storage.resources import WorkloadResource
 
-Nodenames = Annotated[list[str], msgspec.Meta(max_length=100_000)]
 Workloads = Annotated[list[WorkloadResource | None], msgspec.Meta(max_length=1_000_000)]
 NodeForm = Any
 """A node resource in the request form or the stored form, read by the verb."""
-
-
-class NodeRequest(msgspec.Struct, kw_only=True):
-    nodename: str | None = None
-
-
-class NodesRequest(msgspec.Struct, kw_only=True):
-    nodenames: Nodenames | None = None
-
-
-class EngineInfo(msgspec.Struct, kw_only=True):
-    """The part of core's engine info the plugin reads: ``Resources``, base64 JSON per plugin."""
-
-    resources: dict[str, bytes] | None = msgspec.field(default=None, name="Resources")
 
 
 class AddNode(NodeRequest, kw_only=True):
@@ -75,10 +67,18 @@ class SetNodeInfo(NodeRequest, kw_only=True):
     usage: NodeForm = None
 
 
-class MetricsNode(msgspec.Struct, kw_only=True):
-    podname: str | None = None
-    nodename: str | None = None
-
-
-class Metrics(MetricsNode, kw_only=True):
-    nodes: Annotated[list[MetricsNode], msgspec.Meta(max_length=100_000)] | None = None
+__all__ = [
+    "AddNode",
+    "CalculateDeploy",
+    "CalculateRealloc",
+    "DeployCapacity",
+    "EngineInfo",
+    "Metrics",
+    "MetricsNode",
+    "NodeRequest",
+    "NodeResourceInfo",
+    "NodesRequest",
+    "SetCapacity",
+    "SetNodeInfo",
+    "SetUsage",
+]
