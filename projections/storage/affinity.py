@@ -23,8 +23,9 @@ from resource_extend.projections.storage.host import (
     fits,
     subtract,
 )
+from resource_extend.projections.storage.monopoly import shares
 from resource_extend.projections.storage.resources import NodeResource, VolumePlan
-from resource_extend.projections.storage.schedule import Plan, schedule, shares
+from resource_extend.projections.storage.schedule import Plan, schedule
 
 
 def affinity_plan(

@@ -123,6 +123,8 @@ class Classes(NamedTuple):
     mono_quota: Quota
     spends_quota: bool
     """Whether a normal pass charges any disk."""
+    pass_quota: Quota
+    """What a whole normal pass charges, all disks together."""
 
 
 def classify(bindings: Sequence[Binding]) -> Classes:
@@ -147,9 +149,11 @@ def _classify(bindings: tuple[Binding, ...]) -> Classes:
             mounts.append(binding)
     normal.sort(key=_size)
     mono.sort(key=_size)
-    mono_quota = NO_QUOTA
+    mono_quota = pass_quota = NO_QUOTA
     for binding in mono:
         mono_quota = add(mono_quota, binding.quota)
+    for binding in (*normal, *mounts):
+        pass_quota = add(pass_quota, binding.quota)
     return Classes(
         tuple(normal),
         tuple(mono),
@@ -160,6 +164,7 @@ def _classify(bindings: tuple[Binding, ...]) -> Classes:
         mono_size=sum(b.size for b in mono),
         mono_quota=mono_quota,
         spends_quota=bool(mounts) or any(b.has_io for b in normal),
+        pass_quota=pass_quota,
     )
 
 

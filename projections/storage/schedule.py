@@ -12,9 +12,9 @@ monopoly step sees less quota (the scratch-state coupling).
 Bounded work (decision 4) without changing any result: the normal enumeration runs in batches
 of identical passes (:mod:`normal`), and it stops at the number of passes anything can still
 use (``bound`` without monopoly bindings, the monopoly count with them) unless the monopoly
-step or the unlimited placement needs the state after the last pass. The promotion loop skips
-the computation for steps where a cheap upper bound on the normal count already shows that
-the loop goes on.
+step or the unlimited placement needs the state after the last pass. The promotion loop
+(:mod:`promotion`) skips the computation for steps where cheap bounds already show that the
+loop goes on. The monopoly step is in :mod:`monopoly`.
 """
 
 from __future__ import annotations
@@ -25,17 +25,10 @@ import msgspec
 
 from resource_extend.projections.storage.bindings import Binding
 from resource_extend.projections.storage.disks import NO_QUOTA, Quota
-from resource_extend.projections.storage.host import (
-    Classes,
-    Host,
-    add,
-    build_host,
-    classify,
-    fits,
-    go_search,
-    subtract,
-)
-from resource_extend.projections.storage.normal import Enumeration, enumerate_normal
+from resource_extend.projections.storage.host import Classes, Host, add, build_host, classify
+from resource_extend.projections.storage.monopoly import shares
+from resource_extend.projections.storage.normal import Enumeration
+from resource_extend.projections.storage.promotion import Promotion
 from resource_extend.projections.storage.resources import NodeResource, VolumePlan
 
 
@@ -129,56 +122,6 @@ class Schedule:
         _charge(disks, self._host.disk_of(path), self._classes.mono_quota)
 
 
-def shares(mono: Sequence[Binding], whole: int) -> list[int]:
-    """A monopoly group's split of a ``whole`` volume: each binding ⌊size / Σsizes * whole⌋ in
-    float64 as upstream computes it, and what rounding leaves to the first (the smallest,
-    ties by canonical string: decision 2), so that the shares add up to ``whole``."""
-    total = sum(b.size for b in mono)
-    split = [int(float(b.size) / float(total) * float(whole)) if total else 0 for b in mono]
-    split[0] += whole - sum(split)
-    return split
-
-
-def _charge(disks: dict[str, Quota], device: str | None, quota: Quota) -> None:
-    if device is not None and any(quota):
-        disks[device] = add(disks.get(device, NO_QUOTA), quota)
-
-
-def mono_volumes(
-    host: Host, unused: Sequence[str], classes: Classes, left: dict[str, Quota]
-) -> list[str]:
-    """The unused volumes a monopoly group qualifies for, in list order, charging ``left``."""
-    size, quota = classes.mono_size, classes.mono_quota
-    free = host.free
-    if not any(quota):
-        return [path for path in unused if free[path] >= size]
-    chosen = []
-    for path in unused:
-        if free[path] < size:
-            continue
-        device = host.disk_of(path)
-        if not fits(quota, NO_QUOTA if device is None else left[device]):
-            continue
-        chosen.append(path)
-        if device is not None:
-            left[device] = subtract(left[device], quota)
-    return chosen
-
-
-class _Step:
-    """One computation of steps 3-4 for a given used/unused split."""
-
-    __slots__ = ("mono", "mono_count", "normal", "normal_count")
-
-    def __init__(
-        self, normal: Enumeration | None, normal_count: int, mono: list[str] | None, mono_count: int
-    ) -> None:
-        self.normal = normal
-        self.normal_count = normal_count
-        self.mono = mono
-        self.mono_count = mono_count
-
-
 def schedule(host: Host, bindings: Sequence[Binding], bound: int) -> Schedule:
     """§2.8 on ``host`` (which is not changed)."""
     classes = classify(bindings)
@@ -186,123 +129,9 @@ def schedule(host: Host, bindings: Sequence[Binding], bound: int) -> Schedule:
         return Schedule(host, classes, bound, None, None, None)
     if classes.scheduled and not (host.used or host.unused):
         return Schedule(host, classes, 0, None, None, None)
-    return _Promotion(host, classes, bound).run()
+    return Schedule(host, classes, *Promotion(host, classes, bound).run())
 
 
-class _Promotion:
-    """Step 5: promote unused volumes while the monopoly side outnumbers the normal side."""
-
-    def __init__(self, host: Host, classes: Classes, bound: int) -> None:
-        self.host = host
-        self.classes = classes
-        self.bound = bound
-        self.has_normal = bool(classes.normal or classes.mounts)
-        # The monopoly step depends on the whole normal enumeration only through disk quota.
-        self.coupled = bool(classes.mono) and any(classes.mono_quota) and classes.spends_quota
-        # Unlimited bindings are placed by what every normal pass takes, not only the first.
-        self.full = self.coupled or bool(classes.unlimited)
-        self.used = list(host.used)
-        self.unused = list(host.unused)
-
-    def run(self) -> Schedule:
-        classes, host = self.classes, self.host
-        least = classes.normal[0].size if classes.normal else None
-        ceiling = _Ceiling(host, classes)
-        for path in self.used:
-            ceiling.add(path)
-        while True:
-            step = None
-            if self.coupled or not classes.normal or self._mono_count() <= ceiling.value():
-                step = self._compute(full=self.full)
-                if step.mono_count <= step.normal_count:
-                    break
-            if least is None:
-                break
-            promoted = self._promotable(least)
-            if promoted is None:
-                break
-            self.used.append(promoted)
-            ceiling.add(promoted)
-        if step is None:
-            step = self._compute(full=self.full)
-        count = min(step.normal_count, step.mono_count)
-        return Schedule(host, classes, count, step.normal, step.mono, self._unlimited_path(step))
-
-    def _promotable(self, least: int) -> str | None:
-        """Takes the smallest unused volume that holds the smallest normal binding."""
-        free, unused = self.host.free, self.unused
-        p = go_search(len(unused), lambda i: free[unused[i]] >= least)
-        return unused.pop(p) if p < len(unused) else None
-
-    def _mono_count(self) -> int:
-        if not self.classes.mono:
-            return self.bound
-        return len(mono_volumes(self.host, self.unused, self.classes, dict(self.host.left)))
-
-    def _compute(self, *, full: bool) -> _Step:
-        classes, host = self.classes, self.host
-        left = dict(host.left)
-        mono: list[str] | None = None
-        if classes.mono and not self.coupled:
-            mono = mono_volumes(host, self.unused, classes, left)
-        normal: Enumeration | None = None
-        if self.has_normal:
-            limit = None if full else (self.bound if mono is None else len(mono))
-            normal = enumerate_normal(host, self.used, classes.normal, classes.mounts, limit)
-            left = normal.left if normal.exhausted else left
-        if classes.mono and self.coupled:
-            mono = mono_volumes(host, self.unused, classes, left)
-        return _Step(
-            normal,
-            self.bound if normal is None else normal.count,
-            mono,
-            self.bound if mono is None else len(mono),
-        )
-
-    def _unlimited_path(self, step: _Step) -> str | None:
-        """Step 6: the volume with the most bytes left after every normal and monopoly plan
-        (not only the ones returned); the first such in used-then-unused order."""
-        if not self.classes.unlimited:
-            return None
-        free = self.host.free
-        taken = step.normal.taken if step.normal is not None else {}
-        whole = set(step.mono or ())
-        best_path, best_left = "", 0
-        for i, path in enumerate([*self.used, *self.unused]):
-            left = 0 if path in whole else free[path] - taken.get(path, 0)
-            if i == 0 or left > best_left:
-                best_path, best_left = path, left
-        return best_path
-
-
-class _Ceiling:
-    """An upper bound on the normal count for the current used list, kept as volumes are
-    promoted: every pass places each normal binding i (``size_i`` bytes, on a volume whose disk
-    has its quota) and charges its quota and the mounts' to some disk."""
-
-    def __init__(self, host: Host, classes: Classes) -> None:
-        self.host = host
-        self.normal = [(b.size, b.quota if b.has_io else None) for b in classes.normal]
-        self.slots = [0] * len(self.normal)
-        need = NO_QUOTA
-        for binding in (*classes.normal, *classes.mounts):
-            need = add(need, binding.quota)
-        total = NO_QUOTA
-        for left in host.left.values():
-            total = add(total, left)
-        bounds = [have // want for have, want in zip(total, need, strict=True) if want > 0]
-        if any(host.disk_of(b.source) is None for b in classes.mounts):
-            bounds.append(0)  # a mount with quota on no disk fails every pass
-        self.fixed = min(bounds, default=None)
-
-    def add(self, path: str) -> None:
-        free = max(self.host.free[path], 0)
-        for i, (size, quota) in enumerate(self.normal):
-            if size > 0 and (quota is None or self.host.affords(path, quota)):
-                self.slots[i] += free // size
-
-    def value(self) -> int:
-        bounds = [self.slots[i] for i, (size, _) in enumerate(self.normal) if size > 0]
-        if self.fixed is not None:
-            bounds.append(self.fixed)
-        return min(bounds, default=2**63)
+def _charge(disks: dict[str, Quota], device: str | None, quota: Quota) -> None:
+    if device is not None and any(quota):
+        disks[device] = add(disks.get(device, NO_QUOTA), quota)
