@@ -68,6 +68,7 @@ class Promotion:
         self.monopoly = MonoCount(host, self.unused, classes) if classes.mono else None
 
     def run(self) -> Outcome:
+        """Upstream's loop; the last computation's plans are the answer."""
         classes, host = self.classes, self.host
         least = classes.normal[0].size if classes.normal else None
         ceiling = _Ceiling(host, classes)

@@ -54,6 +54,12 @@ def deploy(
 # --- calculate-deploy ------------------------------------------------------------------------
 
 
+def test_a_negative_storage_is_refused_before_any_node_is_read() -> None:
+    """§4.1's ``storage: "-1"`` for deploy and capacity: the request's own check (§1.4)."""
+    with pytest.raises(InvalidStorage, match="invalid storage"):
+        request(storage=-1)
+
+
 def test_deploy_checks_storage_first() -> None:
     with pytest.raises(NotEnoughResource) as raised:
         deploy(request("AUTO:/dir0:rwm:10T"), 10)
