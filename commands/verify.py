@@ -3,17 +3,22 @@ exports, and keep streams bounded."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 import msgspec
 
 from resource_extend.commands.protocol import Session, click_config, respond, run
 from resource_extend.ledger import audit, export
 from resource_extend.ledger.errors import PluginError
+from resource_extend.ledger.events import AnyEvent as Event
+from resource_extend.ledger.events import Checkpoint
 from resource_extend.ledger.keys import check_node_name
 from resource_extend.ledger.kinds import Kind
 from resource_extend.ledger.store import Store
-from resource_extend.projections.gpu.events import Checkpoint, Event
-from resource_extend.projections.gpu.node import NodeState
+
+NodeState = Any
+"""Whichever kind's state: verify and compact are the ledger's, written once for every kind."""
 
 REPAIR_ATTEMPTS = 5
 

@@ -7,6 +7,7 @@ first). The ledger never imports one: ``commands`` hands it to the store.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any, Generic, Protocol, TypeVar
 
 import msgspec
@@ -14,6 +15,7 @@ import msgspec
 from resource_extend.ledger.events import Change, EventCodec
 
 S = TypeVar("S", bound=msgspec.Struct)
+T = TypeVar("T")
 
 
 class Head(msgspec.Struct, Generic[S], frozen=True):
@@ -55,3 +57,15 @@ class Kind(Protocol[S]):
     def differences(self, head: S, stream: S) -> list[str]:
         """How a head's state differs from its stream's fold, one line per field."""
         ...
+
+
+def field_differences(
+    fields: Iterable[tuple[str, T, T]], describe: Callable[[T], str]
+) -> list[str]:
+    """``Kind.differences`` from (field, head's value, stream's value) triples: one line per
+    field that differs, ``usage differs: head <described>, stream <described>``."""
+    return [
+        f"{field} differs: head {describe(was)}, stream {describe(should)}"
+        for field, was, should in fields
+        if was != should
+    ]

@@ -20,7 +20,17 @@ from resource_extend.ledger.events import (
     NewerSchema,
     encode,
 )
-from resource_extend.ledger.events import Change as LedgerChange
+from resource_extend.projections.changes import (
+    Adopted,
+    CapacityChanged,
+    CapacitySet,
+    NodeAdded,
+    NodeInfoSet,
+    NodeRemoved,
+    UsageChanged,
+    UsageRebuilt,
+    UsageSet,
+)
 from resource_extend.projections.gpu.cards import Cards, normalised
 from resource_extend.projections.gpu.resources import Resource
 from resource_extend.projections.gpu.state import NodeState
@@ -55,61 +65,15 @@ Snapshot = NodeState
 """The whole state a checkpoint or a head repair carries."""
 
 
-class NodeAdded(LedgerChange, tag="node_added"):
-    capacity: Cards
-
-
-class Adopted(LedgerChange, tag="adopted"):
-    """A head written by the upstream Go plugin, taken over as found."""
-
-    capacity: Cards
-    usage: Cards
-
-
-class CapacitySet(LedgerChange, tag="capacity_set"):
-    capacity: Cards
-
-
-class CapacityChanged(LedgerChange, tag="capacity_changed"):
-    delta: Cards
-
-
-class UsageChanged(LedgerChange, tag="usage_changed"):
-    """Cards taken (positive) or given back (negative), with the workloads that caused it."""
-
-    delta: Cards
-    workloads: list[Cards] | None = None
-
-
-class UsageSet(LedgerChange, tag="usage_set"):
-    usage: Cards
-
-
-class NodeInfoSet(LedgerChange, tag="node_info_set"):
-    capacity: Cards
-    usage: Cards
-
-
-class UsageRebuilt(LedgerChange, tag="usage_rebuilt"):
-    """fix-node-resource: usage set to the workload sums, with the differences it found."""
-
-    usage: Cards
-    diffs: list[str]
-
-
-class NodeRemoved(LedgerChange, tag="node_removed"):
-    pass
-
-
 GpuChange = Union[  # noqa: UP007 (a runtime union of generic aliases)
-    NodeAdded,
-    Adopted,
-    CapacitySet,
-    CapacityChanged,
-    UsageChanged,
-    UsageSet,
-    NodeInfoSet,
-    UsageRebuilt,
+    NodeAdded[Cards],
+    Adopted[Cards],
+    CapacitySet[Cards],
+    CapacityChanged[Cards],
+    UsageChanged[Cards, Cards],
+    UsageSet[Cards],
+    NodeInfoSet[Cards],
+    UsageRebuilt[Cards],
     NodeRemoved,
     Checkpoint[NodeState],
     HeadRepaired[NodeState],

@@ -10,7 +10,7 @@ from resource_extend.ledger import audit
 from resource_extend.ledger.audit import BrokenStream
 from resource_extend.ledger.events import AnyEvent, Change, EventCodec
 from resource_extend.ledger.kinds import Head as HeadRecord
-from resource_extend.ledger.kinds import Kind
+from resource_extend.ledger.kinds import Kind, field_differences
 from resource_extend.projections.gpu import cards
 from resource_extend.projections.gpu.events import (
     EVENTS,
@@ -79,14 +79,10 @@ class GpuKind(Kind[NodeState]):
         return f"capacity {cards.describe(state.capacity)}, usage {cards.describe(state.usage)}"
 
     def differences(self, head: NodeState, stream: NodeState) -> list[str]:
-        return [
-            f"{field} differs: head {cards.describe(was)}, stream {cards.describe(should)}"
-            for field, was, should in (
-                ("capacity", head.capacity, stream.capacity),
-                ("usage", head.usage, stream.usage),
-            )
-            if was != should
-        ]
+        return field_differences(
+            (("capacity", head.capacity, stream.capacity), ("usage", head.usage, stream.usage)),
+            cards.describe,
+        )
 
 
 GPU = GpuKind()

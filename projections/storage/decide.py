@@ -90,6 +90,7 @@ def set_usage(
     whole = UsageSet(usage=after.usage)
     if not delta:
         return None if after == state else whole
+    change: UsageChanged[NodeResource, WorkloadResource]
     if given is not None:
         change = UsageChanged(delta=_signed(given, incr))
     else:

@@ -10,7 +10,7 @@ from resource_extend.ledger import audit
 from resource_extend.ledger.audit import BrokenStream
 from resource_extend.ledger.errors import InvalidRequest
 from resource_extend.ledger.events import AnyEvent, EventCodec
-from resource_extend.ledger.kinds import Head, Kind
+from resource_extend.ledger.kinds import Head, Kind, field_differences
 from resource_extend.projections.storage import arithmetic, views
 from resource_extend.projections.storage.events import (
     EVENTS,
@@ -91,14 +91,10 @@ class StorageKind(Kind[NodeState]):
         return f"capacity {views.describe(state.capacity)}; usage {views.describe(state.usage)}"
 
     def differences(self, head: NodeState, stream: NodeState) -> list[str]:
-        return [
-            f"{field} differs: head {views.describe(was)}, stream {views.describe(should)}"
-            for field, was, should in (
-                ("capacity", head.capacity, stream.capacity),
-                ("usage", head.usage, stream.usage),
-            )
-            if was != should
-        ]
+        return field_differences(
+            (("capacity", head.capacity, stream.capacity), ("usage", head.usage, stream.usage)),
+            views.describe,
+        )
 
 
 STORAGE = StorageKind()

@@ -1,0 +1,68 @@
+"""The changes every kind's node verbs make, written once: both programs answer the same verbs,
+so their streams name the same kinds of change. ``R`` is the kind's resource value (GPU: a card
+map; storage: volumes, disks and storage) and ``W`` a workload's resource as core hands it back.
+
+A change records what happened, never a copy of the whole state, except where the change *is*
+a whole state (adoption, absolute sets, rebuilds). A kind's event union names them with its own
+types (``NodeAdded[Cards]``); its fold matches them by class.
+"""
+
+from __future__ import annotations
+
+from typing import Generic, TypeVar
+
+from resource_extend.ledger.events import Change
+
+R = TypeVar("R")
+W = TypeVar("W")
+
+
+class NodeAdded(Change, Generic[R], tag="node_added"):
+    capacity: R
+
+
+class Adopted(Change, Generic[R], tag="adopted"):
+    """A head written by the upstream Go plugin, taken over as found."""
+
+    capacity: R
+    usage: R
+
+
+class CapacitySet(Change, Generic[R], tag="capacity_set"):
+    """set-node-resource-capacity with delta=false: the capacity replaced."""
+
+    capacity: R
+
+
+class CapacityChanged(Change, Generic[R], tag="capacity_changed"):
+    """Capacity added (positive) or taken away (negative)."""
+
+    delta: R
+
+
+class UsageChanged(Change, Generic[R, W], tag="usage_changed"):
+    """Resources taken (positive) or given back (negative), with the workloads that caused it
+    when core named them."""
+
+    delta: R
+    workloads: list[W] | None = None
+
+
+class UsageSet(Change, Generic[R], tag="usage_set"):
+    usage: R
+
+
+class NodeInfoSet(Change, Generic[R], tag="node_info_set"):
+    capacity: R
+    usage: R
+
+
+class UsageRebuilt(Change, Generic[R], tag="usage_rebuilt"):
+    """fix-node-resource: usage set to the workloads' sums, with the differences it found."""
+
+    usage: R
+    diffs: list[str]
+
+
+class NodeRemoved(Change, tag="node_removed"):
+    pass
