@@ -130,3 +130,15 @@ def test_a_tiny_binding_on_huge_volumes_is_bounded(storage: Plugin) -> None:
 def test_name_is_the_program(storage: Plugin) -> None:
     """Upstream printed {"name": "storage"} followed by null: two JSON values."""
     assert storage.ok("name") == "resource-storage"
+
+
+def test_a_negative_binding_is_refused_at_deploy(storage: Plugin) -> None:
+    """Upstream planned a negative size, which grew the volume during placement: its loop
+    never ended. A negative size means "give back" only in a realloc."""
+    add_f4(storage, "n")
+    line = storage.fails(
+        "calculate-deploy",
+        {"nodename": "n", "deploy_count": 1,
+         "workload_resource_request": {"volumes": ["AUTO:/x::-1G"]}},
+    )  # fmt: skip
+    assert "size can't be negative" in line, line
