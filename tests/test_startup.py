@@ -17,7 +17,7 @@ PROBE = """
 import sys
 from resource_extend.commands.main import main
 try:
-    main([{verb!r}])
+    main([{verb!r}], program={program!r})
 except SystemExit:
     pass
 print(",".join(sorted(sys.modules)), file=sys.stderr)
@@ -30,10 +30,13 @@ def runtime_dir() -> dict[str, str]:
 
 
 def modules_loaded_by(
-    verb: str, stdin: bytes = b"{}", config: str = "/nonexistent/gpu.yaml"
+    verb: str,
+    stdin: bytes = b"{}",
+    config: str = "/nonexistent/gpu.yaml",
+    program: str = "resource-gpu",
 ) -> set[str]:
     done = subprocess.run(
-        [sys.executable, "-c", PROBE.format(verb=verb)],
+        [sys.executable, "-c", PROBE.format(verb=verb, program=program)],
         input=stdin,
         capture_output=True,
         check=True,
@@ -42,10 +45,12 @@ def modules_loaded_by(
     return set(done.stderr.decode().strip().splitlines()[-1].split(","))
 
 
+@pytest.mark.parametrize("program", ["resource-gpu", "resource-storage"])
 @pytest.mark.parametrize("verb", ["name", "verbs", "get-metrics-description", "calculate-remap"])
-def test_offline_verbs_load_neither_etcd_nor_metrics_libraries(verb: str) -> None:
-    loaded = modules_loaded_by(verb)
+def test_offline_verbs_load_neither_etcd_nor_metrics_libraries(verb: str, program: str) -> None:
+    loaded = modules_loaded_by(verb, program=program)
     assert "resource_extend.commands.meta" in loaded
+    assert "resource_extend.ledger.store" not in loaded
     for heavy in ("etcd3", "grpc", "google.protobuf", "prometheus_client", "yaml"):
         assert heavy not in loaded, f"{verb} imported {heavy}"
 
@@ -56,6 +61,16 @@ def test_a_storage_verb_loads_etcd_only_when_it_needs_it() -> None:
     assert "resource_extend.commands.gpu.queries" in loaded
     assert "etcd3" not in loaded
     assert "resource_extend.commands.gpu.writes" not in loaded
+
+
+def test_a_resource_storage_read_loads_only_storage() -> None:
+    loaded = modules_loaded_by(
+        "get-node-resource-info", b'{"nodename": "n1"}', program="resource-storage"
+    )
+    assert "resource_extend.commands.storage.queries" in loaded
+    assert not [m for m in loaded if m.startswith("resource_extend.projections.gpu")]
+    assert not [m for m in loaded if m.startswith("resource_extend.commands.gpu")]
+    assert "resource_extend.projections.storage.schedule" not in loaded
 
 
 # What a core call must not pay for: the click CLI always; PyYAML once the config's parsed
