@@ -108,7 +108,7 @@ class Bench:
         """A few calls first: with the resident helper on, the first one starts the helper for
         that config; without it, the first one leaves the config's parsed copy."""
         for _ in range(5):
-            self.plugin("get-node-resource-info", {"nodename": "short"}, 1, config, program)
+            self.plugin("get-nodes-resource-info", {"nodenames": ["short"]}, 1, config, program)
             time.sleep(0.2)
 
     def helper_memory(self) -> str:
