@@ -142,3 +142,28 @@ def test_a_negative_binding_is_refused_at_deploy(storage: Plugin) -> None:
          "workload_resource_request": {"volumes": ["AUTO:/x::-1G"]}},
     )  # fmt: skip
     assert "size can't be negative" in line, line
+
+
+def test_two_bindings_with_one_destination_keep_their_own_plans(storage: Plugin) -> None:
+    """Upstream merged the classes' plans by destination, adding the old size twice when two
+    bindings shared one. Here each binding keeps its own entry, and usage counts each once."""
+    add_f4(storage, "n")
+    storage.ok(
+        "set-node-resource-usage",
+        {"nodename": "n", "resource": {"volumes": {"/data0": 1}}, "delta": True, "incr": True},
+    )
+    request = {"volumes": ["AUTO:/data:rw:1G", "AUTO:/data:rwm:1G"]}
+    planned = deploy(storage, request)
+    assert planned.status == 0, planned.stderr
+    [workload] = planned.answer["workloads_resource"]
+    assert workload["volume_plan_request"] == {
+        "AUTO:/data:mrw:1073741824:0:0:0:0": {"/data1": T},
+        "AUTO:/data:rw:1073741824:0:0:0:0": {"/data0": G},
+    }
+    storage.ok(
+        "set-node-resource-usage",
+        {"nodename": "n", "workloads_resource": [workload], "delta": True, "incr": True},
+    )
+    assert info(storage, "n")["usage"]["volumes"] == {
+        "/data0": G + 1, "/data1": T, "/data2": 0, "/data3": 0
+    }  # fmt: skip
