@@ -30,6 +30,9 @@ from collections.abc import Callable, Iterator
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 DATA = 0x0
+HEADERS = 0x1
+RST_STREAM = 0x3
+END_STREAM = 0x1
 WRITE_MARKER = b'"change":'
 """Over gRPC only a write carries an event (with its ``change``) in its request."""
 HTTP1_WRITE = (b"/v3/kv/txn", b'"request_put"')
@@ -65,6 +68,8 @@ class AnswerDroppingProxy:
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
         self._lock = threading.Lock()
+        self._held: dict[tuple[int, int], list[bytes]] = {}
+        """Frames of a muted write's stream that came before its answer (HTTP/2)."""
         self._armed = 0
         self._drop_fraction = 0.0
         self._random = random.Random(0)
@@ -121,6 +126,11 @@ class AnswerDroppingProxy:
                 crash, self._crash = self._crash, None
                 return False, crash
             return self._take_fault(), None
+
+    def _rearm(self, crash: Callable[[], None] | None) -> None:
+        with self._lock:
+            if crash is not None and self._crash is None:
+                self._crash, self._crash_skip = (crash, True), 0
 
     def _run_crash(self, crash: Callable[[], None]) -> None:
         crash()
@@ -222,12 +232,26 @@ class AnswerDroppingProxy:
         stream: int,
         doomed: set[int],
         muted: dict[int, Callable[[], None] | None],
+        *,
+        answer: bool = True,
+        ends: bool = False,
     ) -> bool:
         """Send one answer (or frame) on to the plugin, unless its write's answer is to be
-        lost; False once the connection is to be cut."""
+        lost; False once the connection is to be cut. Over HTTP/2 only a DATA frame is the
+        write's answer (``answer``): the frames before it are held back, and a stream that
+        ``ends`` without one (its deadline passed, an error) gets them all and hands the crash
+        to the next write, since etcd may never have applied this one."""
         if stream in doomed:
             return False  # the write was applied; its answer is lost with the connection
+        held = (id(muted), stream)  # stream ids are per connection, as ``muted`` is
+        if stream in muted and not answer and muted[stream] is not None:
+            self._held.setdefault(held, []).append(raw)
+            if ends:
+                self._rearm(muted.pop(stream))
+                client.sendall(b"".join(self._held.pop(held)))
+            return True
         if stream in muted:
+            self._held.pop(held, None)
             crash, muted[stream] = muted[stream], None
             if crash is not None:
                 self._run_crash(crash)
@@ -243,8 +267,12 @@ class AnswerDroppingProxy:
         muted: dict[int, Callable[[], None] | None],
     ) -> None:
         with contextlib.suppress(OSError):
-            for raw, _kind, stream, _payload in _frames(server, bytearray()):
-                if not self._pass_answer(client, raw, stream, doomed, muted):
+            for raw, kind, stream, _payload in _frames(server, bytearray()):
+                ends = kind == RST_STREAM or (kind == HEADERS and bool(raw[4] & END_STREAM))
+                passed = self._pass_answer(
+                    client, raw, stream, doomed, muted, answer=kind == DATA, ends=ends
+                )
+                if not passed:
                     break
         _close(client, server)
 
