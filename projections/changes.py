@@ -9,7 +9,8 @@ types (``NodeAdded[Cards]``); its fold matches them by class.
 
 from __future__ import annotations
 
-from typing import Generic, TypeVar
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 from resource_extend.ledger.events import Change
 
@@ -66,3 +67,27 @@ class UsageRebuilt(Change, Generic[R], tag="usage_rebuilt"):
 
 class NodeRemoved(Change, tag="node_removed"):
     pass
+
+
+def summary(
+    change: Any, describe: Callable[[Any], str], signed: Callable[[Any], str]
+) -> str | None:
+    """What a node change did, in a few words, given how the kind writes a value (``describe``)
+    and a delta (``signed``); None for anything else (the ledger's own changes)."""
+    if isinstance(change, NodeAdded | CapacitySet):
+        return f"capacity = {describe(change.capacity)}"
+    if isinstance(change, Adopted | NodeInfoSet):
+        return f"capacity = {describe(change.capacity)}; usage = {describe(change.usage)}"
+    if isinstance(change, CapacityChanged):
+        return f"capacity {signed(change.delta)}"
+    if isinstance(change, UsageChanged):
+        count = len(change.workloads or [])
+        workloads = f" ({count} workload{'s' * (count != 1)})" if count else ""
+        return f"usage {signed(change.delta)}{workloads}"
+    if isinstance(change, UsageSet):
+        return f"usage = {describe(change.usage)}"
+    if isinstance(change, UsageRebuilt):
+        return f"usage = {describe(change.usage)}; diffs: {'; '.join(change.diffs)}"
+    if isinstance(change, NodeRemoved):
+        return "node removed"
+    return None

@@ -5,19 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from resource_extend.projections import changes
 from resource_extend.projections.gpu import cards
 from resource_extend.projections.gpu.events import KINDS as KINDS  # every change kind
-from resource_extend.projections.gpu.events import (
-    Adopted,
-    CapacityChanged,
-    CapacitySet,
-    NodeAdded,
-    NodeInfoSet,
-    NodeRemoved,
-    UsageChanged,
-    UsageRebuilt,
-    UsageSet,
-)
 from resource_extend.projections.gpu.resources import Resource
 from resource_extend.projections.gpu.state import NodeState
 
@@ -53,24 +43,4 @@ def _signed(delta: cards.Cards) -> str:
 
 def summary(change: Any) -> str | None:
     """What one of GPU's own changes did, in a few words (None: not one of GPU's)."""
-    if isinstance(change, NodeAdded):
-        return f"capacity = {cards.describe(change.capacity)}"
-    if isinstance(change, (Adopted, NodeInfoSet)):
-        return (
-            f"capacity = {cards.describe(change.capacity)}; usage = {cards.describe(change.usage)}"
-        )
-    if isinstance(change, CapacitySet):
-        return f"capacity = {cards.describe(change.capacity)}"
-    if isinstance(change, CapacityChanged):
-        return f"capacity {_signed(change.delta)}"
-    if isinstance(change, UsageChanged):
-        count = len(change.workloads or [])
-        workloads = f" ({count} workload{'s' * (count != 1)})" if count else ""
-        return f"usage {_signed(change.delta)}{workloads}"
-    if isinstance(change, UsageSet):
-        return f"usage = {cards.describe(change.usage)}"
-    if isinstance(change, UsageRebuilt):
-        return f"usage = {cards.describe(change.usage)}; diffs: {'; '.join(change.diffs)}"
-    if isinstance(change, NodeRemoved):
-        return "node removed"
-    return None
+    return changes.summary(change, cards.describe, _signed)

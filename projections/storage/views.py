@@ -5,19 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from resource_extend.projections import changes
 from resource_extend.projections.storage.disks import Disk
 from resource_extend.projections.storage.events import KINDS as KINDS  # every change kind
-from resource_extend.projections.storage.events import (
-    Adopted,
-    CapacityChanged,
-    CapacitySet,
-    NodeAdded,
-    NodeInfoSet,
-    NodeRemoved,
-    UsageChanged,
-    UsageRebuilt,
-    UsageSet,
-)
 from resource_extend.projections.storage.resources import NodeResource
 from resource_extend.projections.storage.state import NodeState
 
@@ -100,22 +90,10 @@ def describe(resource: NodeResource, *, signed: bool = False) -> str:
     return ", ".join(parts)
 
 
+def _signed(delta: NodeResource) -> str:
+    return describe(delta, signed=True)
+
+
 def summary(change: Any) -> str | None:
     """What one of storage's own changes did, in a few words (None: not one of storage's)."""
-    if isinstance(change, NodeAdded | CapacitySet):
-        return f"capacity = {describe(change.capacity)}"
-    if isinstance(change, Adopted | NodeInfoSet):
-        return f"capacity = {describe(change.capacity)}; usage = {describe(change.usage)}"
-    if isinstance(change, CapacityChanged):
-        return f"capacity {describe(change.delta, signed=True)}"
-    if isinstance(change, UsageChanged):
-        count = len(change.workloads or [])
-        workloads = f" ({count} workload{'s' * (count != 1)})" if count else ""
-        return f"usage {describe(change.delta, signed=True)}{workloads}"
-    if isinstance(change, UsageSet):
-        return f"usage = {describe(change.usage)}"
-    if isinstance(change, UsageRebuilt):
-        return f"usage = {describe(change.usage)}; diffs: {'; '.join(change.diffs)}"
-    if isinstance(change, NodeRemoved):
-        return "node removed"
-    return None
+    return changes.summary(change, describe, _signed)
