@@ -7,7 +7,14 @@ from typing import Annotated
 
 import msgspec
 
-Nodenames = Annotated[list[str], msgspec.Meta(max_length=100_000)]
+MAX_NODES = 100_000
+"""The most nodes one request may name (core asks per pod)."""
+MAX_WORKLOADS = 1_000_000
+"""The most workloads one request may carry (a node's whole usage, for a rebuild)."""
+
+Nodenames = Annotated[list[str], msgspec.Meta(max_length=MAX_NODES)]
+DeployCount = Annotated[int, msgspec.Meta(ge=0, le=MAX_NODES)]
+"""How many workloads one calculate-deploy places on one node."""
 
 
 class NodeRequest(msgspec.Struct, kw_only=True):
@@ -30,4 +37,4 @@ class MetricsNode(msgspec.Struct, kw_only=True):
 
 
 class Metrics(MetricsNode, kw_only=True):
-    nodes: Annotated[list[MetricsNode], msgspec.Meta(max_length=100_000)] | None = None
+    nodes: Annotated[list[MetricsNode], msgspec.Meta(max_length=MAX_NODES)] | None = None

@@ -9,6 +9,8 @@ from typing import Annotated, Any, TypeVar
 import msgspec
 
 from resource_extend.commands.requests import (
+    MAX_WORKLOADS,
+    DeployCount,
     EngineInfo,
     Metrics,
     MetricsNode,
@@ -40,11 +42,11 @@ T = TypeVar("T")
 FIELD = "prod_count_map"
 """The one field of ``R``."""
 
-Workloads = Annotated[list[Resource | None], msgspec.Meta(max_length=1_000_000)]
+Workloads = Annotated[list[Resource | None], msgspec.Meta(max_length=MAX_WORKLOADS)]
 
 
 class CalculateDeploy(NodeRequest, kw_only=True):
-    deploy_count: Annotated[int, msgspec.Meta(ge=0, le=100_000)] = 0
+    deploy_count: DeployCount = 0
     workload_resource_request: Resource | None = None
 
 

@@ -13,6 +13,8 @@ from typing import Annotated, Any
 import msgspec
 
 from resource_extend.commands.requests import (
+    MAX_WORKLOADS,
+    DeployCount,
     EngineInfo,
     Metrics,
     MetricsNode,
@@ -22,7 +24,7 @@ from resource_extend.commands.requests import (
 from resource_extend.projections.storage.requests import WorkloadRequestWire
 from resource_extend.projections.storage.resources import WorkloadResource
 
-Workloads = Annotated[list[WorkloadResource | None], msgspec.Meta(max_length=1_000_000)]
+Workloads = Annotated[list[WorkloadResource | None], msgspec.Meta(max_length=MAX_WORKLOADS)]
 NodeForm = Any
 """A node resource in the request form or the stored form, read by the verb."""
 
@@ -33,7 +35,7 @@ class AddNode(NodeRequest, kw_only=True):
 
 
 class CalculateDeploy(NodeRequest, kw_only=True):
-    deploy_count: Annotated[int, msgspec.Meta(ge=0, le=100_000)] = 0
+    deploy_count: DeployCount = 0
     workload_resource_request: WorkloadRequestWire | None = None
 
 
