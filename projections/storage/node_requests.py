@@ -21,7 +21,7 @@ import msgspec
 from resource_extend.ledger.errors import InvalidRequest
 from resource_extend.projections.storage.bindings import InvalidVolume
 from resource_extend.projections.storage.disks import Disk, InvalidDisk, parse_disk
-from resource_extend.projections.storage.requests import InvalidStorage, Storage
+from resource_extend.projections.storage.requests import Storage, storage_bytes
 from resource_extend.projections.storage.resources import NodeResource, Volumes
 from resource_extend.projections.storage.sizes import InvalidSize, parse_size
 from resource_extend.projections.storage.stored import node_resource_of
@@ -127,7 +127,7 @@ def _is_stored_form(value: dict[str, Any], what: str) -> bool:
 def _parsed(form: _RequestForm) -> NodeRequest:
     return NodeRequest(
         volumes=msgspec.UNSET if form.volumes is None else _volumes(form.volumes),
-        storage=msgspec.UNSET if form.storage is None else _storage(form.storage),
+        storage=msgspec.UNSET if form.storage is None else storage_bytes(form.storage, "storage"),
         disks=msgspec.UNSET if form.disks is None else _disks(form.disks),
         rm_disks=() if form.rm_disks is None else _devices(form.rm_disks),
     )
@@ -148,15 +148,6 @@ def _volumes(texts: list[str]) -> Volumes:
         except InvalidSize as exc:
             raise InvalidVolume(f"volume {text!r}: {exc.reason}") from None
     return dict(sorted(volumes.items()))
-
-
-def _storage(value: str | int) -> int:
-    if isinstance(value, int):
-        return value
-    try:
-        return parse_size(value)
-    except InvalidSize as exc:
-        raise InvalidStorage(f"storage: {exc.reason}") from None
 
 
 def _disks(texts: list[str]) -> list[Disk]:

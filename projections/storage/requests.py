@@ -67,11 +67,11 @@ class WorkloadRequestWire(msgspec.Struct, kw_only=True):
     def storages(self) -> tuple[int, int]:
         """(request, limit) in bytes; ``storage`` sets both, whatever the other two say."""
         if self.storage is not None:
-            both = _bytes(self.storage, "storage")
+            both = storage_bytes(self.storage, "storage")
             return both, both
         return (
-            _bytes(self.storage_request, "storage-request"),
-            _bytes(self.storage_limit, "storage-limit"),
+            storage_bytes(self.storage_request, "storage-request"),
+            storage_bytes(self.storage_limit, "storage-limit"),
         )
 
 
@@ -119,7 +119,9 @@ def _first_non_empty(*lists: list[str] | None) -> list[str]:
     return next((texts for texts in lists if texts), [])
 
 
-def _bytes(value: str | int | None, key: str) -> int:
+def storage_bytes(value: str | int | None, key: str) -> int:
+    """A storage amount as bytes: an integer as it is, a human size parsed; ``None`` is 0.
+    Raises :class:`InvalidStorage` naming ``key``."""
     if value is None:
         return 0
     if isinstance(value, int):
