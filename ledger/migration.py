@@ -36,7 +36,7 @@ time budget); a longer 0.1 stream makes the write fail, asking for ``migrate``."
 def legacy_nodes(scans: Scans) -> list[str]:
     """The nodes with events still in 0.1's layout (keys below a head), by name: one paged
     keys-only range over the heads' prefix, which skips the rest of each old stream."""
-    return [name for name, rest in scans._names_under(scans.keys.root) if rest]
+    return [name for name, rest in scans.names_under(scans.keys.root) if rest]
 
 
 def move_batch(conn: Connection, keys: KeyLayout, node: str) -> int:

@@ -174,14 +174,15 @@ class Scans(Connection):
         found = {name: NodeKeys(head=True) for name in heads}
         for name in legacy:
             found[name] = NodeKeys(head=name in heads, stream=True, legacy=True)
-        for name, _ in self._names_under(self.keys.events_root):
+        for name, _ in self.names_under(self.keys.events_root):
             seen = found.get(name, NodeKeys())
             found[name] = NodeKeys(head=seen.head, stream=True, legacy=seen.legacy)
         return found, heads
 
-    def _names_under(self, root: bytes) -> Iterable[tuple[str, bytes]]:
+    def names_under(self, root: bytes) -> Iterable[tuple[str, bytes]]:
         """``(node, rest of the key)`` for the keys under ``root``; of the keys below a node
-        (``<node>/...``) only the first."""
+        (``<node>/...``) only the first. A name that is not UTF-8 (never one the plugins
+        wrote) reads with U+FFFD in place of its bad bytes."""
         start, end = root, range_end(root)
         previous = None
         while True:
