@@ -8,6 +8,7 @@ etcd nor a config file).
 
 from __future__ import annotations
 
+import copy
 import sys
 
 import click
@@ -28,12 +29,12 @@ class LazyGroup(click.Group):
         command = loaded.command() if isinstance(loaded, Verb) else loaded
         assert command is None or isinstance(command, click.Command)
         if command is not None and command.help:
-            # The commands' help is written once, with resource-gpu's name and files in its
-            # examples; resource-storage shows its own.
-            program = current()
-            command.help = command.help.replace("resource-gpu", program.name).replace(
-                "gpu.yaml", program.config_file
-            )
+            # The shared commands' help is written once, naming {prog} and {config}: a copy
+            # shows this program's, the command itself stays as written.
+            filled = current().fill(command.help)
+            if filled != command.help:
+                command = copy.copy(command)
+                command.help = filled
         return command
 
 
@@ -57,16 +58,19 @@ Auditors and operators:
   {prog} export NODE > NODE.jsonl        the stream as JSON lines
   {prog} compact NODE... | --all --keep N [--export-dir DIR] [--min-age S]
   {prog} helper [--stop] [--all]         the resident helper serving core's calls
-  {prog} migrate [--dry-run]             move streams written by release 0.1
+  {prog} migrate [--dry-run]             move streams resource-gpu 0.1 wrote
 POINT is a seq or an RFC 3339 time. Run "{prog} COMMAND --help" for each.
 """
+
+
+CONFIG_HELP = "Config file (default: $ERU_RESOURCE_CONFIG_PATH, else ./{config})."
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--config",
     metavar="PATH",
-    help="Config file (default: $ERU_RESOURCE_CONFIG_PATH, else ./gpu.yaml or ./storage.yaml).",
+    help=CONFIG_HELP,
 )
 def cli(config: str | None) -> None:
     pass
@@ -76,6 +80,8 @@ def main(argv: list[str] | None = None) -> None:
     """Run the CLI: click's usage errors become one line too, like every failure."""
     program = current()
     cli.help = HELP.format(prog=program.name, kind=program.kind, summary=program.summary)
+    (config,) = (p for p in cli.params if isinstance(p, click.Option) and p.name == "config")
+    config.help = program.fill(CONFIG_HELP)
     prog = program.name
     try:
         status = cli.main(args=argv, prog_name=prog, standalone_mode=False)

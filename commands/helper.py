@@ -126,7 +126,7 @@ def _duration(seconds: float) -> str:
 @click.command("helper")
 @click.option("--stop", "stopping", is_flag=True, help="Stop it (calls in flight finish first).")
 @click.option(
-    "--all", "every", is_flag=True, help="Every helper of this user, whatever its config."
+    "--all", "every", is_flag=True, help="Every helper of this program and user, any config."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the helpers' status as JSON.")
 def helper(stopping: bool, every: bool, as_json: bool) -> None:
@@ -135,21 +135,21 @@ def helper(stopping: bool, every: bool, as_json: bool) -> None:
     \b
     The helper is a warm process that the first call for a config file starts (detached,
     in its own session); later calls hand it their request over a Unix socket in
-    $XDG_RUNTIME_DIR/resource-gpu-UID (or /tmp/resource-gpu-UID), private to this user.
+    $XDG_RUNTIME_DIR/{prog}-UID (or /tmp/{prog}-UID), private to this user.
     It exits after 10 idle minutes, on SIGTERM, or when the config says resident: false.
     Shows: pid, version, config, socket, start time and uptime, calls served and in flight.
 
     \b
     Exit status: 0 when a helper runs (or was stopped), 3 when none runs.
-      resource-gpu --config /etc/eru/plugins/gpu.yaml helper
-      resource-gpu helper --all --stop           stop every helper of this user
+      {prog} --config /etc/eru/plugins/{config} helper
+      {prog} helper --all --stop   stop every {prog} helper of this user
     """
     config = resident.config_file(click_config())
     names = sockets()
     if not every:
         names = [n for n in names if config is not None and n == resident.socket_name(config)]
     none = "no helper is running" + (
-        "" if every else f" for {config or click_config() or 'gpu.yaml'}"
+        "" if every else f" for {config or click_config() or current().config_file}"
     )
     seen = [look(name) for name in names]
     try:

@@ -154,7 +154,7 @@ def export(node: str) -> None:
 
     \b
     Keep it before compacting by hand:
-      resource-gpu export n1 > n1.jsonl && resource-gpu compact n1 --keep 100 --export-dir DIR
+      {prog} export n1 > n1.jsonl && {prog} compact n1 --keep 100 --export-dir DIR
     (compact also writes the events it removes to DIR first). A compacted stream starts with
     its checkpoint, which names the export holding the events before it.
     """

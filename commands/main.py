@@ -15,9 +15,14 @@ from resource_extend.commands.registry import CORE_VERBS, HIDDEN_VERBS, OFFLINE_
 
 def main(argv: list[str] | None = None, program: str = "resource-gpu") -> None:
     """Run ``program`` (the plugin the installed script is) with ``argv``."""
+    import os
+
     from resource_extend.commands.program import use
 
-    use(program)
+    if use(program).debugging():
+        os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+    else:  # stderr carries one error line or nothing; the store's errors say all of it
+        os.environ["GRPC_VERBOSITY"] = "NONE"
     args = sys.argv[1:] if argv is None else argv
     config, rest = _config_option(args)
     if len(rest) == 1 and (rest[0] in CORE_VERBS or rest[0] in HIDDEN_VERBS):

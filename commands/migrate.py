@@ -18,7 +18,8 @@ from resource_extend.commands.protocol import Session, click_config, run
     help='Print {"nodes": {"<node>": <events moved>}, "events": N, "dry_run": B}.',
 )
 def migrate(dry_run: bool, as_json_output: bool) -> None:
-    """Move the event streams written by release 0.1 to where this release keeps them.
+    """Move the GPU event streams written by resource-gpu 0.1 to where this release keeps them
+    (resource-storage never wrote that layout: it finds nothing to move).
 
     \b
     0.1     <prefix>/resource/gpu/<node>/events/<seq>   (under the node record)
@@ -33,7 +34,7 @@ def migrate(dry_run: bool, as_json_output: bool) -> None:
     long. Streams are read by nobody until moved (history and verify name migrate).
 
     \b
-    Afterwards:  resource-gpu verify --all
+    Afterwards:  {prog} verify --all
     """
 
     def run_migration(session: Session) -> Any:

@@ -32,6 +32,21 @@ class Program:
         """This program's environment variable: ``RESOURCE_GPU_<SUFFIX>``."""
         return f"{self.name.upper().replace('-', '_')}_{suffix}"
 
+    def debugging(self) -> bool:
+        """``RESOURCE_GPU_DEBUG`` is set: tracebacks and gRPC's own logs reach stderr."""
+        import os
+
+        return bool(os.environ.get(self.env("DEBUG")))
+
+    def fill(self, text: str) -> str:
+        """``text`` (help written once for both programs) with ``{prog}``, ``{kind}`` and
+        ``{config}`` made this program's; anything else in braces is left as it is."""
+        return (
+            text.replace("{prog}", self.name)
+            .replace("{kind}", self.kind)
+            .replace("{config}", self.config_file)
+        )
+
     def __repr__(self) -> str:
         return f"Program({self.name!r})"
 

@@ -9,7 +9,6 @@ that comes last.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from functools import cached_property
@@ -223,7 +222,7 @@ def run(
     except PluginError as exc:
         fail(verb, exc.node or session.node, exc.reason, io=io)
     except Exception as exc:  # a bug: still one line for core, the traceback only on request
-        if os.environ.get(current().env("DEBUG")):
+        if current().debugging():
             raise
         reason = f"internal error: {type(exc).__name__}: {exc}"
         fail(verb, session.node, reason, EXIT_INTERNAL, io=io)

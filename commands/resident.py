@@ -62,9 +62,8 @@ def turned_off() -> bool:
     """Off by the environment: ``RESOURCE_GPU_RESIDENT=0`` (``RESOURCE_STORAGE_RESIDENT=0``),
     or debugging (tracebacks belong to the process that runs the verb)."""
     program = current()
-    return os.environ.get(program.env("RESIDENT"), "1") in ("0", "off", "false") or bool(
-        os.environ.get(program.env("DEBUG"))
-    )
+    off = os.environ.get(program.env("RESIDENT"), "1") in ("0", "off", "false")
+    return off or program.debugging()
 
 
 def config_file(explicit: str | None) -> str | None:

@@ -26,9 +26,9 @@ def show(node: str, at: str | None, as_json_output: bool) -> None:
     """Print NODE's capacity and usage now, or as of an earlier point, folded from its events.
 
     \b
-    resource-gpu show n1                           # now
-    resource-gpu show n1 --at 42                   # after event 42
-    resource-gpu show n1 --at 2026-11-29T03:00:00Z # after the last event written by then
+    {prog} show n1                           # now
+    {prog} show n1 --at 42                   # after event 42
+    {prog} show n1 --at 2026-11-29T03:00:00Z # after the last event written by then
 
     A point before the stream's checkpoint was compacted away: the error names the export
     that holds those events. A point where the node did not exist is an error too.

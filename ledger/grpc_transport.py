@@ -16,10 +16,10 @@ import os
 # pure-Python backend still loads them, so select it before anything imports protobuf. It only
 # affects this process.
 os.environ["PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION"] = "python"
-# gRPC's C core logs to stderr (TLS handshake failures, for one). stderr carries exactly one
-# error line, or nothing on success: the errors the store raises say all of it.
-if not os.environ.get("RESOURCE_GPU_DEBUG"):
-    os.environ["GRPC_VERBOSITY"] = "NONE"
+# gRPC's C core logs to stderr (TLS handshake failures, for one), where the plugins write one
+# error line or nothing: silent unless whoever runs the ledger asked for its logs (the commands
+# do when debugging).
+os.environ.setdefault("GRPC_VERBOSITY", "NONE")
 
 from typing import Any
 

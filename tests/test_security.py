@@ -16,7 +16,7 @@ import pytest
 import trustme
 
 from tests.etcd_server import Member, etcdctl_binary, free_port
-from tests.plugin import Plugin, R, Result, counts
+from tests.plugin import Plugin, R, Result, counts, failure_line
 
 CARDS = {"nvidia-3090": 2}
 
@@ -94,6 +94,19 @@ def test_tls_server_refuses_a_plugin_without_a_client_certificate(
     plugin = Plugin([member.client_url], tmp_path, timeout=2, ca=files.ca_file)
     line = plugin.fails("get-node-resource-info", {"nodename": "n1"})
     assert "etcd" in line
+
+
+@pytest.mark.parametrize("program", ["resource-gpu", "resource-storage"])
+def test_a_debug_variable_of_the_other_program_leaves_stderr_one_line(
+    program: str, tls_etcd: tuple[Member, TLSFiles], tmp_path: Path
+) -> None:
+    """Core's environment may keep one plugin's debug switch (set to debug that plugin): the
+    other still mutes gRPC's own logs, so a refused handshake is one line on stderr."""
+    member, files = tls_etcd
+    plugin = Plugin([member.client_url], tmp_path, program=program, timeout=2, ca=files.ca_file)
+    other = "RESOURCE_STORAGE_DEBUG" if program == "resource-gpu" else "RESOURCE_GPU_DEBUG"
+    result = plugin.run("get-nodes-resource-info", {"nodenames": ["n1"]}, env={other: "1"})
+    assert "etcd" in failure_line(result, "get-nodes-resource-info", program)
 
 
 def test_tls_with_a_certificate_from_another_ca_is_refused(

@@ -7,7 +7,13 @@ import pytest
 
 from resource_extend.commands import program
 from resource_extend.commands.protocol import Verb
-from resource_extend.commands.registry import AUDITOR_COMMANDS, CORE_VERBS, HIDDEN_VERBS, load
+from resource_extend.commands.registry import (
+    AUDITOR_COMMANDS,
+    COMMANDS,
+    CORE_VERBS,
+    HIDDEN_VERBS,
+    load,
+)
 
 
 @pytest.mark.parametrize("name", sorted(program.PROGRAMS))
@@ -35,3 +41,39 @@ def test_each_program_names_its_own_kind_config_and_variables() -> None:
     with program.using("resource-storage"):
         assert program.current() is storage
     assert program.current() is gpu
+
+
+def _help(name: str, *command: str) -> None:
+    from resource_extend.commands.cli import main
+
+    with program.using(name), pytest.raises(SystemExit) as exited:
+        main([*command, "--help"])
+    assert exited.value.code == 0
+
+
+@pytest.mark.parametrize(
+    "order", [("resource-gpu", "resource-storage"), ("resource-storage", "resource-gpu")]
+)
+def test_each_programs_help_names_itself_and_its_own_config(
+    order: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The shared commands' help is written once with {prog} and {config}: each program shows
+    its own, whichever asked first (the commands are not rewritten in place)."""
+    for name in order:
+        serving = program.PROGRAMS[name]
+        other = program.GPU if serving is program.STORAGE else program.STORAGE
+        for command in ((), *((c,) for c in (*CORE_VERBS, *AUDITOR_COMMANDS))):
+            _help(name, *command)
+            text = capsys.readouterr().out
+            assert "{prog}" not in text and "{config}" not in text, (name, command, text)
+            assert other.config_file not in text, (name, command, text)
+            examples = [line.split()[:2] for line in text.splitlines()]  # "PROG VERB ..."
+            assert not any(
+                words[0] == other.name and (words[1] in COMMANDS or words[1].startswith("-"))
+                for words in examples
+                if len(words) == 2
+            ), (name, command, text)
+        _help(name, "helper")
+        assert f"{name} helper --all --stop" in capsys.readouterr().out
+        _help(name)
+        assert f"else ./{serving.config_file}" in " ".join(capsys.readouterr().out.split())
