@@ -108,7 +108,7 @@ def _verify_exports(
                 f"(as {file.path.name}{export.PARTIAL})"
             )
             if repair:
-                export.publish(file.path, node)
+                export.publish(file.path, node, kind.program)
                 found.findings.append(f"{left} -> published")
                 found.repaired += 1
             else:
@@ -146,7 +146,7 @@ def verify(nodes: tuple[str, ...], every: bool, repair: bool) -> None:
 
     \b
     Prints one line per node that disagrees, saying what differs with both values:
-      node n1: usage differs: head nvidia-3090:3, stream nvidia-3090:2
+      node n1: usage differs: head <the record's usage>, stream <what the events fold to>
     Exit status: 0 when every head agrees (or was repaired), 1 otherwise.
 
     A compacted stream starts with a checkpoint naming its export (host:path). When that file
@@ -251,7 +251,7 @@ def compact(
     export, and every export is named by a checkpoint; verify checks them back to event 1.
 
     history, show --at and verify start from the checkpoint; points before it name the export.
-    Streams can also be bounded as they grow: see streams.max_events in gpu.yaml.
+    Streams can also be bounded as they grow: see streams.max_events in {config}.
     """
 
     def run_compaction(session: Session) -> str:

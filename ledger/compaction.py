@@ -129,7 +129,7 @@ def _replace(store: Store[Any], node: str, stream: Stream, export_dir: str, verb
     if not won:
         export.discard(path)
         raise _Raced
-    export.publish(path, node)
+    export.publish(path, node, store.kind.program)
     return Compacted(first=change.first, checkpoint=checkpoint)
 
 

@@ -77,9 +77,10 @@ def write_partial(
     return path
 
 
-def publish(path: Path, node: str | None = None) -> None:
+def publish(path: Path, node: str, program: str) -> None:
     """Give the temporary export its final name ``path``: its compaction has committed.
-    Already done (``verify --repair`` may get there first) is done."""
+    Already done (``verify --repair`` may get there first) is done. ``program`` names the
+    command that repairs a failed rename."""
     try:
         try:
             os.rename(partial_of(path), path)
@@ -91,7 +92,7 @@ def publish(path: Path, node: str | None = None) -> None:
         raise PluginError(
             f"the checkpoint is written, but its export could not be renamed from "
             f"{str(partial_of(path))!r} to {str(path)!r}: {exc.strerror or exc} "
-            "('resource-gpu verify --repair' does it)",
+            f"('{program} verify {node} --repair' does it)",
             node=node,
         ) from None
 
