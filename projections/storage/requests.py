@@ -150,14 +150,19 @@ def normalise(
     """The request as the scheduler needs it; raises :class:`InvalidVolume` or
     :class:`InvalidStorage` with upstream's text.
 
-    ``fold_storage=False`` leaves the storage totals without the bindings' sizes: realloc has
-    already folded them in while merging with the workload's current resource.
+    ``fold_storage=True`` (deploy, capacity) refuses a negative size, which only a realloc's
+    delta may carry, and adds the bindings' sizes to the storage totals; ``False`` leaves the
+    totals as given: realloc has folded them in while merging with the workload's resource.
+    Every figure must fit a Go int64 (core decodes them): a larger one is refused.
     """
     requested, limited = _paired(list(request), list(limit))
+    if fold_storage:
+        _refuse_negative(requested + limited)
     storage_request, storage_limit = _storage(storage_request, storage_limit)
     if fold_storage:
-        storage_request = _folded(storage_request, requested, "request")
-        storage_limit = _folded(storage_limit, limited, "limit")
+        storage_request = _folded(storage_request, requested)
+        storage_limit = _folded(storage_limit, limited)
+    _bounded(requested + limited, storage_request, storage_limit)
     return WorkloadRequest(
         request=tuple(requested),
         limit=tuple(limited),
@@ -209,9 +214,24 @@ def _storage(request: int, limit: int) -> tuple[int, int]:
     return request, limit
 
 
-def _folded(storage: int, bindings: Sequence[Binding], side: str) -> int:
-    """``storage`` plus the bindings' sizes; a total past int64 is refused, never wrapped."""
-    total = storage + sum(binding.size for binding in bindings)
-    if total > MAX_SIZE:
-        raise InvalidStorage(f"storage {side} with its volumes is over {MAX_SIZE} bytes")
-    return total
+def _refuse_negative(bindings: Sequence[Binding]) -> None:
+    """A negative size gives back, in a realloc; placed, it would grow its volume on every
+    pass (upstream's enumeration never ended), and folded, it would free storage others hold."""
+    for binding in bindings:
+        if binding.size < 0:
+            raise InvalidVolume(f"size can't be negative: {binding.canonical()}")
+
+
+def _folded(storage: int, bindings: Sequence[Binding]) -> int:
+    """``storage`` plus the bindings' (non-negative) sizes."""
+    return storage + sum(binding.size for binding in bindings)
+
+
+def _bounded(bindings: Sequence[Binding], storage_request: int, storage_limit: int) -> None:
+    """Every size, quota and storage total a Go int64 holds: never wrapped, never sent on."""
+    for binding in bindings:
+        if max(binding.numbers) > MAX_SIZE:
+            raise InvalidVolume(f"a figure is over {MAX_SIZE}: {binding.canonical()}")
+    for side, total in (("request", storage_request), ("limit", storage_limit)):
+        if total > MAX_SIZE:
+            raise InvalidStorage(f"storage {side} with its volumes is over {MAX_SIZE} bytes")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.plugin import Plugin
 from tests.storage.helpers import G, T, add_f4, info
 
@@ -132,16 +134,21 @@ def test_name_is_the_program(storage: Plugin) -> None:
     assert storage.ok("name") == "resource-storage"
 
 
-def test_a_negative_binding_is_refused_at_deploy(storage: Plugin) -> None:
-    """Upstream planned a negative size, which grew the volume during placement: its loop
-    never ended. A negative size means "give back" only in a realloc."""
+@pytest.mark.parametrize("binding", ["AUTO:/x::-1G", "/src:/dst:rw:-1T"])
+def test_a_negative_binding_is_refused_at_deploy(storage: Plugin, binding: str) -> None:
+    """Upstream planned a negative normal size, which grew the volume during placement: its
+    loop never ended. A mount's negative size went into the storage request, so committing it
+    freed node storage other workloads hold. A negative size means "give back" only in a
+    realloc."""
     add_f4(storage, "n")
-    line = storage.fails(
-        "calculate-deploy",
-        {"nodename": "n", "deploy_count": 1,
-         "workload_resource_request": {"volumes": ["AUTO:/x::-1G"]}},
-    )  # fmt: skip
-    assert "size can't be negative" in line, line
+    for verb, request in (
+        ("calculate-deploy", {"nodename": "n", "deploy_count": 1,
+                              "workload_resource_request": {"volumes": [binding]}}),
+        ("get-nodes-deploy-capacity", {"nodenames": ["n"],
+                                       "workload_resource": {"volumes": [binding]}}),
+    ):  # fmt: skip
+        line = storage.fails(verb, request)
+        assert "size can't be negative" in line, line
 
 
 def test_two_bindings_with_one_destination_keep_their_own_plans(storage: Plugin) -> None:

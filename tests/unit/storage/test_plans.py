@@ -7,6 +7,7 @@ import msgspec
 import pytest
 
 from resource_extend.ledger.errors import NotEnoughResource
+from resource_extend.projections.storage.bindings import InvalidVolume
 from resource_extend.projections.storage.capacity import (
     DeployCapacity,
     deploy_capacity,
@@ -186,6 +187,30 @@ def realloc(wanted: ParsedWorkloadRequest, current: WorkloadResource = CURRENT) 
 def test_realloc_refuses_a_negative_merged_storage() -> None:
     with pytest.raises(InvalidStorage):
         realloc(asked(*CURRENT_BINDINGS, storage=-1, limit=False))
+
+
+def test_realloc_refuses_a_merge_past_int64() -> None:
+    """Sizes, quotas and storage add up in a realloc: a sum core could not decode is refused
+    (upstream wrapped it), whichever of them grows."""
+    with pytest.raises(InvalidStorage, match="over"):
+        limited = msgspec.structs.replace(CURRENT, storage_request=G, storage_limit=G)
+        realloc(ParsedWorkloadRequest(storage_request=1, storage_limit=2**63 - 1), limited)
+    with pytest.raises(InvalidVolume, match="over"):
+        realloc(asked("AUTO:/dir0:rw:8191P", limit=True), current=_grown(8191 * 2**50))
+
+
+def _grown(size: int) -> WorkloadResource:
+    """CURRENT with /dir0 at ``size`` bytes."""
+    key = f"AUTO:/dir0:rw:{size}:0:0:0:0"
+    texts = [key, *CURRENT.volumes_request[1:]]
+    plan = {key: {"/data0": size}, **dict(list(CURRENT.volume_plan_request.items())[1:])}
+    return msgspec.structs.replace(
+        CURRENT,
+        volumes_request=texts,
+        volumes_limit=texts,
+        volume_plan_request=plan,
+        volume_plan_limit=plan,
+    )
 
 
 @pytest.mark.parametrize(

@@ -131,6 +131,37 @@ def test_storage_past_int64_is_refused() -> None:
         normalise([], bindings("AUTO:/d:rw:8000P", "AUTO:/e:rw:8000P"), 0, 0)
 
 
+@pytest.mark.parametrize("text", ["AUTO:/d:rw:-1G", "/src:/dst:rw:-1T", "/src:/dst:ro:-1:100"])
+def test_a_negative_size_is_refused_at_deploy_whatever_the_binding(text: str) -> None:
+    """Folded into the storage request, a mount's negative size would free node storage that
+    other workloads hold (and tell the engine a negative limit); only a realloc gives back."""
+    with pytest.raises(InvalidVolume, match="size can't be negative"):
+        normalise(bindings(text), bindings(text), 0, 0)
+    normalise(bindings(text), bindings(text), 0, 0, fold_storage=False)  # a realloc's delta
+
+
+def _over(size: int = 0, read_iops: int = 0) -> list[Binding]:
+    """A binding a merge made (parsing refuses such figures already)."""
+    return [parse_binding("AUTO:/d:rw:1G").with_numbers(size, (read_iops, 0, 0, 0))]
+
+
+@pytest.mark.parametrize(
+    "request_, limit, storage",
+    [
+        (bindings("AUTO:/d:rw:1G"), _over(size=2**63), 0),
+        (bindings("AUTO:/d:rw:1G:1"), _over(size=1, read_iops=2**63), 0),
+        (bindings("AUTO:/d:rw:1G"), bindings("AUTO:/d:rw:1G"), 2**63),
+    ],
+)
+def test_every_figure_fits_an_int64_in_either_mode(
+    request_: list[Binding], limit: list[Binding], storage: int
+) -> None:
+    """Core decodes them as Go int64s; a realloc's merge could add past that."""
+    for fold in (True, False):
+        with pytest.raises(InvalidRequest, match=str(2**63 - 1)):
+            normalise(request_, limit, storage, storage, fold_storage=fold)
+
+
 # decoding core's workload_resource_request (§1.4, §1.7, decision 3)
 
 
