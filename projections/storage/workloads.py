@@ -1,8 +1,9 @@
 """From a plan to what core stores and what the engine gets (§1.5, §1.6): the limit plan, the
 limit disks, the engine's volume strings and IOPS options.
 
-Plans are looked up as upstream does: the engine's bindings by destination, the limit plan by
-(source, destination, flags).
+Plans are looked up by binding, (source, destination, flags), for the limit plan as upstream
+does and for the engine too (upstream looked the engine's bindings up by destination: two
+bindings sharing one were both mounted on one of their volumes).
 """
 
 from __future__ import annotations
@@ -24,13 +25,10 @@ def first(placed: Mapping[str, int]) -> tuple[str, int]:
 def applied(limit: Sequence[Binding], plan: VolumePlan) -> list[Binding]:
     """The limit bindings on their planned paths, each at least its planned size (a monopoly
     share is the whole volume); bindings the plan does not name pass unchanged."""
-    by_destination: dict[str, tuple[str, int]] = {}
-    for key, placed in sorted(plan.items()):
-        if placed:
-            by_destination.setdefault(parse_binding(key).destination, first(placed))
+    by_key = _placed_by_key(plan)
     result = []
     for binding in limit:
-        found = by_destination.get(binding.destination)
+        found = by_key.get(binding.key)
         if found is None:
             result.append(binding)
         else:
@@ -39,15 +37,21 @@ def applied(limit: Sequence[Binding], plan: VolumePlan) -> list[Binding]:
     return result
 
 
+def _placed_by_key(plan: VolumePlan) -> dict[tuple[str, str, str], tuple[str, int]]:
+    """Each planned binding's (source, destination, flags) with its path and bytes."""
+    by_key: dict[tuple[str, str, str], tuple[str, int]] = {}
+    for key, placed in sorted(plan.items()):
+        if placed:
+            by_key.setdefault(parse_binding(key).key, first(placed))
+    return by_key
+
+
 def plan_limit(
     request: Sequence[Binding], limit: Sequence[Binding], plan: VolumePlan
 ) -> VolumePlan:
     """Each scheduled limit binding's planned path with its planned bytes + (limit - request):
     the pairs are matched by index (both lists sorted by canonical string)."""
-    by_key: dict[tuple[str, str, str], tuple[str, int]] = {}
-    for key, placed in sorted(plan.items()):
-        if placed:
-            by_key.setdefault(parse_binding(key).key, first(placed))
+    by_key = _placed_by_key(plan)
     result: VolumePlan = {}
     for asked, capped in zip(request, limit, strict=True):
         found = by_key.get(capped.key) if capped.scheduled else None

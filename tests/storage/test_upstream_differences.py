@@ -153,7 +153,8 @@ def test_a_negative_binding_is_refused_at_deploy(storage: Plugin, binding: str) 
 
 def test_two_bindings_with_one_destination_keep_their_own_plans(storage: Plugin) -> None:
     """Upstream merged the classes' plans by destination, adding the old size twice when two
-    bindings shared one. Here each binding keeps its own entry, and usage counts each once."""
+    bindings shared one, and mounted both on one volume. Here each binding keeps its own entry
+    and its own volume, and usage counts each once."""
     add_f4(storage, "n")
     storage.ok(
         "set-node-resource-usage",
@@ -167,6 +168,11 @@ def test_two_bindings_with_one_destination_keep_their_own_plans(storage: Plugin)
         "AUTO:/data:mrw:1073741824:0:0:0:0": {"/data1": T},
         "AUTO:/data:rw:1073741824:0:0:0:0": {"/data0": G},
     }
+    [engine] = planned.answer["engines_params"]
+    assert sorted(engine["volumes"]) == [
+        "/data0:/data:rw:1073741824",
+        "/data1:/data:rw:1099511627776",
+    ]
     storage.ok(
         "set-node-resource-usage",
         {"nodename": "n", "workloads_resource": [workload], "delta": True, "incr": True},
