@@ -9,6 +9,7 @@ import msgspec
 from resource_extend.ledger.errors import NotEnoughResource, PluginError
 from resource_extend.projections.storage import workloads
 from resource_extend.projections.storage.affinity import affinity_plan
+from resource_extend.projections.storage.arithmetic import added_disks
 from resource_extend.projections.storage.bindings import Binding, merge, parse_bindings
 from resource_extend.projections.storage.disks import Disk
 from resource_extend.projections.storage.host import build_host
@@ -194,13 +195,5 @@ def _delta(old: WorkloadResource, new: WorkloadResource) -> WorkloadResource:
 
 
 def _disk_delta(new: Sequence[Disk], old: Sequence[Disk]) -> list[Disk]:
-    changed = {disk.device: disk for disk in new}
-    for disk in old:
-        was = changed.get(disk.device)
-        if was is None:
-            changed[disk.device] = disk.with_quota(-q for q in disk.quota)
-        else:
-            changed[disk.device] = was.with_quota(
-                a - b for a, b in zip(was.quota, disk.quota, strict=True)
-            )
-    return [changed[device] for device in sorted(changed)]
+    """Per device, new minus old (a device listed twice counts twice, as in usage)."""
+    return sorted(added_disks(new, old, sign=-1), key=lambda disk: disk.device)

@@ -302,6 +302,19 @@ def test_storage_only_realloc_keeps_the_disks() -> None:
     assert zero.device == "/dev/vda" and zero.quota == (0, 0, 0, 0)
 
 
+def test_a_device_listed_twice_in_the_workload_is_kept_whole() -> None:
+    """A workload core hands back may list one device twice (usage sums both): a storage-only
+    realloc's delta for it is still zero, not minus one of the entries."""
+    halves = [
+        Disk(device="/dev/vda", mounts=["/", "/data0"]).with_quota((60, 60, M, M)),
+        Disk(device="/dev/vda", mounts=["/", "/data0"]).with_quota((40, 40, 0, 0)),
+    ]
+    current = msgspec.structs.replace(IOPS_CURRENT, disks_request=halves)
+    answer = calculate_realloc(IOPS_NODE, IOPS_USAGE, current, asked(storage=G))
+    (zero,) = answer.delta_resource.disks_request
+    assert zero.device == "/dev/vda" and zero.quota == (0, 0, 0, 0)
+
+
 def test_a_binding_removed_releases_its_disk_quota() -> None:
     removed = ParsedWorkloadRequest(
         request=tuple(bindings("AUTO:/db:rw:-2G", "AUTO:/new:rw:1G")),
