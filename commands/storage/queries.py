@@ -94,7 +94,9 @@ def get_nodes_deploy_capacity(request: requests.DeployCapacity, session: Session
              "Rate": 0.25, "Weight": 1}}, "total": 4}
 
     Capacity is the number of placements (at most scheduler.max_deploy_count), capped by
-    the storage left. Nodes that fit none are left out; an unknown node is an error.
+    the storage left; a request without volume bindings needs no placement, and its
+    capacity is the storage left divided by the request, uncapped, as upstream. Nodes that
+    fit none are left out; an unknown node is an error.
     """
     from resource_extend.projections.storage.capacity import nodes_deploy_capacity
 

@@ -33,6 +33,9 @@ def test_deploy_capacity_vectors(storage: Plugin) -> None:
         "Rate": 0.25,  # storage only: by storage, 1 T of 4 T
         "Weight": 1,
     }
+    # storage only: no placement to bound, so not capped by max_deploy_count (100 here), as
+    # upstream: 4 T / 1 G per node
+    assert capacity(storage, nodes, {"storage": "1G"})["total"] == 10 * 4096
     mono = capacity(storage, nodes, {"volumes": ["AUTO:/dir0:rwm:1G"]})
     assert mono["total"] == 40
     assert mono["nodes_deploy_capacity_map"]["test0"]["Rate"] == 1 / 4096  # by volumes
