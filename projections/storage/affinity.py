@@ -14,15 +14,8 @@ from collections.abc import Sequence
 
 from resource_extend.ledger.errors import NotEnoughResource
 from resource_extend.projections.storage.bindings import Binding, InvalidVolume, parse_binding
-from resource_extend.projections.storage.disks import NO_QUOTA, Quota
-from resource_extend.projections.storage.host import (
-    Host,
-    add,
-    build_host,
-    classify,
-    fits,
-    subtract,
-)
+from resource_extend.projections.storage.disks import NO_QUOTA, Quota, add, fits, subtract
+from resource_extend.projections.storage.host import Host, build_host, classify
 from resource_extend.projections.storage.monopoly import shares
 from resource_extend.projections.storage.resources import NodeResource, VolumePlan
 from resource_extend.projections.storage.schedule import Plan, schedule

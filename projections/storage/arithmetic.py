@@ -12,7 +12,9 @@ from collections.abc import Iterable
 
 import msgspec
 
-from resource_extend.projections.storage.disks import Disk, add_quota
+from resource_extend.projections.storage.disks import Disk
+from resource_extend.projections.storage.disks import add as add_quota
+from resource_extend.projections.storage.disks import times as times_quota
 from resource_extend.projections.storage.resources import NodeResource, Volumes, WorkloadResource
 
 
@@ -44,10 +46,10 @@ def added_disks(base: Iterable[Disk], delta: Iterable[Disk], sign: int = 1) -> l
     for disk in delta:
         was = disks.get(disk.device)
         if was is None:
-            disks[disk.device] = disk.with_quota(add_quota((0, 0, 0, 0), disk.quota, sign))
+            disks[disk.device] = disk.with_quota(times_quota(disk.quota, sign))
         else:
             mounts = disk.mounts if disk.mounts else was.mounts
-            quota = add_quota(was.quota, disk.quota, sign)
+            quota = add_quota(was.quota, times_quota(disk.quota, sign))
             disks[disk.device] = msgspec.structs.replace(was.with_quota(quota), mounts=mounts)
     return list(disks.values())
 

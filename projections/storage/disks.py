@@ -74,12 +74,23 @@ def parse_disk(text: str) -> Disk:
     return Disk(device=device, mounts=mounts.split(",")).with_quota((*iops, *bps))
 
 
-def add_quota(a: Quota, b: Quota, sign: int = 1) -> Quota:
-    return (a[0] + sign * b[0], a[1] + sign * b[1], a[2] + sign * b[2], a[3] + sign * b[3])
+def add(a: Quota, b: Quota) -> Quota:
+    return a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3]
 
 
-def fits(quota: Quota, free: Quota) -> bool:
-    return all(want <= have for want, have in zip(quota, free, strict=True))
+def subtract(a: Quota, b: Quota) -> Quota:
+    return a[0] - b[0], a[1] - b[1], a[2] - b[2], a[3] - b[3]
+
+
+def times(quota: Quota, n: int) -> Quota:
+    return quota[0] * n, quota[1] * n, quota[2] * n, quota[3] * n
+
+
+def fits(quota: Quota, left: Quota) -> bool:
+    """Whether ``quota`` is within ``left``, figure by figure."""
+    return (
+        left[0] >= quota[0] and left[1] >= quota[1] and left[2] >= quota[2] and left[3] >= quota[3]
+    )
 
 
 class Mounts:

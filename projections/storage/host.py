@@ -13,7 +13,15 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from resource_extend.projections.storage.bindings import Binding, InvalidVolume
-from resource_extend.projections.storage.disks import NO_QUOTA, Disk, Mounts, Quota
+from resource_extend.projections.storage.disks import (
+    NO_QUOTA,
+    Disk,
+    Mounts,
+    Quota,
+    add,
+    fits,
+    subtract,
+)
 from resource_extend.projections.storage.resources import NodeResource
 
 
@@ -55,16 +63,10 @@ class Host:
             self._devices[path] = found
             return found
 
-    def affords(self, path: str, quota: Quota, spent: Quota = NO_QUOTA) -> bool:
-        """Whether the disk serving ``path`` has ``quota`` left once ``spent`` is taken."""
+    def affords(self, path: str, quota: Quota) -> bool:
+        """Whether the disk serving ``path`` has ``quota`` left."""
         device = self.disk_of(path)
-        left = NO_QUOTA if device is None else self.left[device]
-        return (
-            left[0] - spent[0] >= quota[0]
-            and left[1] - spent[1] >= quota[1]
-            and left[2] - spent[2] >= quota[2]
-            and left[3] - spent[3] >= quota[3]
-        )
+        return fits(quota, NO_QUOTA if device is None else self.left[device])
 
 
 def build_host(capacity: NodeResource, usage: NodeResource) -> Host:
@@ -87,24 +89,6 @@ def build_host(capacity: NodeResource, usage: NodeResource) -> Host:
         if have is not None:
             left[disk.device] = subtract(have, disk.quota)
     return Host([p for _, p in used], [p for _, p in unused], free, left, disks)
-
-
-def add(a: Quota, b: Quota) -> Quota:
-    return a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3]
-
-
-def subtract(a: Quota, b: Quota) -> Quota:
-    return a[0] - b[0], a[1] - b[1], a[2] - b[2], a[3] - b[3]
-
-
-def times(quota: Quota, n: int) -> Quota:
-    return quota[0] * n, quota[1] * n, quota[2] * n, quota[3] * n
-
-
-def fits(quota: Quota, left: Quota) -> bool:
-    return (
-        left[0] >= quota[0] and left[1] >= quota[1] and left[2] >= quota[2] and left[3] >= quota[3]
-    )
 
 
 class Classes(NamedTuple):

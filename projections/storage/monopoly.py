@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from resource_extend.projections.storage.bindings import Binding
-from resource_extend.projections.storage.disks import NO_QUOTA, Quota
-from resource_extend.projections.storage.host import Classes, Host, fits, subtract
+from resource_extend.projections.storage.disks import NO_QUOTA, Quota, fits, subtract
+from resource_extend.projections.storage.host import Classes, Host
 
 
 def shares(mono: Sequence[Binding], whole: int) -> list[int]:

@@ -21,8 +21,8 @@ from bisect import bisect_left, insort
 from collections.abc import Sequence
 
 from resource_extend.projections.storage.bindings import Binding
-from resource_extend.projections.storage.disks import NO_QUOTA, Quota
-from resource_extend.projections.storage.host import Host, add, subtract, times
+from resource_extend.projections.storage.disks import NO_QUOTA, Quota, add, fits, subtract, times
+from resource_extend.projections.storage.host import Host
 
 Pattern = tuple[str, ...]
 """The volume path each normal binding of a pass lands on, in binding order."""
@@ -124,14 +124,7 @@ class _Runner:
             return True
         if device is None:
             return False
-        left = self.left[device]
-        gone = spent.get(device, NO_QUOTA)
-        return (
-            left[0] - gone[0] >= quota[0]
-            and left[1] - gone[1] >= quota[1]
-            and left[2] - gone[2] >= quota[2]
-            and left[3] - gone[3] >= quota[3]
-        )
+        return fits(quota, subtract(self.left[device], spent.get(device, NO_QUOTA)))
 
     def _one_pass(self) -> tuple[Pattern, dict[str, Quota]] | dict[str, Quota]:
         """One literal pass: its pattern and quota charged per device, or (failed) the quota

@@ -22,6 +22,7 @@ from resource_extend.projections.storage.resources import (
     WorkloadResource,
 )
 from resource_extend.projections.storage.schedule import Plan, schedule
+from resource_extend.projections.storage.sizes import go_div
 
 INSUFFICIENT = "cannot alloc a plan, not enough resource"
 """Core's ``ErrInsufficientResource``, which upstream wraps its reasons around."""
@@ -44,8 +45,7 @@ class ReallocAnswer(msgspec.Struct, kw_only=True):
 def storage_fits(capacity: NodeResource, usage: NodeResource, request: int) -> int:
     """How many copies of a storage request the node's storage left holds (Go's truncating
     division: a node already over its storage holds none)."""
-    left = capacity.storage - usage.storage
-    return abs(left) // request * (1 if left >= 0 else -1)
+    return go_div(capacity.storage - usage.storage, request)
 
 
 def calculate_deploy(

@@ -14,14 +14,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from resource_extend.projections.storage.disks import NO_QUOTA
-from resource_extend.projections.storage.host import (
-    Classes,
-    Host,
-    add,
-    go_search,
-    times,
-)
+from resource_extend.projections.storage.disks import NO_QUOTA, add, times
+from resource_extend.projections.storage.host import Classes, Host, go_search
 from resource_extend.projections.storage.monopoly import MonoCount, mono_volumes
 from resource_extend.projections.storage.normal import Enumeration, enumerate_normal
 

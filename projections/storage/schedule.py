@@ -24,8 +24,8 @@ from collections.abc import Sequence
 import msgspec
 
 from resource_extend.projections.storage.bindings import Binding
-from resource_extend.projections.storage.disks import NO_QUOTA, Quota
-from resource_extend.projections.storage.host import Classes, Host, add, build_host, classify
+from resource_extend.projections.storage.disks import NO_QUOTA, Quota, add
+from resource_extend.projections.storage.host import Classes, Host, build_host, classify
 from resource_extend.projections.storage.monopoly import shares
 from resource_extend.projections.storage.normal import Enumeration
 from resource_extend.projections.storage.promotion import Promotion

@@ -51,6 +51,12 @@ def parse_size(text: str) -> int:
     return sign * int(value)
 
 
+def go_div(numerator: int, denominator: int) -> int:
+    """Go's integer division: truncated toward zero (Python's ``//`` floors)."""
+    quotient = abs(numerator) // abs(denominator)
+    return quotient if (numerator >= 0) == (denominator >= 0) else -quotient
+
+
 def _bounded(value: int, text: str) -> int:
     if not -MAX_SIZE - 1 <= value <= MAX_SIZE:
         raise InvalidSize(f"invalid size: {text!r} is too large")

@@ -14,7 +14,7 @@ import msgspec
 
 from resource_extend.ledger.errors import InvalidRequest, NodeNotFound
 from resource_extend.projections.storage.bindings import InvalidVolume
-from resource_extend.projections.storage.disks import NO_QUOTA, Disk, Quota, add_quota
+from resource_extend.projections.storage.disks import NO_QUOTA, Disk, Quota, add, fits
 from resource_extend.projections.storage.requests import InvalidStorage
 from resource_extend.projections.storage.resources import NodeResource, Volumes
 from resource_extend.projections.storage.sizes import MAX_SIZE
@@ -124,9 +124,7 @@ def _summed(disks: Iterable[Disk]) -> dict[str, Disk]:
     by_device: dict[str, Disk] = {}
     for disk in disks:
         was = by_device.get(disk.device)
-        by_device[disk.device] = (
-            disk if was is None else was.with_quota(add_quota(was.quota, disk.quota))
-        )
+        by_device[disk.device] = disk if was is None else was.with_quota(add(was.quota, disk.quota))
     return dict(sorted(by_device.items()))
 
 
@@ -140,7 +138,7 @@ def _usage_disks(capacity: list[Disk], usage: dict[str, Disk]) -> list[Disk]:
             continue
         if any(value < 0 for value in used.quota):
             raise InvalidDiskQuota(f"disk IOPS / BPS can't be negative: usage {used.text()}")
-        if not _within(used.quota, disk.quota):
+        if not fits(used.quota, disk.quota):
             raise InvalidDiskQuota(
                 "disk IOPS / BPS usage can't be greater than capacity: "
                 f"{disk.device} uses {_quota_text(used.quota)} of {_quota_text(disk.quota)}"
@@ -153,10 +151,6 @@ def _usage_disks(capacity: list[Disk], usage: dict[str, Disk]) -> list[Disk]:
                 raise InvalidDiskQuota(f"disk {device} not found in capacity")
             del checked[device]
     return list(checked.values())
-
-
-def _within(used: Quota, capacity: Quota) -> bool:
-    return all(a <= b for a, b in zip(used, capacity, strict=True))
 
 
 def _quota_text(quota: Quota) -> str:

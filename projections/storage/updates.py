@@ -23,6 +23,7 @@ from resource_extend.projections.storage.arithmetic import (
 )
 from resource_extend.projections.storage.node_requests import NodeRequest
 from resource_extend.projections.storage.resources import NodeResource, WorkloadResource
+from resource_extend.projections.storage.sizes import go_div
 from resource_extend.projections.storage.state import NodeState, existing, validated
 from resource_extend.projections.storage.stored import decode_node_resource
 
@@ -54,7 +55,7 @@ def add_node(
     capacity = NodeResource(
         volumes=asked.volumes if asked.volumes else engine.volumes,
         disks=asked.disks if asked.disks else engine.disks,
-        storage=asked.storage or _truncated(engine.storage * share, whole),
+        storage=asked.storage or go_div(engine.storage * share, whole),
     )
     return validated(capacity, None)
 
@@ -136,9 +137,3 @@ def set_info(capacity: NodeResource | None, usage: NodeResource | None) -> NodeS
 
 def _as_resource(given: Given) -> NodeResource:
     return given.as_resource() if isinstance(given, NodeRequest) else given
-
-
-def _truncated(numerator: int, denominator: int) -> int:
-    """Go's integer division: toward zero."""
-    quotient = abs(numerator) // denominator
-    return quotient if numerator >= 0 else -quotient

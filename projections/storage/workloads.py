@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from resource_extend.projections.storage.bindings import Binding, parse_binding
-from resource_extend.projections.storage.disks import NO_QUOTA, Disk, Mounts, Quota
-from resource_extend.projections.storage.host import add
+from resource_extend.projections.storage.disks import NO_QUOTA, Disk, Mounts, Quota, add
 from resource_extend.projections.storage.resources import VolumePlan
 
 

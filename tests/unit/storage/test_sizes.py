@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from resource_extend.projections.storage.sizes import MAX_SIZE, InvalidSize, parse_size
+from resource_extend.projections.storage.sizes import MAX_SIZE, InvalidSize, go_div, parse_size
 from tests.unit.strategies import FAST
 
 K, M, G, T, P = (2**10 * 1024**n for n in range(5))
@@ -83,3 +83,11 @@ def test_suffixes_multiply_by_powers_of_1024(number: int, suffix: str) -> None:
     power = "kmgt".index(suffix) + 1
     assert parse_size(f"{number}{suffix}") == number * 1024**power
     assert parse_size(f"{number}{suffix.upper()}iB") == number * 1024**power
+
+
+@pytest.mark.parametrize(
+    "numerator, denominator, quotient",
+    [(7, 2, 3), (-7, 2, -3), (-8, 2, -4), (7, -2, -3), (0, 5, 0)],
+)
+def test_go_division_truncates_toward_zero(numerator: int, denominator: int, quotient: int) -> None:
+    assert go_div(numerator, denominator) == quotient
