@@ -42,5 +42,5 @@ def _signed(delta: cards.Cards) -> str:
 
 
 def summary(change: Any) -> str | None:
-    """What one of GPU's own changes did, in a few words (None: not one of GPU's)."""
+    """What a change of a GPU stream did, in a few words (None: the ledger's own)."""
     return changes.summary(change, cards.describe, _signed)

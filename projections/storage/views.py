@@ -44,9 +44,15 @@ def _volumes(state: NodeState) -> str:
     )
 
 
-def _quota(disk: Disk) -> str:
+def _quota(disk: Disk, *, signed: bool = False) -> str:
     r, w, rb, wb = disk.quota
-    return f"{r}/{w} IOPS {human(rb)}/{human(wb)} B/s"
+    iops = f"{_sign(r, signed)}{r}/{_sign(w, signed)}{w} IOPS"
+    return f"{iops} {_sign(rb, signed)}{human(rb)}/{_sign(wb, signed)}{human(wb)} B/s"
+
+
+def _sign(n: int, signed: bool) -> str:
+    """The ``+`` a delta's non-negative figure shows (a negative one has its ``-``)."""
+    return "+" if signed and n >= 0 else ""
 
 
 def _disks(state: NodeState) -> str:
@@ -79,14 +85,12 @@ def state_json(state: NodeState | None) -> dict[str, Any]:
 
 def describe(resource: NodeResource, *, signed: bool = False) -> str:
     """A resource (or a delta) in a few words: ``/data0 +100G, storage +100G, /dev/vda +100/+0
-    IOPS``."""
-    sign = "+" if signed else ""
+    IOPS +0/+0 B/s``."""
     parts = [
-        f"{p} {'+' if signed and n >= 0 else ''}{human(n)}"
-        for p, n in sorted((resource.volumes or {}).items())
+        f"{p} {_sign(n, signed)}{human(n)}" for p, n in sorted((resource.volumes or {}).items())
     ]
-    parts.append(f"storage {sign if resource.storage >= 0 else ''}{human(resource.storage)}")
-    parts += [f"{d.device} {_quota(d)}" for d in resource.disks or ()]
+    parts.append(f"storage {_sign(resource.storage, signed)}{human(resource.storage)}")
+    parts += [f"{d.device} {_quota(d, signed=signed)}" for d in resource.disks or ()]
     return ", ".join(parts)
 
 
@@ -95,5 +99,5 @@ def _signed(delta: NodeResource) -> str:
 
 
 def summary(change: Any) -> str | None:
-    """What one of storage's own changes did, in a few words (None: not one of storage's)."""
+    """What a change of a storage stream did, in a few words (None: the ledger's own)."""
     return changes.summary(change, describe, _signed)
