@@ -3,7 +3,8 @@ ignored and ``null`` stands for an absent value."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 import msgspec
 
@@ -38,3 +39,34 @@ class MetricsNode(msgspec.Struct, kw_only=True):
 
 class Metrics(MetricsNode, kw_only=True):
     nodes: Annotated[list[MetricsNode], msgspec.Meta(max_length=MAX_NODES)] | None = None
+
+
+def spellings(*types: type[msgspec.Struct]) -> dict[str, str]:
+    """Every field of ``types`` as JSON names it, by its case-folded form."""
+    return {
+        field.encode_name.casefold(): field.encode_name
+        for struct in types
+        for field in msgspec.structs.fields(struct)
+    }
+
+
+def miscased(
+    request: Any, fields: Mapping[str, str], opaque: frozenset[str] = frozenset()
+) -> tuple[str, str, str] | None:
+    """Where (path, key, the field's spelling) a decoded request spells a field in another
+    case, if anywhere. Go's decoder matched such a key to the field; read here as an unknown
+    key, it would be ignored, and a verb would count nothing where core meant something. The
+    values of ``opaque`` fields are not looked into: their keys are data (products, paths)."""
+    stack: list[tuple[str, Any]] = [("$", request)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            for key, item in value.items():
+                exact = fields.get(key.casefold())
+                if exact is not None and key != exact:
+                    return path, key, exact
+                if key not in opaque:
+                    stack.append((f"{path}.{key}" if key.isidentifier() else f"{path}[...]", item))
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{i}]", item) for i, item in enumerate(value))
+    return None

@@ -8,6 +8,7 @@ from typing import Annotated, Any, TypeVar
 
 import msgspec
 
+from resource_extend.commands import requests as shared
 from resource_extend.commands.requests import (
     MAX_WORKLOADS,
     DeployCount,
@@ -120,19 +121,7 @@ def _may_spell_field_otherwise(raw: bytes) -> bool:
 
 def miscased(request: Any) -> tuple[str, str] | None:
     """Where (path, key) a decoded request spells ``prod_count_map`` in another case, if
-    anywhere. Upstream's decoder matched such a key to the field; ignored here, as unknown keys
-    are, it would leave the map empty and a deploy without its cards. Product maps (the values
-    of ``prod_count_map`` itself) are not looked into: their keys are products."""
-    stack: list[tuple[str, Any]] = [("$", request)]
-    while stack:
-        path, value = stack.pop()
-        if isinstance(value, dict):
-            for key, item in value.items():
-                if key == FIELD:
-                    continue
-                if key.lower() == FIELD:
-                    return path, key
-                stack.append((f"{path}.{key}" if key.isidentifier() else f"{path}[...]", item))
-        elif isinstance(value, list):
-            stack.extend((f"{path}[{i}]", item) for i, item in enumerate(value))
-    return None
+    anywhere (:func:`commands.requests.miscased`); product maps are not looked into: their
+    keys are products."""
+    found = shared.miscased(request, {FIELD: FIELD}, frozenset({FIELD}))
+    return None if found is None else found[:2]

@@ -37,6 +37,7 @@ def metrics_descriptions() -> list[Any]:
 
 
 def decode(raw: bytes, request_type: type[Any]) -> Any:
-    import msgspec
+    """A request (``commands.storage.requests.decode``: a mis-cased field is refused)."""
+    from resource_extend.commands.storage import requests
 
-    return msgspec.json.decode(raw, type=request_type)
+    return requests.decode(raw, request_type)

@@ -1,14 +1,16 @@
 """The request of every core verb as resource-storage reads it, with core's field names.
 
-Unknown keys are ignored and ``null`` stands for an absent value. A node's resource may come in
-either of its two forms (``{"volumes": ["/data0:1T"], "storage": "1T"}`` as an operator types
-it, or the stored form core hands back), so those fields stay raw until the verb reads them
-(``projections.storage.node_requests``); everything else is typed here.
+Unknown keys are ignored and ``null`` stands for an absent value, but a key that spells a
+field in another case (``Storage_Request``) is refused (:func:`decode`). A node's resource may
+come in either of its two forms (``{"volumes": ["/data0:1T"], "storage": "1T"}`` as an
+operator types it, or the stored form core hands back), so those fields stay raw until the
+verb reads them (``projections.storage.node_requests``); everything else is typed here.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import functools
+from typing import Annotated, Any, TypeVar
 
 import msgspec
 
@@ -20,9 +22,16 @@ from resource_extend.commands.requests import (
     MetricsNode,
     NodeRequest,
     NodesRequest,
+    miscased,
+    spellings,
 )
+from resource_extend.projections.storage.disks import Disk
+from resource_extend.projections.storage.node_requests import RequestForm
 from resource_extend.projections.storage.requests import WorkloadRequestWire
-from resource_extend.projections.storage.resources import WorkloadResource
+from resource_extend.projections.storage.resources import NodeResource, WorkloadResource
+from resource_extend.projections.storage.stored import exactly_spelled
+
+T = TypeVar("T")
 
 Workloads = Annotated[list[WorkloadResource | None], msgspec.Meta(max_length=MAX_WORKLOADS)]
 NodeForm = Any
@@ -69,6 +78,35 @@ class SetNodeInfo(NodeRequest, kw_only=True):
     usage: NodeForm = None
 
 
+@functools.cache
+def fields() -> dict[str, str]:
+    """Every field a request may hold, at any depth, by its case-folded form (made when a
+    request first needs it: most never do)."""
+    return spellings(
+        AddNode, CalculateDeploy, CalculateRealloc, DeployCapacity, SetUsage, SetNodeInfo,
+        EngineInfo, Metrics, WorkloadRequestWire, WorkloadResource, Disk, NodeResource,
+        RequestForm,
+    )  # fmt: skip
+
+
+OPAQUE = frozenset({"volumes", "volume_plan_request", "volume_plan_limit", "Resources"})
+"""Fields whose values' keys are data (paths, bindings, plugin names), never fields."""
+
+
+def decode(raw: bytes, request_type: type[T]) -> T:
+    """``raw`` as ``request_type``; raises msgspec's errors, and ``ValidationError`` for a key
+    spelling a field in another case anywhere (see :func:`commands.requests.miscased`)."""
+    decoded = msgspec.json.decode(raw, type=request_type)
+    if not exactly_spelled(raw):
+        where = miscased(msgspec.json.decode(raw), fields(), OPAQUE)
+        if where is not None:
+            path, key, exact = where
+            raise msgspec.ValidationError(
+                f"{key!r} is not a field: it is spelled {exact!r} - at `{path}`"
+            )
+    return decoded
+
+
 __all__ = [
     "AddNode",
     "CalculateDeploy",
@@ -83,4 +121,5 @@ __all__ = [
     "SetCapacity",
     "SetNodeInfo",
     "SetUsage",
+    "decode",
 ]

@@ -64,7 +64,9 @@ class NodeRequest(msgspec.Struct, frozen=True, kw_only=True):
         )
 
 
-class _RequestForm(msgspec.Struct, kw_only=True):
+class RequestForm(msgspec.Struct, kw_only=True):
+    """A node resource as an operator types it: ``{"volumes": ["/data0:1T"], ...}``."""
+
     volumes: Annotated[list[Text], msgspec.Meta(max_length=MAX_NODE_VOLUMES)] | None = None
     storage: Storage | None = None
     disks: Annotated[list[Text], msgspec.Meta(max_length=MAX_NODE_DISKS)] | None = None
@@ -91,7 +93,7 @@ def node_request_of(value: Any, what: str) -> NodeRequest | NodeResource | None:
     if _is_stored_form(value, what):
         return node_resource_of(value, what)
     try:
-        form = msgspec.convert(value, _RequestForm)
+        form = msgspec.convert(value, RequestForm)
     except msgspec.ValidationError as exc:
         raise InvalidRequest(f"invalid {what}: {exc}") from None
     return _parsed(form)
@@ -124,7 +126,7 @@ def _is_stored_form(value: dict[str, Any], what: str) -> bool:
     return not requested and type(storage) is int and {"volumes", "disks"} <= value.keys()
 
 
-def _parsed(form: _RequestForm) -> NodeRequest:
+def _parsed(form: RequestForm) -> NodeRequest:
     return NodeRequest(
         volumes=msgspec.UNSET if form.volumes is None else _volumes(form.volumes),
         storage=msgspec.UNSET if form.storage is None else storage_bytes(form.storage, "storage"),

@@ -41,7 +41,7 @@ def read_stored(raw: bytes) -> tuple[NodeResource, NodeResource, int | None]:
 
     The fast path of many-node reads: one C decode unless the bytes may spell a key otherwise.
     """
-    if _exactly_spelled(raw):
+    if exactly_spelled(raw):
         record = _record_decoder.decode(raw)
     else:
         record = msgspec.convert(_renamed_record(msgspec.json.decode(raw)), StoredRecord)
@@ -52,7 +52,7 @@ def decode_node_resource(raw: bytes, what: str) -> NodeResource:
     """A stored-form input named ``what`` (``resource``, ``capacity``...) as JSON bytes; a
     ``null`` is an empty resource. Raises :class:`InvalidRequest` naming the bad key."""
     try:
-        if _exactly_spelled(raw):
+        if exactly_spelled(raw):
             return _resource_decoder.decode(raw) or NodeResource()
         return node_resource_of(msgspec.json.decode(raw), what)
     except msgspec.DecodeError as exc:  # ValidationError included
@@ -69,7 +69,7 @@ def node_resource_of(value: Any, what: str) -> NodeResource:
         raise InvalidRequest(f"invalid {what}: {exc}") from None
 
 
-def _exactly_spelled(raw: bytes) -> bool:
+def exactly_spelled(raw: bytes) -> bool:
     """True when no key can be a field spelled in another case. Every field name is lower
     case but for ``_IOPS``, so bytes with no other upper-case letter, no ``_iops`` key, no
     escape and nothing outside ASCII (Go also folds the long s to ``s`` and the Kelvin sign to

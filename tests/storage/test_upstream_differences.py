@@ -40,6 +40,26 @@ def test_storage_given_as_a_json_number_counts(storage: Plugin) -> None:
     assert capacity["total"] == 4
 
 
+def test_a_field_spelt_in_another_case_is_refused(storage: Plugin) -> None:
+    """Go matched ``Storage_Request`` to the field. Ignored as an unknown key, a release would
+    give back nothing, and usage would drift without an error: refused, nothing written."""
+    add_f4(storage, "n")
+    [workload] = deploy(storage, {"volumes": ["AUTO:/d:rw:1G"]}).answer["workloads_resource"]
+    storage.ok(
+        "set-node-resource-usage",
+        {"nodename": "n", "workloads_resource": [workload], "delta": True, "incr": True},
+    )
+    before = info(storage, "n")
+    shouting = {key.upper(): value for key, value in workload.items()}
+    line = storage.fails(
+        "set-node-resource-usage",
+        {"nodename": "n", "workloads_resource": [shouting], "delta": True, "incr": False},
+    )
+    assert "is not a field" in line and "workloads_resource[0]" in line, line
+    assert info(storage, "n") == before
+    assert len(storage.history("n")) == 2
+
+
 def test_a_storage_only_realloc_keeps_the_workloads_disk_quota(storage: Plugin) -> None:
     """Upstream dropped disks_request when nothing needed placing, and its delta gave the
     workload's IOPS back to the node while the workload kept using them."""
