@@ -11,9 +11,16 @@ if TYPE_CHECKING:
     from resource_extend.ledger.kinds import Kind
 
 REQUEST_EPILOG = (
-    "Bindings are source:destination[:flags[:size[:rIOPS[:wIOPS[:rBPS[:wBPS]]]]]] (source AUTO "
-    "lets the plugin choose a volume; flag m takes a whole one); sizes are bytes or human "
-    "sizes (1G = 2^30). The verb reads one JSON object on stdin and prints one JSON value on "
+    'R is a node resource, {"volumes": {"/data0": <bytes>}, "disks": [{"device", "mounts", '
+    '"read_IOPS", "write_IOPS", "read_bps", "write_bps"}], "storage": <bytes>}; as an input '
+    'it may also take the form people type, {"volumes": ["/data0:1T"], "disks": '
+    '["/dev/vda:/,/data0:1000:1000:1G:1G"], "storage": "2T"}. Q is a workload request, '
+    '{"volumes-request": [B, ...], "volumes-limit": [B, ...], "storage-request": <size>, '
+    '"storage-limit": <size>} ("volumes" and "storage" set both); W a workload\'s resource '
+    "and P its engine parameters, as calculate-deploy answers them. A binding B is "
+    "source:destination[:flags[:size[:rIOPS[:wIOPS[:rBPS[:wBPS]]]]]] (source AUTO lets the "
+    "plugin choose a volume; flag m takes a whole one); sizes are bytes or human sizes "
+    "(1G = 2^30). The verb reads one JSON object on stdin and prints one JSON value on "
     "stdout. On failure it prints one line on stderr, exits 1, and has written nothing."
 )
 
