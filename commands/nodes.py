@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from resource_extend.commands.protocol import Session
+from resource_extend.commands.requests import Metrics
 from resource_extend.ledger.errors import InvalidRequest, NodeNotFound
 from resource_extend.ledger.keys import check_node_name
+from resource_extend.projections.metrics import Metric
 
 
 def node_names(names: list[str] | None) -> list[str]:
@@ -32,3 +35,29 @@ def read_states(session: Session, names: list[str]) -> dict[str, Any]:
         if node not in found:
             raise NodeNotFound(node)
     return {node: found[node] for node in names}
+
+
+def resource_info_map(
+    session: Session, names: list[str] | None, shown: Callable[[Any], Any]
+) -> dict[str, Any]:
+    """get-nodes-resource-info's answer: each named node that exists, as ``shown``."""
+    states = session.store.read_many([check_node_name(name) for name in names or []])
+    return {"node_resource_info_map": {node: shown(state) for node, state in states.items()}}
+
+
+def metrics_of(
+    session: Session, request: Metrics, node_metrics: Callable[[str, str, Any], list[Metric]]
+) -> list[Metric]:
+    """get-metrics' answer: one node's gauges (an unknown node is an error), or, in the batched
+    form, those of each named node that exists."""
+    if request.nodes is None:
+        node = check_node_name(request.nodename)
+        return node_metrics(request.podname or "", node, read_state(session, node))
+    wanted = [(item.podname or "", check_node_name(item.nodename)) for item in request.nodes]
+    states = session.store.read_many(node for _, node in wanted)
+    return [
+        metric
+        for podname, node in wanted
+        if node in states
+        for metric in node_metrics(podname, node, states[node])
+    ]

@@ -6,7 +6,13 @@ from typing import Any
 
 from resource_extend.commands.gpu import requests
 from resource_extend.commands.gpu.answers import node_resources, workloads_sum
-from resource_extend.commands.nodes import node_names, read_state, read_states
+from resource_extend.commands.nodes import (
+    metrics_of,
+    node_names,
+    read_state,
+    read_states,
+    resource_info_map,
+)
 from resource_extend.commands.protocol import Session, verb
 from resource_extend.ledger.keys import check_node_name
 from resource_extend.projections.gpu import capacity, metrics
@@ -120,9 +126,7 @@ def get_nodes_resource_info(request: requests.NodesRequest, session: Session) ->
     stdin   {"nodenames": ["n1", ...]}
     stdout  {"node_resource_info_map": {"n1": {"capacity": R, "usage": R}}}
     """
-    names = [check_node_name(name) for name in request.nodenames or []]
-    states = session.store.read_many(names)
-    return {"node_resource_info_map": {n: node_resources(s) for n, s in states.items()}}
+    return resource_info_map(session, request.nodenames, node_resources)
 
 
 @verb("get-most-idle-node", requests.NodesRequest)
@@ -152,14 +156,4 @@ def get_metrics(request: requests.Metrics, session: Session) -> list[metrics.Met
     Dots in the node and product become underscores in the statsd key. In the batched form
     unknown nodes are skipped.
     """
-    if request.nodes is None:
-        node = check_node_name(request.nodename)
-        return metrics.node_metrics(request.podname or "", node, _state(session, node))
-    wanted = [(item.podname or "", check_node_name(item.nodename)) for item in request.nodes]
-    states = session.store.read_many(node for _, node in wanted)
-    return [
-        metric
-        for podname, node in wanted
-        if node in states
-        for metric in metrics.node_metrics(podname, node, states[node])
-    ]
+    return metrics_of(session, request, metrics.node_metrics)

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from resource_extend.commands.nodes import node_names, read_state, read_states
+from resource_extend.commands.nodes import (
+    metrics_of,
+    node_names,
+    read_state,
+    read_states,
+    resource_info_map,
+)
 from resource_extend.commands.protocol import Session, verb
 from resource_extend.commands.storage import requests
 from resource_extend.ledger.keys import check_node_name
 from resource_extend.projections.metrics import Metric
-from resource_extend.projections.storage import metrics
-from resource_extend.projections.storage.diffs import node_diffs
 from resource_extend.projections.storage.requests import (
     parse_workload_request,
     workload_request,
@@ -30,10 +34,6 @@ def _state(session: Session, node: str) -> NodeState:
 
 def _states(session: Session, names: list[str]) -> dict[str, NodeState]:
     return read_states(session, names)
-
-
-def _resources(state: NodeState) -> dict[str, Any]:
-    return {"capacity": state.capacity, "usage": state.usage}
 
 
 def _bound(session: Session) -> int:
@@ -117,9 +117,12 @@ def get_node_resource_info(request: requests.NodeResourceInfo, session: Session)
 
     An unknown node is an error (as upstream; resource-gpu prints null).
     """
+    from resource_extend.projections.storage.diffs import node_diffs
+    from resource_extend.projections.storage.views import state_json
+
     node = check_node_name(request.nodename)
     state = _state(session, node)
-    return {**_resources(state), "diffs": node_diffs(node, state, request.workloads_resource or [])}
+    return {**state_json(state), "diffs": node_diffs(node, state, request.workloads_resource or [])}
 
 
 @verb("get-nodes-resource-info", requests.NodesRequest)
@@ -130,9 +133,9 @@ def get_nodes_resource_info(request: requests.NodesRequest, session: Session) ->
     stdin   {"nodenames": ["n1", ...]}
     stdout  {"node_resource_info_map": {"n1": {"capacity": R, "usage": R}}}
     """
-    names = [check_node_name(name) for name in request.nodenames or []]
-    states: dict[str, NodeState] = session.store.read_many(names)
-    return {"node_resource_info_map": {n: _resources(s) for n, s in states.items()}}
+    from resource_extend.projections.storage.views import state_json
+
+    return resource_info_map(session, request.nodenames, state_json)
 
 
 @verb("get-most-idle-node", requests.NodesRequest)
@@ -159,14 +162,6 @@ def get_metrics(request: requests.Metrics, session: Session) -> list[Metric]:
     Dots in the node name become underscores in the statsd key. In the batched form unknown
     nodes are skipped.
     """
-    if request.nodes is None:
-        node = check_node_name(request.nodename)
-        return metrics.node_metrics(request.podname or "", node, _state(session, node))
-    wanted = [(item.podname or "", check_node_name(item.nodename)) for item in request.nodes]
-    states: dict[str, NodeState] = session.store.read_many(node for _, node in wanted)
-    return [
-        metric
-        for podname, node in wanted
-        if node in states
-        for metric in metrics.node_metrics(podname, node, states[node])
-    ]
+    from resource_extend.projections.storage.metrics import node_metrics
+
+    return metrics_of(session, request, node_metrics)

@@ -14,6 +14,7 @@ from resource_extend.projections.storage.node_requests import node_request_of
 from resource_extend.projections.storage.state import NodeState
 from resource_extend.projections.storage.stored import node_resource_of
 from resource_extend.projections.storage.updates import Given, chosen
+from resource_extend.projections.storage.views import state_json
 
 ENGINE_INFO_KEY = "storage"
 """Where a VM engine's node report carries its volumes and storage (stored form, base64)."""
@@ -21,7 +22,7 @@ ENGINE_INFO_KEY = "storage"
 
 def _state(state: NodeState | None) -> dict[str, Any]:
     assert state is not None, "a verb that requires the node returned without it"
-    return {"capacity": state.capacity, "usage": state.usage}
+    return state_json(state)
 
 
 def _given(request: requests.SetCapacity) -> Given | None:
