@@ -70,3 +70,14 @@ def miscased(
         elif isinstance(value, list):
             stack.extend((f"{path}[{i}]", item) for i, item in enumerate(value))
     return None
+
+
+def refuse_miscased(raw: bytes, fields: Mapping[str, str], opaque: frozenset[str]) -> None:
+    """Raises ``ValidationError`` (path, key and the field's spelling) when the request in
+    ``raw`` spells a field in another case anywhere (see :func:`miscased`)."""
+    where = miscased(msgspec.json.decode(raw), fields, opaque)
+    if where is not None:
+        path, key, exact = where
+        raise msgspec.ValidationError(
+            f"{key!r} is not a field: it is spelled {exact!r} - at `{path}`"
+        )

@@ -42,6 +42,10 @@ from resource_extend.projections.gpu.resources import Count, Product, Resource
 T = TypeVar("T")
 FIELD = "prod_count_map"
 """The one field of ``R``."""
+_FIELDS = {FIELD: FIELD}
+_FIELDS_OPAQUE = frozenset(_FIELDS)
+"""The field whose mis-casing :func:`decode` refuses, and whose values (product maps) it does
+not look into: their keys are products."""
 
 Workloads = Annotated[list[Resource | None], msgspec.Meta(max_length=MAX_WORKLOADS)]
 
@@ -105,12 +109,7 @@ def decode(raw: bytes, request_type: type[T]) -> T:
     that spells ``prod_count_map`` in another case anywhere (see :func:`miscased`)."""
     decoded = msgspec.json.decode(raw, type=request_type)
     if _may_spell_field_otherwise(raw):
-        where = miscased(msgspec.json.decode(raw))
-        if where is not None:
-            raise msgspec.ValidationError(
-                f"{where[1]!r} is not a field: field names are lower case ({FIELD!r}) "
-                f"- at `{where[0]}`"
-            )
+        shared.refuse_miscased(raw, _FIELDS, _FIELDS_OPAQUE)
     return decoded
 
 
@@ -123,5 +122,5 @@ def miscased(request: Any) -> tuple[str, str] | None:
     """Where (path, key) a decoded request spells ``prod_count_map`` in another case, if
     anywhere (:func:`commands.requests.miscased`); product maps are not looked into: their
     keys are products."""
-    found = shared.miscased(request, {FIELD: FIELD}, frozenset({FIELD}))
+    found = shared.miscased(request, _FIELDS, _FIELDS_OPAQUE)
     return None if found is None else found[:2]

@@ -22,7 +22,7 @@ from resource_extend.commands.requests import (
     MetricsNode,
     NodeRequest,
     NodesRequest,
-    miscased,
+    refuse_miscased,
     spellings,
 )
 from resource_extend.projections.storage.disks import Disk
@@ -95,15 +95,10 @@ OPAQUE = frozenset({"volumes", "volume_plan_request", "volume_plan_limit", "Reso
 
 def decode(raw: bytes, request_type: type[T]) -> T:
     """``raw`` as ``request_type``; raises msgspec's errors, and ``ValidationError`` for a key
-    spelling a field in another case anywhere (see :func:`commands.requests.miscased`)."""
+    spelling a field in another case anywhere (:func:`commands.requests.refuse_miscased`)."""
     decoded = msgspec.json.decode(raw, type=request_type)
     if not exactly_spelled(raw):
-        where = miscased(msgspec.json.decode(raw), fields(), OPAQUE)
-        if where is not None:
-            path, key, exact = where
-            raise msgspec.ValidationError(
-                f"{key!r} is not a field: it is spelled {exact!r} - at `{path}`"
-            )
+        refuse_miscased(raw, fields(), OPAQUE)
     return decoded
 
 

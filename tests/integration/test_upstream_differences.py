@@ -118,7 +118,7 @@ def test_a_field_spelt_in_another_case_is_refused(
     the key, and nothing is written."""
     plugin.add("n1", EIGHT)
     events = event_count(plugin, "n1")
-    line = fails_on(plugin, verb, request_, request_["nodename"], "field names are lower case")
+    line = fails_on(plugin, verb, request_, request_["nodename"], "it is spelled 'prod_count_map'")
     assert "prod_count_map" in line.lower()
     assert state(plugin, "n1") == (EIGHT, {})
     assert event_count(plugin, "n1") == events
@@ -137,7 +137,7 @@ def test_a_field_spelt_in_another_case_is_refused_however_it_is_escaped(plugin: 
     assert json.loads(raw)["resource"] == MISCASED
     line = plugin.fails("add-node", raw=raw)
     assert line.startswith("resource-gpu add-node: node n2: ")
-    assert "field names are lower case" in line
+    assert "it is spelled 'prod_count_map'" in line
     assert plugin.info("n2") is None
 
 

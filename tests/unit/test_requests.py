@@ -58,7 +58,7 @@ def test_decode_refuses_a_miscased_field_with_its_path() -> None:
 
 def test_decode_sees_through_escapes() -> None:
     raw = b'{"resource": {"\\u0050rod_count_map": {"a": 1}}}'
-    with pytest.raises(msgspec.ValidationError, match="lower case"):
+    with pytest.raises(msgspec.ValidationError, match="it is spelled 'prod_count_map'"):
         requests.decode(raw, requests.AddNode)
 
 
