@@ -12,10 +12,13 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+import msgspec
+
 from resource_extend.ledger import wire
 from resource_extend.ledger.config import EtcdConfig
-from resource_extend.ledger.errors import StoreError
+from resource_extend.ledger.errors import EtcdFull, StoreError
 from resource_extend.ledger.transport import (
+    NoSpace,
     Refused,
     Transport,
     Unavailable,
@@ -84,7 +87,28 @@ class Connection:
         return max(min(remaining, self._config.timeout / len(self._endpoints)), 0.05)
 
     def _txn(self, request: wire.TxnRequest, *, write: bool = False) -> wire.TxnResponse:
-        return self._send(request, wire.TxnResponse, write=write)
+        try:
+            return self._send(request, wire.TxnResponse, write=write)
+        except EtcdFull:
+            if write or not _ranges_only(request):
+                raise
+            # etcd before 3.5.5 refuses even a read-only transaction under NOSPACE; ranges
+            # still pass, so read them one by one at one revision (what the transaction saw).
+            return self._ranges_at_one_revision(request)
+
+    def _ranges_at_one_revision(self, request: wire.TxnRequest) -> wire.TxnResponse:
+        responses: list[wire.ResponseOp] = []
+        revision = 0
+        for op in request.success:
+            assert op.request_range is not None
+            asked = op.request_range
+            if revision and not asked.revision:
+                asked = msgspec.structs.replace(asked, revision=revision)
+            answer = self._range(asked)
+            revision = revision or answer.header.revision
+            responses.append(wire.ResponseOp(response_range=answer))
+        header = wire.Header(revision=revision)
+        return wire.TxnResponse(header=header, succeeded=True, responses=responses)
 
     def _range(self, request: wire.RangeRequest) -> wire.RangeResponse:
         return self._send(request, wire.RangeResponse)
@@ -110,6 +134,8 @@ class Connection:
                 try:
                     timeout = self._attempt_timeout()
                     return self._transport.send(self._current, request, reply, timeout)
+                except NoSpace:
+                    raise EtcdFull(where) from None
                 except Refused as exc:
                     raise StoreError(f"etcd at {where} refused the request: {exc}") from None
                 except Unavailable as exc:
@@ -163,3 +189,8 @@ class Connection:
         if failures:
             raise failures[0]
         return [result[0] for result in results if result is not None]
+
+
+def _ranges_only(request: wire.TxnRequest) -> bool:
+    """Whether the transaction only reads: no compare, and ranges in its success branch."""
+    return not request.compare and all(op.request_range is not None for op in request.success)

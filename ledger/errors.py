@@ -38,6 +38,19 @@ class StoreError(PluginError):
     """etcd refused, failed or could not be reached."""
 
 
+class EtcdFull(StoreError):
+    """etcd's NOSPACE alarm is raised: it refuses every write until an operator frees space."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__(
+            f"etcd at {where} refuses writes: its NOSPACE alarm is raised (the database reached "
+            "its quota, --quota-backend-bytes; core's own writes fail too). Nothing was "
+            "written. To recover: compact etcd's history and defragment every member, then "
+            "disarm the alarm (etcdctl compact, etcdctl defrag, etcdctl alarm disarm); the "
+            "plugins' footprint command shows their share"
+        )
+
+
 class Contention(StoreError):
     """Too many concurrent writers won the compare-and-swap before us."""
 

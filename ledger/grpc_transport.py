@@ -31,7 +31,7 @@ from google.protobuf import json_format
 from resource_extend.ledger import wire
 from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.endpoints import UNVERIFIED, read_tls_file
-from resource_extend.ledger.transport import Refused, Reply, Unavailable
+from resource_extend.ledger.transport import Refused, Reply, Unavailable, refused
 
 _TRANSIENT = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
 _GRPC_OPTIONS = [("grpc.max_receive_message_length", 64 * 1024 * 1024)]
@@ -153,4 +153,4 @@ def _failure(exc: grpc.RpcError) -> Unavailable | Refused:
     if any(sign in details for sign in _UNVERIFIED_SIGNS):
         details = f"{UNVERIFIED} ({details})"
     detail = f"{exc.code().name.lower()}: {details}"
-    return Unavailable(detail) if exc.code() in _TRANSIENT else Refused(detail)
+    return Unavailable(detail) if exc.code() in _TRANSIENT else refused(detail)

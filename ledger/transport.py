@@ -47,6 +47,19 @@ class Refused(Exception):
     """etcd answered with an error."""
 
 
+class NoSpace(Refused):
+    """etcd's NOSPACE alarm is raised: its database reached its quota."""
+
+
+NO_SPACE_SIGN = "database space exceeded"
+"""How etcd says NOSPACE (``etcdserver: mvcc: database space exceeded``), over both APIs."""
+
+
+def refused(detail: str) -> Refused:
+    """The error for an answer etcd refused, NOSPACE told apart."""
+    return NoSpace(detail) if NO_SPACE_SIGN in detail else Refused(detail)
+
+
 class Transport(Protocol):
     def send(
         self,
@@ -223,7 +236,7 @@ class HttpTransport:
         if code == "unauthenticated" and authenticated and not fresh_token:
             self._tokens.pop(endpoint, None)  # the token expired: authenticate once more
             return self._post(endpoint, path, body, timeout, fresh_token=True)
-        raise Refused(detail)
+        raise refused(detail)
 
     def _token(self, endpoint: int, timeout: float) -> str:
         token = self._tokens.get(endpoint)
