@@ -59,6 +59,7 @@ Auditors and operators:
   {prog} compact NODE... | --all --keep N [--export-dir DIR] [--min-age S]
   {prog} helper [--stop] [--all]         the resident helper serving core's calls
   {prog} migrate [--dry-run]             move streams resource-gpu 0.1 wrote
+  {prog} footprint [--top N] [--json]    the plugin's share of etcd, and how full etcd is
 POINT is a seq or an RFC 3339 time. Run "{prog} COMMAND --help" for each.
 """
 

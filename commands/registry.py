@@ -49,6 +49,7 @@ AUDITOR_COMMANDS: dict[str, str] = {
     "compact": "resource_extend.commands.verify:compact",
     "migrate": "resource_extend.commands.migrate:migrate",
     "helper": "resource_extend.commands.helper:helper",
+    "footprint": "resource_extend.commands.footprint:footprint",
 }
 """Commands for people (auditors, operators); not offered to core."""
 

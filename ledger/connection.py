@@ -20,13 +20,16 @@ from resource_extend.ledger.errors import EtcdFull, StoreError
 from resource_extend.ledger.transport import (
     NoSpace,
     Refused,
+    Request,
     Transport,
     Unavailable,
     endpoint_of,
     open_transport,
 )
 
-Reply = TypeVar("Reply", wire.RangeResponse, wire.TxnResponse)
+Reply = TypeVar(
+    "Reply", wire.RangeResponse, wire.TxnResponse, wire.StatusResponse, wire.AlarmResponse
+)
 T = TypeVar("T")
 
 MAX_TXN_OPS = 128
@@ -113,9 +116,19 @@ class Connection:
     def _range(self, request: wire.RangeRequest) -> wire.RangeResponse:
         return self._send(request, wire.RangeResponse)
 
+    def status(self) -> tuple[str, wire.StatusResponse]:
+        """The answering member (host:port) and its version and database size."""
+        answer = self._send(wire.StatusRequest(), wire.StatusResponse)
+        return self._where(), answer
+
+    def alarms(self) -> list[str]:
+        """The cluster's raised alarms (``NOSPACE``, ``CORRUPT``), each once."""
+        answer = self._send(wire.AlarmRequest(), wire.AlarmResponse)
+        return sorted({member.alarm for member in answer.alarms})
+
     def _send(
         self,
-        request: wire.TxnRequest | wire.RangeRequest,
+        request: Request,
         reply: type[Reply],
         *,
         write: bool = False,

@@ -31,13 +31,15 @@ from google.protobuf import json_format
 from resource_extend.ledger import wire
 from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.endpoints import UNVERIFIED, read_tls_file
-from resource_extend.ledger.transport import Refused, Reply, Unavailable, refused
+from resource_extend.ledger.transport import Refused, Reply, Request, Unavailable, refused
 
 _TRANSIENT = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
 _GRPC_OPTIONS = [("grpc.max_receive_message_length", 64 * 1024 * 1024)]
-_MESSAGES: dict[type, tuple[str, Any]] = {
-    wire.RangeRequest: ("Range", etcdrpc.RangeRequest),
-    wire.TxnRequest: ("Txn", etcdrpc.TxnRequest),
+_MESSAGES: dict[type, tuple[str, str, Any]] = {
+    wire.RangeRequest: ("kv", "Range", etcdrpc.RangeRequest),
+    wire.TxnRequest: ("kv", "Txn", etcdrpc.TxnRequest),
+    wire.StatusRequest: ("maintenance", "Status", etcdrpc.StatusRequest),
+    wire.AlarmRequest: ("maintenance", "Alarm", etcdrpc.AlarmRequest),
 }
 _UNVERIFIED_SIGNS = ("CERTIFICATE_VERIFY_FAILED", "verification check failed")
 """How gRPC's TLS says the server's certificate (or the host name in it) did not verify."""
@@ -50,6 +52,7 @@ class _Client:
     def __init__(self, channel: grpc.Channel, metadata: Metadata | None) -> None:
         self.channel = channel
         self.kv = etcdrpc.KVStub(channel)
+        self.maintenance = etcdrpc.MaintenanceStub(channel)
         self.metadata = metadata
 
 
@@ -63,15 +66,15 @@ class GrpcTransport:
     def send(
         self,
         endpoint: int,
-        request: wire.TxnRequest | wire.RangeRequest,
+        request: Request,
         reply: type[Reply],
         timeout: float,
     ) -> Reply:
-        method, message = _MESSAGES[type(request)]
+        stub, method, message = _MESSAGES[type(request)]
         fields = msgspec.to_builtins(request, builtin_types=(bytes,))
         client = self._client(endpoint, timeout)
         try:
-            answer = getattr(client.kv, method)(
+            answer = getattr(getattr(client, stub), method)(
                 message(**fields), timeout, metadata=client.metadata
             )
         except grpc.RpcError as exc:

@@ -27,7 +27,10 @@ if TYPE_CHECKING:
 
     from resource_extend.ledger.config import EtcdConfig
 
-Reply = TypeVar("Reply", wire.RangeResponse, wire.TxnResponse)
+Reply = TypeVar(
+    "Reply", wire.RangeResponse, wire.TxnResponse, wire.StatusResponse, wire.AlarmResponse
+)
+Request = wire.TxnRequest | wire.RangeRequest | wire.StatusRequest | wire.AlarmRequest
 
 # gRPC status codes, which etcd's gateway also puts in its error bodies.
 GRPC_CODES = (
@@ -64,7 +67,7 @@ class Transport(Protocol):
     def send(
         self,
         endpoint: int,
-        request: wire.TxnRequest | wire.RangeRequest,
+        request: Request,
         reply: type[Reply],
         timeout: float,
     ) -> Reply:
@@ -130,6 +133,8 @@ class HttpTransport:
     PATHS: ClassVar[dict[type, str]] = {
         wire.RangeRequest: "/v3/kv/range",
         wire.TxnRequest: "/v3/kv/txn",
+        wire.StatusRequest: "/v3/maintenance/status",
+        wire.AlarmRequest: "/v3/maintenance/alarm",
     }
 
     def __init__(self, config: EtcdConfig) -> None:
@@ -142,7 +147,7 @@ class HttpTransport:
     def send(
         self,
         endpoint: int,
-        request: wire.TxnRequest | wire.RangeRequest,
+        request: Request,
         reply: type[Reply],
         timeout: float,
     ) -> Reply:

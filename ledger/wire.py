@@ -93,6 +93,16 @@ def delete(key: bytes, range_end: bytes = b"") -> RequestOp:
     return RequestOp(request_delete_range=DeleteRangeRequest(key=key, range_end=range_end))
 
 
+class StatusRequest(_Message):
+    """Maintenance status of the member that answers: its version and database size."""
+
+
+class AlarmRequest(_Message):
+    """The cluster's raised alarms (``GET``)."""
+
+    action: Literal["GET"] = "GET"
+
+
 def unchanged_since(key: bytes, mod_revision: int) -> Compare:
     """The key was last written at ``mod_revision`` (0: the key does not exist)."""
     if mod_revision:
@@ -132,3 +142,23 @@ class TxnResponse(_Message):
     def ranges(self) -> list[RangeResponse]:
         """The replies of the range operations, in order (puts and deletes reply empty)."""
         return [op.response_range or RangeResponse() for op in self.responses]
+
+
+class StatusResponse(_Message):
+    header: Header = msgspec.field(default_factory=Header)
+    version: str = ""
+    db_size: int = msgspec.field(default=0, name="dbSize")
+    """Bytes the member's database file takes (what ``--quota-backend-bytes`` limits)."""
+    db_size_in_use: int | None = msgspec.field(default=None, name="dbSizeInUse")
+    """Bytes of it in use; the rest is free pages that ``defrag`` gives back (None: not told,
+    as over the ``etcd3`` package's gRPC messages, which predate the field)."""
+
+
+class AlarmMember(_Message):
+    memberID: int = 0
+    alarm: str = "NONE"
+
+
+class AlarmResponse(_Message):
+    header: Header = msgspec.field(default_factory=Header)
+    alarms: list[AlarmMember] = msgspec.field(default_factory=list)

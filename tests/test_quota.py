@@ -4,6 +4,7 @@ before 3.5.5 refuses even read-only transactions then); the remedy the line name
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.etcd_server import Cluster, etcdctl_binary
+from tests.etcdkv import Etcd
 from tests.plugin import Plugin, R
 
 QUOTA = 2 * 1024 * 1024
@@ -82,3 +84,39 @@ def test_a_storage_write_fails_fast_too(small_etcd: Cluster, tmp_path: Path) -> 
     )
     assert capacity["total"] > 0
     assert "node not exists" in storage.fails("get-node-resource-info", {"nodename": "n2"})
+
+
+def test_footprint_answers_under_the_alarm_with_the_plugins_exact_share(
+    small_etcd: Cluster, tmp_path: Path
+) -> None:
+    """The command an operator runs when etcd is full: it names the alarm, and counts the
+    plugin's keys and bytes exactly (keys and values, as etcd holds them now)."""
+    plugin = Plugin(small_etcd.endpoints, tmp_path)
+    plugin.add("n1", {"a100": 4})
+    plugin.add("n2", {"a100": 4})
+    take = {"nodename": "n1", "workloads_resource": [R({"a100": 1})], "delta": True, "incr": True}
+    plugin.ok("set-node-resource-usage", take)
+    fill(small_etcd)
+    result = plugin.run("footprint", None, "--json", "--top", "1")
+    assert (result.status, result.stderr) == (0, ""), result
+    found = json.loads(result.stdout)
+    assert found["etcd"]["alarms"] == ["NOSPACE"] and found["etcd"]["db_size"] >= QUOTA
+    etcd = Etcd(small_etcd.endpoints, plugin.prefix)
+    try:
+        held = etcd.snapshot()
+    finally:
+        etcd.close()
+    heads = [kv for kv in held.values() if kv.key.startswith(etcd.root)]
+    events = [kv for kv in held.values() if kv.key.startswith(etcd.events_root)]
+    assert found["plugin"] == {
+        "kind": "gpu", "prefix": plugin.prefix, "nodes": 2,
+        "head_keys": 2, "head_bytes": sum(len(kv.key) + len(kv.value) for kv in heads),
+        "event_keys": 3, "event_bytes": sum(len(kv.key) + len(kv.value) for kv in events),
+        "largest": [{
+            "node": "n1", "events": 2,
+            "bytes": sum(len(kv.key) + len(kv.value) for kv in events if "/n1/" in kv.key),
+        }],
+    }  # fmt: skip
+    table = plugin.run("footprint")
+    assert table.status == 0 and "alarms: NOSPACE" in table.stdout, table
+    assert "n1" in table.stdout.split("largest streams:")[1]

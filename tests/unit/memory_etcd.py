@@ -27,9 +27,8 @@ from typing import Literal, TypeVar
 import msgspec
 
 from resource_extend.ledger import wire
-from resource_extend.ledger.transport import Refused, Unavailable
+from resource_extend.ledger.transport import Refused, Reply, Request, Unavailable
 
-Reply = TypeVar("Reply", wire.RangeResponse, wire.TxnResponse)
 Hook = Callable[[], object]
 T = TypeVar("T", int, bytes)
 
@@ -100,7 +99,7 @@ class MemoryEtcd:
     def send(
         self,
         endpoint: int,
-        request: wire.TxnRequest | wire.RangeRequest,
+        request: Request,
         reply: type[Reply],
         timeout: float,
     ) -> Reply:
@@ -122,8 +121,10 @@ class MemoryEtcd:
                 lost, answer_lost = self._lost.pop(0), True
         if isinstance(request, wire.RangeRequest):
             answer: wire.RangeResponse | wire.TxnResponse = self._range(request)
-        else:
+        elif isinstance(request, wire.TxnRequest):
             answer = self._txn(request)
+        else:
+            raise NotImplementedError(f"MemoryEtcd serves KV requests, not {request!r}")
         self.served[endpoint] += 1
         if answer_lost:
             if lost is not None:

@@ -1,0 +1,62 @@
+"""``footprint``: how much of etcd the plugin's keys take, and how full etcd is."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+import msgspec
+
+from resource_extend.commands.history import columns
+from resource_extend.commands.protocol import Session, click_config, run
+
+
+@click.command("footprint")
+@click.option("--top", default=10, show_default=True, help="How many of the largest streams.")
+@click.option("--json", "as_json_output", is_flag=True, help="Print one JSON object.")
+def footprint(top: int, as_json_output: bool) -> None:
+    """Show the plugin's share of etcd: its keys and bytes (node records and event streams),
+    its largest streams, and the size of etcd's database against what is in use.
+
+    \b
+    Bytes are the keys' and values' own; etcd's file is larger (old revisions until etcd
+    compacts them, free pages until it is defragmented). Etcd refuses every write, core's
+    included, once its file reaches --quota-backend-bytes (2 GiB by default): it raises its
+    NOSPACE alarm, listed here. Plain range reads only, so this answers while the alarm is
+    raised. --json prints {"etcd": {...}, "plugin": {...}}.
+      {prog} footprint --top 20
+    """
+
+    def measured(session: Session) -> Any:
+        from resource_extend.ledger.footprint import etcd_footprint, measure
+
+        store = session.store
+        etcd, mine = etcd_footprint(store), measure(store, store.keys, top)
+        if as_json_output:
+            return {"etcd": msgspec.to_builtins(etcd), "plugin": msgspec.to_builtins(mine)}
+        alarms = ", ".join(etcd.alarms) or "none"
+        in_use = "?" if etcd.db_size_in_use is None else _size(etcd.db_size_in_use)
+        lines = [
+            f"etcd {etcd.member} ({etcd.version}): database {_size(etcd.db_size)}, "
+            f"{in_use} in use; alarms: {alarms}",
+            f"{mine.kind} under {mine.prefix}: {mine.nodes} nodes, "
+            f"{mine.head_keys + mine.event_keys} keys, "
+            f"{_size(mine.head_bytes + mine.event_bytes)} "
+            f"(records {mine.head_keys} keys {_size(mine.head_bytes)}; "
+            f"events {mine.event_keys} keys {_size(mine.event_bytes)})",
+        ]
+        if mine.largest:
+            rows = [("NODE", "EVENTS", "BYTES")]
+            rows += [(s.node, str(s.events), _size(s.bytes)) for s in mine.largest]
+            lines += ["largest streams:", columns(rows)]
+        return "\n".join(lines)
+
+    run("footprint", measured, config=click_config(), text=not as_json_output)
+
+
+def _size(size: int) -> str:
+    """Bytes for people: ``512 B``, ``1.5 KiB``, ``2.00 GiB``."""
+    for shift, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB")):
+        if size >= 1 << shift:
+            return f"{size / (1 << shift):.2f} {unit}"
+    return f"{size} B"
