@@ -9,6 +9,7 @@ import click
 import msgspec
 
 from resource_extend.commands import views
+from resource_extend.commands.archive import archive_dir, archive_option
 from resource_extend.commands.protocol import Session, click_config, run
 from resource_extend.ledger import audit
 from resource_extend.ledger.errors import PluginError
@@ -84,6 +85,17 @@ def stream_of(session: Session, node: str) -> Stream:
     return stream
 
 
+def life_of(session: Session, node: str, archive: str | None) -> list[Event]:
+    """The node's events; given an archive, from event 1 (``ledger.chain.whole_life``)."""
+    events = stream_of(session, node).events
+    exports = archive_dir(session, archive)
+    if not exports or not events or not isinstance(events[0].change, Checkpoint):
+        return events
+    from resource_extend.ledger.chain import whole_life
+
+    return whole_life(session.kind, events, exports)
+
+
 @click.command("history")
 @click.argument("node")
 @click.option("--since", metavar="POINT", help=f"From this event on: {POINT_HELP}.")
@@ -98,6 +110,7 @@ def stream_of(session: Session, node: str) -> Stream:
 @click.option(
     "--limit", type=click.IntRange(min=1), help="Only the newest N of the events selected."
 )
+@archive_option
 @click.option("--json", "as_json_output", is_flag=True, help="Print a JSON array, oldest first.")
 def history(
     node: str,
@@ -105,6 +118,7 @@ def history(
     until: str | None,
     kinds: tuple[str, ...],
     limit: int | None,
+    archive: str | None,
     as_json_output: bool,
 ) -> None:
     """Print NODE's events, oldest first: when, which verb, what changed, and the capacity and
@@ -116,14 +130,16 @@ def history(
     change itself, and v (its schema version).
 
     A compacted stream starts with a checkpoint: the state after the events it replaced, and
-    the export file those events were written to. Filters never change the capacity and usage
-    shown: those are always folded from the start of the stream.
+    the export file those events were written to. Given the archive (--archive DIR, or
+    streams.archive_dir), the events before it are read from there, back to event 1: the
+    node's whole life. Filters never change the capacity and usage shown: those are always
+    folded from the start.
     """
 
     def show(session: Session) -> Any:
         start = audit.parse_point(since, "--since") if since is not None else None
         end = audit.parse_point(until, "--until") if until is not None else None
-        events = stream_of(session, node).events
+        events = life_of(session, node, archive)
         if not events:
             return [] if as_json_output else NOT_ADOPTED
         rows = list(zip(events, audit.states(session.kind, events), strict=True))

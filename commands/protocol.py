@@ -104,39 +104,17 @@ class Session:
         return Store(settings, self.kind, write_hook=self._write_hook, by=self._caller)
 
     def append(self, node: str, verb: str, decide: Callable[[Any], Change | None]) -> Appended[Any]:
-        """``store.append``, then keep the stream within ``streams.max_events``.
+        """``store.append``, keeping the stream within its bound (``ledger.bounds``)."""
+        from resource_extend.ledger.bounds import append_bounded
 
-        Compaction here is best effort and quiet: the verb has succeeded, and stdout and stderr
-        belong to its answer. If it fails (say the export directory is not writable) the stream
-        stays longer and the next append tries again; ``resource-gpu compact`` shows why.
-        """
-        bounds = self.config.streams
         resume, self._resume = self._resume, None  # a call makes one append: it resumes that one
-        appended = self.store.append(
-            node, verb, decide, with_length=bool(bounds.compact_over), resume=resume
-        )
-        length = appended.length or 0
-        if appended.events and bounds.compact_over and length > bounds.compact_over:
-            from resource_extend.ledger.compaction import compact
-
-            # Whatever goes wrong here (an unwritable export directory, etcd's time budget spent)
-            # must not turn the write that already landed into a reported failure.
-            try:  # noqa: SIM105 (contextlib costs an in-process call its import)
-                compact(
-                    self.store,
-                    node,
-                    keep=bounds.max_events - 1,
-                    export_dir=bounds.export_dir,
-                    min_age=bounds.min_age,
-                    at_least=bounds.compact_over - bounds.max_events,
-                )
-            except Exception:
-                pass
-        return appended
+        return append_bounded(self.store, self.config.streams, node, verb, decide, resume=resume)
 
     def close(self) -> None:
-        if "store" in self.__dict__:
-            self.store.close()
+        """Close etcd, if opened; the next use opens it again, with a new time budget."""
+        store = self.__dict__.pop("store", None)
+        if store is not None:
+            store.close()
 
 
 def fail(

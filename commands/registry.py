@@ -50,6 +50,7 @@ AUDITOR_COMMANDS: dict[str, str] = {
     "migrate": "resource_extend.commands.migrate:migrate",
     "helper": "resource_extend.commands.helper:helper",
     "footprint": "resource_extend.commands.footprint:footprint",
+    "archive": "resource_extend.commands.archive:archive",
 }
 """Commands for people (auditors, operators); not offered to core."""
 

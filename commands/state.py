@@ -7,7 +7,8 @@ from typing import Any
 import click
 import msgspec
 
-from resource_extend.commands.history import NOT_ADOPTED, POINT_HELP, columns, stream_of
+from resource_extend.commands.archive import archive_option
+from resource_extend.commands.history import NOT_ADOPTED, POINT_HELP, columns, life_of
 from resource_extend.commands.protocol import Session, click_config, run
 from resource_extend.ledger import audit
 from resource_extend.ledger.errors import PluginError
@@ -16,13 +17,14 @@ from resource_extend.ledger.errors import PluginError
 @click.command("show")
 @click.argument("node")
 @click.option("--at", "at", metavar="POINT", help=f"As of this point: {POINT_HELP}.")
+@archive_option
 @click.option(
     "--json",
     "as_json_output",
     is_flag=True,
     help='Print {"capacity": R, "usage": R, "seq": N} instead of a table.',
 )
-def show(node: str, at: str | None, as_json_output: bool) -> None:
+def show(node: str, at: str | None, archive: str | None, as_json_output: bool) -> None:
     """Print NODE's capacity and usage now, or as of an earlier point, folded from its events.
 
     \b
@@ -30,13 +32,14 @@ def show(node: str, at: str | None, as_json_output: bool) -> None:
     {prog} show n1 --at 42                   # after event 42
     {prog} show n1 --at 2026-11-29T03:00:00Z # after the last event written by then
 
-    A point before the stream's checkpoint was compacted away: the error names the export
-    that holds those events. A point where the node did not exist is an error too.
+    A point before the stream's checkpoint was compacted away: given the archive (--archive
+    DIR, or streams.archive_dir) it is read from there; otherwise the error names the export
+    that holds it. A point where the node did not exist is an error too.
     """
 
     def state(session: Session) -> Any:
         point = audit.parse_point(at, "--at") if at is not None else None
-        events = stream_of(session, node).events
+        events = life_of(session, node, archive)
         if not events:
             raise PluginError(NOT_ADOPTED)
         event, after = audit.state_at(

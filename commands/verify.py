@@ -8,6 +8,7 @@ from typing import Any
 import click
 import msgspec
 
+from resource_extend.commands.archive import archive_dir, archive_option
 from resource_extend.commands.protocol import Session, click_config, respond, run
 from resource_extend.ledger import audit, export
 from resource_extend.ledger.errors import PluginError
@@ -76,28 +77,26 @@ def _verify_head(store: Store[NodeState], node: str, repair: bool, found: Verifi
 
 
 def _verify_exports(
-    kind: Kind[NodeState], node: str, checkpoint: Event, repair: bool, found: Verified
+    kind: Kind[NodeState], node: str, checkpoint: Event, archive: str, repair: bool, found: Verified
 ) -> None:
-    """Follow the chain of exports from ``checkpoint`` back to event 1, checking each one this
-    host holds (``audit.check_export``); with ``repair``, publish one an interrupted
-    compaction left unpublished, once its content checks out."""
-    current: Event | None = checkpoint
-    while current is not None:
-        assert isinstance(current.change, Checkpoint)
-        where = current.change.export
-        what = f"export of checkpoint {current.seq} ({where})"
-        file = export.read(where)
+    """Follow the chain of exports from ``checkpoint`` back to event 1, checking each one
+    that is here (``ledger.chain``); with ``repair``, publish one an interrupted compaction
+    left unpublished, once its content checks out."""
+    from resource_extend.ledger.chain import walk
+
+    for link in walk(kind, checkpoint, archive):
+        file, checked, what = link.found, link.checked, link.what
         if file.state == "elsewhere":
-            found.findings.append(f"{what} is on host {file.host}: not checked here")
+            where = "in the archive" if file.host == export.ARCHIVE else f"on host {file.host}"
+            found.findings.append(f"{what} is {where}: not checked here")
             found.exports_elsewhere += 1
             return
-        if file.state in ("missing", "unreadable"):
+        if checked is None:
             reason = "is missing" if file.state == "missing" else f"cannot be read: {file.reason}"
             found.findings.append(f"{what} {reason}")
             found.agrees = False
             return
         found.exports_read += 1
-        checked = audit.check_export(kind, current, file.path.name, file.lines)
         if checked.problems:
             found.findings.append(f"{what}: {'; '.join(checked.problems)}")
             found.agrees = False
@@ -114,14 +113,13 @@ def _verify_exports(
             else:
                 found.findings.append(left)
                 found.agrees = False
-        current = checked.previous
 
 
-def _verify_one(store: Store[NodeState], node: str, repair: bool) -> Verified:
+def _verify_one(store: Store[NodeState], node: str, archive: str, repair: bool) -> Verified:
     found = Verified()
     first = _verify_head(store, node, repair, found)
     if first is not None and isinstance(first.change, Checkpoint):
-        _verify_exports(store.kind, node, first, repair, found)
+        _verify_exports(store.kind, node, first, archive, repair, found)
     return found
 
 
@@ -132,6 +130,7 @@ def _count(count: int, what: str) -> str:
 @click.command("verify")
 @click.argument("nodes", nargs=-1, metavar="[NODE]...")
 @click.option("--all", "every", is_flag=True, help="Every node under the prefix.")
+@archive_option
 @click.option(
     "--repair",
     is_flag=True,
@@ -140,7 +139,7 @@ def _count(count: int, what: str) -> str:
         "publish an export an interrupted compaction left unpublished."
     ),
 )
-def verify(nodes: tuple[str, ...], every: bool, repair: bool) -> None:
+def verify(nodes: tuple[str, ...], every: bool, archive: str | None, repair: bool) -> None:
     """Fold each node's events and compare the result with its head (the record core reads);
     check the exports a compacted stream's checkpoints name, back to event 1.
 
@@ -149,12 +148,14 @@ def verify(nodes: tuple[str, ...], every: bool, repair: bool) -> None:
       node n1: usage differs: head <the record's usage>, stream <what the events fold to>
     Exit status: 0 when every head agrees (or was repaired), 1 otherwise.
 
-    A compacted stream starts with a checkpoint naming its export (host:path). When that file
-    is on this host it must hold exactly the events the checkpoint stands for: every line an
+    A compacted stream starts with a checkpoint naming its export: archive:<file> in the
+    archive (read with --archive, or streams.archive_dir), or host:path. When that file is
+    here it must hold exactly the events the checkpoint stands for: every line an
     event, seqs without gaps from event 1 or the previous checkpoint up to the checkpoint's,
     folding to the checkpoint's state, and the file name carrying the checkpoint's op. The
     previous checkpoint's export is checked the same way, back to event 1. A missing or
-    mismatched export is a disagreement; one on another host is noted, not checked.
+    mismatched export is a disagreement; one on another host (or in an archive not given) is
+    noted, not checked.
 
     With --repair, a head is rewritten from its stream when the stream is whole (no events
     missing). The repair is an event like any other: head_repaired, holding the head as it
@@ -166,12 +167,13 @@ def verify(nodes: tuple[str, ...], every: bool, repair: bool) -> None:
     def check(session: Session) -> str:
         store = session.store
         targets = _targets(store, nodes, every, "verify")
+        exports = archive_dir(session, archive)
         reports: list[str] = []
         total = Verified()
         failed = 0
         for node in targets:
             try:
-                found = _verify_one(store, node, repair)
+                found = _verify_one(store, node, exports, repair)
             except PluginError as exc:
                 found = Verified(findings=[f"cannot verify: {exc.reason}"], agrees=False)
             if found.findings:
@@ -193,7 +195,7 @@ def verify(nodes: tuple[str, ...], every: bool, repair: bool) -> None:
         if total.exports_read:
             summary += f", {_count(total.exports_read, 'export')} checked"
         if total.exports_elsewhere:
-            summary += f", {total.exports_elsewhere} on other hosts not checked"
+            summary += f", {total.exports_elsewhere} elsewhere not checked"
         if total.repaired:
             summary += f", {total.repaired} repaired"
         return summary

@@ -224,6 +224,8 @@ class ExportCheck(msgspec.Struct, frozen=True):
     previous: Event | None = None
     """The checkpoint it starts with, whose own export comes next in the chain (None when it
     starts at event 1, or has problems)."""
+    events: list[Event] = msgspec.field(default_factory=list)
+    """The events it holds, oldest first (empty when it has problems)."""
 
 
 def check_export(kind: Kind[S], checkpoint: Event, name: str, lines: list[bytes]) -> ExportCheck:
@@ -259,7 +261,9 @@ def check_export(kind: Kind[S], checkpoint: Event, name: str, lines: list[bytes]
         problems.append(f"it ends at seq {last.seq}, not at the checkpoint's ({checkpoint.seq})")
     if not problems:
         problems += _fold_problems(kind, change, events)
-    return ExportCheck(problems=problems, previous=None if problems else previous)
+    if problems:
+        return ExportCheck(problems=problems)
+    return ExportCheck(problems=[], previous=previous, events=events)
 
 
 def _fold_problems(kind: Kind[S], change: Checkpoint[S], events: list[Event]) -> list[str]:

@@ -49,11 +49,14 @@ def compact(
     keep: int,
     export_dir: str,
     min_age: float,
+    archive: bool = False,
     at_least: int = 1,
     verb: str = "compact",
 ) -> Compacted | None:
     """Keep the ``keep`` newest events and every event younger than ``min_age`` seconds (and
-    all after it); replace all older ones by a checkpoint.
+    all after it); replace all older ones by a checkpoint. ``archive``: ``export_dir`` is the
+    archive, and the checkpoint names the file within it (``archive:<file>``) rather than by
+    host and path.
 
     None when that would shorten the stream by fewer than ``at_least`` (at least 1) events
     (auto-compaction waits for a tenth of the bound, rather than export a file per write as
@@ -65,7 +68,9 @@ def compact(
     for _ in range(ATTEMPTS):
         try:
             stream = _to_cut(store, node, keep=keep, min_age=min_age, at_least=at_least)
-            return None if stream is None else _replace(store, node, stream, export_dir, verb)
+            if stream is None:
+                return None
+            return _replace(store, node, stream, export_dir, archive=archive, verb=verb)
         except _Raced:
             continue
     raise Contention(f"contention: other compactions of this node won {ATTEMPTS} times", node=node)
@@ -109,7 +114,9 @@ def _to_cut(
     return stream
 
 
-def _replace(store: Store[Any], node: str, stream: Stream, export_dir: str, verb: str) -> Compacted:
+def _replace(
+    store: Store[Any], node: str, stream: Stream, export_dir: str, *, archive: bool, verb: str
+) -> Compacted:
     """Export ``stream.events``, then replace them by a checkpoint (``_Raced`` when another
     compaction came first: the temporary export is gone again)."""
     change = audit.checkpoint_for(
@@ -117,7 +124,7 @@ def _replace(store: Store[Any], node: str, stream: Stream, export_dir: str, verb
     )  # refuses a stream with gaps
     op = new_op()
     path = export.write_partial(export_dir, node, stream.raw_events, stream.events, op)
-    change = msgspec.structs.replace(change, export=export.location(path))
+    change = msgspec.structs.replace(change, export=export.location(path, archive=archive))
     checkpoint = store.new_event(stream.events[-1].seq, verb, change, op)
     try:
         won = store.replace_with_checkpoint(node, checkpoint, stream)

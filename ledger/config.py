@@ -68,13 +68,24 @@ class EtcdConfig(msgspec.Struct, kw_only=True):
 
 
 class StreamsConfig(msgspec.Struct, kw_only=True):
-    """Bounds on event streams (etcd refuses writes past its storage quota)."""
+    """Bounds on event streams: etcd refuses every write, core's included, past its storage
+    quota, so the plugin keeps its share of etcd under ``budget`` with no setting required
+    (``ledger.bounds`` derives each stream's bound from it)."""
 
-    max_events: Annotated[int, msgspec.Meta(ge=0)] = 0
-    """Compact a stream back to this many events (its checkpoint included) once an append takes
-    it a tenth over; 0 leaves streams unbounded (compact them with ``resource-gpu compact``)."""
-    export_dir: str = ""
-    """Where compaction writes the events it removes, as JSON lines, before deleting them."""
+    budget: Annotated[int, msgspec.Meta(ge=0)] = 64 * 1024 * 1024
+    """Bytes this kind's streams may hold in etcd, all nodes together (0: no total bound).
+    Each node's share is the budget over the node count, at ``ledger.bounds.EVENT_BYTES`` an
+    event; a stream is compacted back to its share once it is a tenth over."""
+    max_events: Annotated[int, msgspec.Meta(ge=0)] = 1000
+    """The most events one stream keeps, however few the nodes (0: no per-node bound)."""
+    archive_dir: str = ""
+    """The archive: where compaction writes the events it removes, named in checkpoints
+    relative to it (``archive:<file>``), so one directory holds every node's history wherever
+    it is read. Set it where ``resource-gpu archive`` runs, and on a core host only if this
+    very directory is shared with it."""
+    export_dir: str = "~/.local/state/resource-extend/exports"
+    """Where a core call compacts to when ``archive_dir`` is not set on its host (the
+    archiver was not keeping up): a local fallback, named ``host:path`` in checkpoints."""
     min_age: Annotated[float, msgspec.Meta(ge=0)] = 300.0
     """Seconds an event stays in etcd before compaction may remove it. A call whose answer was
     lost settles its write by finding its operation id among the recent events, so they must
@@ -83,16 +94,22 @@ class StreamsConfig(msgspec.Struct, kw_only=True):
 
     def __post_init__(self) -> None:
         if self.max_events == 1:
-            raise ValueError("streams.max_events must be 0 (unbounded) or at least 2")
-        if self.max_events and not self.export_dir:
+            raise ValueError("streams.max_events must be 0 (no per-node bound) or at least 2")
+        if (self.max_events or self.budget) and not (self.archive_dir or self.export_dir):
             raise ValueError(
-                "streams.max_events needs streams.export_dir (where removed events go)"
+                "bounded streams need streams.archive_dir or streams.export_dir (where "
+                "removed events go); set streams.budget and streams.max_events to 0 to keep "
+                "every event in etcd"
             )
 
     @property
-    def compact_over(self) -> int:
-        """The stream length past which an append triggers compaction (0: never)."""
-        return self.max_events + max(self.max_events // 10, 1) if self.max_events else 0
+    def bounded(self) -> bool:
+        return bool(self.max_events or self.budget)
+
+    @property
+    def destination(self) -> str:
+        """Where this host's compactions write: the archive if set here, else the fallback."""
+        return self.archive_dir or self.export_dir
 
 
 class SchedulerConfig(msgspec.Struct, kw_only=True):
@@ -225,7 +242,11 @@ def _anchored(config: Config, base: str | None) -> Config:
         etcd=msgspec.structs.replace(
             etcd, ca=anchored(etcd.ca), cert=anchored(etcd.cert), key=anchored(etcd.key)
         ),
-        streams=msgspec.structs.replace(streams, export_dir=anchored(streams.export_dir)),
+        streams=msgspec.structs.replace(
+            streams,
+            archive_dir=anchored(streams.archive_dir),
+            export_dir=anchored(streams.export_dir),
+        ),
     )
 
 

@@ -25,6 +25,9 @@ import msgspec
 from resource_extend.ledger.errors import PluginError
 from resource_extend.ledger.events import AnyEvent as Event
 
+DIRECTORY_MODE = 0o750
+"""A directory of exports made here: its owner writes, its group (auditors) reads."""
+
 PARTIAL = ".partial"
 """The suffix of an export whose compaction has not been seen to commit."""
 
@@ -58,11 +61,13 @@ def write_partial(
     directory: str, node: str, stored: list[bytes], events: list[Event], op: str
 ) -> Path:
     """Write the events (``stored``: their etcd values) to a new temporary file in
-    ``directory``, on disk (file and directory entry) when this returns; the final path."""
+    ``directory`` (made, with its parents, if missing), on disk (file and directory entry)
+    when this returns; the final path."""
     folder = Path(directory).expanduser().resolve()
     path = folder / file_name(node, events, op)
     partial = partial_of(path)
     try:
+        folder.mkdir(mode=DIRECTORY_MODE, parents=True, exist_ok=True)
         with open(partial, "xb") as out:
             out.write(json_lines(stored))
             out.flush()
@@ -111,9 +116,15 @@ def _sync_directory(folder: Path) -> None:
         os.close(directory_fd)
 
 
-def location(path: Path) -> str:
-    """Where an export is, for the checkpoint that points at it: ``host:/absolute/path``."""
-    return f"{socket.gethostname()}:{path}"
+ARCHIVE = "archive"
+"""The place name of an export in the archive: ``archive:<file>``. A host's export is named
+``host:/absolute/path``, so the two never read alike (an archive name has no ``/``)."""
+
+
+def location(path: Path, *, archive: bool = False) -> str:
+    """Where an export is, for the checkpoint that points at it: ``archive:<file>`` in the
+    archive (wherever an auditor mounts it), else ``host:/absolute/path``."""
+    return f"{ARCHIVE}:{path.name}" if archive else f"{socket.gethostname()}:{path}"
 
 
 class Found(msgspec.Struct, frozen=True):
@@ -123,17 +134,23 @@ class Found(msgspec.Struct, frozen=True):
     path: Path
     state: Literal["published", "unpublished", "missing", "elsewhere", "unreadable"]
     """``unpublished``: only the temporary file is there (its compaction was interrupted
-    between commit and rename); ``elsewhere``: on another host, not read."""
+    between commit and rename); ``elsewhere``: on another host, or in the archive when no
+    archive directory was given, not read."""
     lines: list[bytes] = msgspec.field(default_factory=list)
     reason: str = ""
     """Why it could not be read (``unreadable``)."""
 
 
-def read(where: str) -> Found:
-    """The export at ``host:path`` (as a checkpoint names it), read if it is on this host."""
+def read(where: str, archive_dir: str = "") -> Found:
+    """The export a checkpoint names, read if it is here: ``archive:<file>`` from
+    ``archive_dir``, ``host:path`` on this host."""
     host, _, name = where.partition(":")
     path = Path(name)
-    if host != socket.gethostname():
+    if host == ARCHIVE and "/" not in name:
+        if not archive_dir:
+            return Found(host=host, path=path, state="elsewhere")
+        path = Path(archive_dir).expanduser().resolve() / name
+    elif host != socket.gethostname():
         return Found(host=host, path=path, state="elsewhere")
     try:
         if (lines := _lines(path)) is not None:

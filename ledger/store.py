@@ -60,6 +60,9 @@ class NodeRecord(msgspec.Struct, Generic[S], frozen=True):
     """The head was written by the upstream plugin (it has no ``seq``): adopt it on write."""
     legacy: int = 0
     """How many of its events are still in release 0.1's layout (``ledger.migration``)."""
+    nodes: int | None = None
+    """How many heads the kind has, this node's included (asked for with ``with_first``: a
+    stream's bound is its share of the budget, ``ledger.bounds``)."""
 
 
 class Appended(msgspec.Struct, Generic[S], frozen=True):
@@ -69,6 +72,8 @@ class Appended(msgspec.Struct, Generic[S], frozen=True):
     """Empty when the request changed nothing."""
     length: int | None
     """How many events the stream holds after this append (None unless asked for)."""
+    nodes: int | None = None
+    """How many heads the kind had when this append last read (None unless asked for)."""
 
 
 class Resume(msgspec.Struct, frozen=True):
@@ -78,6 +83,9 @@ class Resume(msgspec.Struct, frozen=True):
     op: str
     after: int
 
+
+Admit = Callable[[int | None, int | None], None]
+"""Told ``(stream length, node count)`` as read before each decision; raises to refuse."""
 
 WriteHook = Callable[[str, int, str], None]
 """Told ``(node, stream end, op)`` just before an append first sends its write."""
@@ -120,12 +128,15 @@ class Store(Scans, Generic[S]):
 
     def _read_ops(self, node: str, with_first: bool) -> list[wire.RequestOp]:
         """The head, a count of events in release 0.1's layout (none, once migrated: an empty
-        range costs nothing), and, if asked, the stream's first key. etcd counts every key a
-        range covers, so a range over the events costs time in the stream's length: the write
-        path reads the head alone."""
+        range costs nothing), and, if asked, the stream's first key and a count of the heads.
+        etcd counts every key a range covers, so a range over the events would cost time in
+        the stream's length: its first key and the head's seq give the length instead."""
         head = wire.get(self.keys.head(node))
         ops = [head, self._legacy_op(node)]
-        return [*ops, self._first_op(node)] if with_first else ops
+        if not with_first:
+            return ops
+        root = self.keys.root
+        return [*ops, self._first_op(node), wire.get(root, range_end(root), count_only=True)]
 
     def _legacy_op(self, node: str) -> wire.RequestOp:
         old = self.keys.legacy_events(node)
@@ -136,8 +147,9 @@ class Store(Scans, Generic[S]):
         ends (both are written in one transaction, and every append compares the next key is
         free); only a node without a head of ours (removed, or the upstream plugin's) costs
         a second request to find its stream's end."""
-        head_reply, legacy_reply, *first_reply = reply.ranges()
-        first = self._seq_at(node, first_reply[0]) if first_reply else None
+        head_reply, legacy_reply, *extra = reply.ranges()
+        first = self._seq_at(node, extra[0]) if extra else None
+        nodes = extra[1].count if extra else None
         head = self._decode_head(node, head_reply.kvs[0].value) if head_reply.kvs else None
         if head is not None and head.seq is not None:
             seq = head.seq
@@ -146,7 +158,13 @@ class Store(Scans, Generic[S]):
         legacy = legacy_reply.count
         if head is None:
             return NodeRecord(
-                state=None, seq=seq, first=first, head_revision=0, upstream=False, legacy=legacy
+                state=None,
+                seq=seq,
+                first=first,
+                head_revision=0,
+                upstream=False,
+                legacy=legacy,
+                nodes=nodes,
             )
         return NodeRecord(
             state=head.state,
@@ -155,6 +173,7 @@ class Store(Scans, Generic[S]):
             head_revision=head_reply.kvs[0].mod_revision,
             upstream=head.seq is None,
             legacy=legacy,
+            nodes=nodes,
         )
 
     def _decode_head(self, node: str, raw: bytes) -> Head[S]:
@@ -256,16 +275,19 @@ class Store(Scans, Generic[S]):
         decide: Callable[[S | None], Change | None],
         *,
         with_length: bool = False,
+        admit: Admit | None = None,
         resume: Resume | None = None,
     ) -> Appended[S]:
         """Decide on the node's current state and append the change, with compare-and-swap.
 
         ``decide`` is pure; it may raise (nothing is written) or return ``None`` (nothing to
         append). It is called again on the fresh state after every lost race. ``with_length``
-        also reports the stream's length (it costs time in that length). ``resume`` finishes a
+        also reports the stream's length and the kind's node count, as does ``admit``, which is told
+        them before each decision and may refuse the write by raising. ``resume`` finishes a
         write another process sent and could not see through: if it landed, its result.
         """
         op = resume.op if resume else new_op()
+        with_length = with_length or admit is not None
         record = self._read_to_write(node, with_length)
         # Where the stream ended when the first unanswered write went out, and the record read
         # there (None when another process read it).
@@ -277,6 +299,8 @@ class Store(Scans, Generic[S]):
                     landed = self._landed(node, op, sent_after, sent_base)
                     if landed is not None:
                         return landed
+                if admit is not None:
+                    admit(_length(record.first, record.seq, record.seq), record.nodes)
                 change = decide(record.state)
                 if change is None:
                     return Appended(
@@ -284,6 +308,7 @@ class Store(Scans, Generic[S]):
                         after=record.state,
                         events=[],
                         length=_length(record.first, record.seq, record.seq),
+                        nodes=record.nodes,
                     )
                 events = self._events_for(record, verb, op, change)
                 after = apply(self.kind, record.state, change)
@@ -305,6 +330,7 @@ class Store(Scans, Generic[S]):
                         after=after,
                         events=events,
                         length=_length(record.first, events[0].seq, events[-1].seq),
+                        nodes=record.nodes,
                     )
                 record = self._migrated(node, self._record(node, reply), with_length)
                 time.sleep(_jitter(min(0.002 * 2**attempt, 0.05)))

@@ -143,5 +143,5 @@ def test_an_export_on_another_host_is_noted_not_checked(plugin: Plugin, etcd: Et
         f"node n1: export of checkpoint 5 ({elsewhere}) is on host build-host-7: not checked here"
     )
     assert summary == (
-        "1 node verified: every head agrees with its stream, 1 on other hosts not checked"
+        "1 node verified: every head agrees with its stream, 1 elsewhere not checked"
     )

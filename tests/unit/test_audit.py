@@ -293,7 +293,9 @@ def exported(events: list[Event], through: int) -> tuple[Event, str, list[bytes]
 
 def test_an_export_that_holds_what_its_checkpoint_stands_for_checks_out() -> None:
     checkpoint, name, lines = exported(LIFE, 3)
-    assert audit.check_export(GPU, checkpoint, name, lines) == audit.ExportCheck(problems=[])
+    checked = audit.check_export(GPU, checkpoint, name, lines)
+    assert (checked.problems, checked.previous) == ([], None)
+    assert [e.seq for e in checked.events] == [1, 2, 3]
 
 
 def test_an_export_that_starts_with_a_checkpoint_leads_to_the_one_before() -> None:

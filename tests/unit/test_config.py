@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -16,6 +17,7 @@ from resource_extend.ledger.config import (
     DEFAULT_FILE,
     ENV_VAR,
     MAX_CONFIG_BYTES,
+    StreamsConfig,
     config_path,
     load,
     parse,
@@ -500,4 +502,7 @@ def test_the_commented_sample_is_a_valid_config() -> None:
     loaded = load(str(sample))
     assert loaded.etcd.machines == ["http://127.0.0.1:2379"]
     assert loaded.scheduler.max_deploy_count == 10_000
-    assert loaded.resident is True and loaded.streams.max_events == 0
+    assert loaded.resident is True
+    defaults = StreamsConfig()
+    expected = msgspec.structs.replace(defaults, export_dir=os.path.expanduser(defaults.export_dir))
+    assert loaded.streams == expected  # the sample states every default as it is

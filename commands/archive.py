@@ -1,0 +1,176 @@
+"""``archive``: move old events out of etcd into the one archive directory, and the
+``--archive`` option the auditor commands read it with."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+import msgspec
+
+from resource_extend.commands.protocol import Session, click_config, respond, run
+from resource_extend.ledger.errors import PluginError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def archive_option(command: F) -> F:
+    """``--archive DIR``: where ``archive:<file>`` exports are read from."""
+    return click.option(
+        "--archive",
+        "archive",
+        type=click.Path(file_okay=False, resolve_path=True),
+        help=(
+            "The archive directory to read compacted events from "
+            "(default: streams.archive_dir in {config})."
+        ),
+    )(command)
+
+
+def archive_dir(session: Session, given: str | None) -> str:
+    """``--archive``, else the config's ``streams.archive_dir`` (empty: none)."""
+    return given or session.config.streams.archive_dir
+
+
+class Pass(msgspec.Struct):
+    """What one archiving pass did."""
+
+    nodes: int = 0
+    compacted: int = 0
+    events: int = 0
+    """Events moved from etcd into the archive."""
+    left: int = 0
+    """Events the streams hold after the pass, checkpoints included."""
+    failed: list[str] = msgspec.field(default_factory=list)
+
+
+def archive_pass(session: Session, directory: str, min_age: float) -> Pass:
+    """Compact every stream longer than half its bound into ``directory``, longest first."""
+    from resource_extend.ledger.bounds import bound_for
+    from resource_extend.ledger.compaction import compact
+
+    store, streams = session.store, session.config.streams
+    known, heads = store.survey()
+    lengths = store.stream_bounds(name for name, keys in known.items() if keys.stream)
+    target = bound_for(streams, len(heads))
+    done = Pass(nodes=len(known), left=sum(b.count for b in lengths.values()))
+    if target is None:
+        return done
+    target = target.halved()
+    for node, bounds in sorted(lengths.items(), key=lambda item: (-item[1].count, item[0])):
+        if bounds.count <= target.over:
+            break
+        try:
+            compacted = compact(
+                store,
+                node,
+                keep=target.keep - 1,
+                export_dir=directory,
+                archive=True,
+                min_age=min_age,
+                at_least=target.at_least,
+                verb="archive",
+            )
+        except PluginError as exc:
+            done.failed.append(f"node {node}: {exc.reason}")
+            continue
+        if compacted is not None:
+            removed = compacted.checkpoint.seq - compacted.first  # the checkpoint stays
+            done.compacted += 1
+            done.events += removed
+            done.left -= removed
+    return done
+
+
+def _checked_directory(directory: str) -> str:
+    """The archive directory, created (mode 0750) if missing; refused if others may write
+    to it, for the audit trail would then be theirs to change."""
+    from resource_extend.ledger.export import DIRECTORY_MODE
+
+    try:
+        os.makedirs(directory, mode=DIRECTORY_MODE, exist_ok=True)
+        mode = os.stat(directory).st_mode
+    except OSError as exc:
+        raise PluginError(f"cannot use the archive {directory!r}: {exc.strerror or exc}") from None
+    if not stat.S_ISDIR(mode):
+        raise PluginError(f"the archive {directory!r} is not a directory")
+    if mode & stat.S_IWOTH:
+        raise PluginError(
+            f"the archive {directory!r} is writable by every user: anyone could change the "
+            f"audit trail (chmod o-w {directory})"
+        )
+    return directory
+
+
+@click.command("archive")
+@archive_option
+@click.option(
+    "--every",
+    type=click.FloatRange(min=1),
+    metavar="SECONDS",
+    help="Keep running: a pass every SECONDS, until stopped (SIGTERM or SIGINT).",
+)
+@click.option(
+    "--min-age",
+    type=click.FloatRange(min=0),
+    help="Leave events younger than this many seconds (default: streams.min_age, 300).",
+)
+def archive(archive: str | None, every: float | None, min_age: float | None) -> None:
+    """Move old events out of etcd into one archive directory, keeping every stream at half
+    its bound (streams.budget over the node count, at most streams.max_events), so core's own
+    calls never have to compact.
+
+    \b
+    Run it on one host, by a timer or as a service:
+      {prog} archive --archive /var/lib/eru/archive            # one pass
+      {prog} archive --archive /var/lib/eru/archive --every 60 # a pass a minute
+    Each pass prints one line: the nodes, the streams compacted, the events archived and the
+    events left in etcd. A node that cannot be compacted (say the directory is full) is named
+    on stderr and keeps its events; the exit status is then 1.
+
+    Every event removed from etcd is first written, whole, to one file in the archive, named
+    by the checkpoint that replaces it (archive:<file>): history, show --at and verify read
+    the node's whole life from it with --archive. Copy the directory anywhere; the names
+    stay valid. Core's calls compact too when a stream passes its bound (the archiver is
+    down or behind): into streams.archive_dir if that host has it, else streams.export_dir.
+    """
+
+    def one_pass(session: Session) -> str:
+        given = archive_dir(session, archive)
+        if not given:
+            raise PluginError("no archive directory: pass --archive DIR or set streams.archive_dir")
+        directory = _checked_directory(given)
+        age = session.config.streams.min_age if min_age is None else min_age
+        while True:
+            try:
+                done = archive_pass(session, directory, age)
+            except PluginError as exc:
+                if every is None:
+                    raise
+                print(f"{exc.reason}", file=sys.stderr, flush=True)
+                done = None
+            finally:
+                session.close()  # each pass has etcd.timeout to itself
+            if done is not None:
+                line = (
+                    f"{done.nodes} nodes: {done.compacted} streams compacted, {done.events} "
+                    f"events archived into {directory}; {done.left} events left in etcd"
+                )
+                if every is None:
+                    if done.failed:
+                        raise PluginError(f"{len(done.failed)} not archived: {done.failed[0]}")
+                    return line
+                respond(line, text=True, io=session.io)
+                for failure in done.failed:
+                    print(failure, file=sys.stderr, flush=True)
+            time.sleep(every or 0)
+
+    if every is not None:
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    run("archive", one_pass, config=click_config(), text=True)

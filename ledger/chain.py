@@ -1,0 +1,81 @@
+"""The chain of exports behind a compacted stream, read back to event 1.
+
+A compacted stream starts with a checkpoint naming the export of the events it replaced; that
+export starts with event 1 or with the previous checkpoint, which names the export before it.
+:func:`walk` follows the chain, checking each file against the checkpoint that names it
+(``audit.check_export``); :func:`whole_life` joins the files and the live stream into the
+node's every event, each once, which ``history`` and ``show --at`` read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import msgspec
+
+from resource_extend.ledger import audit, export
+from resource_extend.ledger.errors import PluginError
+from resource_extend.ledger.events import AnyEvent as Event
+from resource_extend.ledger.events import Checkpoint
+from resource_extend.ledger.kinds import Kind
+
+
+class Link(msgspec.Struct, frozen=True):
+    """One export in the chain: the checkpoint naming it, and what was found of it."""
+
+    checkpoint: Event
+    found: export.Found
+    checked: audit.ExportCheck | None = None
+    """None when the file could not be read here (``found.state`` says why)."""
+
+    @property
+    def what(self) -> str:
+        assert isinstance(self.checkpoint.change, Checkpoint)
+        return f"export of checkpoint {self.checkpoint.seq} ({self.checkpoint.change.export})"
+
+
+def walk(kind: Kind[Any], checkpoint: Event, archive_dir: str = "") -> Iterator[Link]:
+    """The exports from ``checkpoint``'s back towards event 1, newest first, as far as they
+    can be read and check out (the last link yielded is the one that did not, if any)."""
+    current: Event | None = checkpoint
+    while current is not None:
+        assert isinstance(current.change, Checkpoint)
+        found = export.read(current.change.export, archive_dir)
+        if found.state not in ("published", "unpublished"):
+            yield Link(current, found)
+            return
+        checked = audit.check_export(kind, current, found.path.name, found.lines)
+        yield Link(current, found, checked)
+        current = checked.previous
+
+
+def whole_life(kind: Kind[Any], events: list[Event], archive_dir: str) -> list[Event]:
+    """``events`` (a live stream) preceded by every event its checkpoints replaced, read from
+    their exports: the node's whole life, from event 1, each event once (a checkpoint whose
+    events are there stands aside for them). An export that cannot be read or does not check
+    out is an error that names it."""
+    if not events or not isinstance(events[0].change, Checkpoint):
+        return events
+    files: list[list[Event]] = []
+    for link in walk(kind, events[0], archive_dir):
+        if link.checked is None or link.checked.problems:
+            raise PluginError(f"{link.what} {_why(link)}")
+        files.append(link.checked.events)
+    life: list[Event] = []
+    for part in [*reversed(files), events]:
+        life += part[1:] if life and isinstance(part[0].change, Checkpoint) else part
+    return life
+
+
+def _why(link: Link) -> str:
+    found = link.found
+    if link.checked is not None:
+        return f"does not hold what the checkpoint says: {'; '.join(link.checked.problems)}"
+    if found.state == "elsewhere" and found.host == export.ARCHIVE:
+        return "is in the archive: pass --archive DIR (or set streams.archive_dir)"
+    if found.state == "elsewhere":
+        return f"is on host {found.host}: read it there"
+    if found.state == "missing":
+        return "is missing"
+    return f"cannot be read: {found.reason}"

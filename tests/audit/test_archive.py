@@ -1,0 +1,130 @@
+"""``archive``: old events move out of etcd into one directory, each in exactly one file a
+checkpoint names (``archive:<file>``); ``history``, ``show --at`` and ``verify`` read a node's
+whole life across it with ``--archive``; an archive that cannot be written removes nothing."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from resource_extend.ledger.bounds import EVENT_BYTES
+from tests.audit.helpers import (
+    G,
+    error_line,
+    ok_json,
+    ok_text,
+    prod,
+    run,
+    run_many,
+    take,
+    write_streams,
+)
+from tests.audit.test_bounds import planted, unwritable  # noqa: F401 (a fixture)
+from tests.etcdkv import Etcd, no_write
+from tests.plugin import Plugin
+
+NODES = 3
+LONG = 40
+BOUND = 20
+"""Each node's share: the archiver keeps streams at half of it (10)."""
+
+
+def setup(plugin: Plugin, etcd: Etcd, archive: Path) -> None:
+    budget = NODES * BOUND * EVENT_BYTES
+    write_streams(plugin, {"budget": budget, "archive_dir": str(archive)})
+    for n in range(NODES):
+        planted(etcd, f"n{n}", LONG)
+
+
+def test_the_archiver_keeps_streams_at_half_their_bound_and_loses_nothing(
+    plugin: Plugin, etcd: Etcd, tmp_path: Path
+) -> None:
+    archive = tmp_path / "archive"
+    setup(plugin, etcd, archive)
+    line = ok_text(run(plugin, "archive"), "archive")
+    assert line.strip() == (
+        f"{NODES} nodes: {NODES} streams compacted, {NODES * (LONG - 10)} events archived "
+        f"into {archive}; {NODES * 10} events left in etcd"
+    )
+    files = sorted(archive.iterdir())
+    assert len(files) == NODES and not [f for f in files if f.name.endswith(".partial")]
+    for n in range(NODES):
+        live = etcd.event_docs(f"n{n}")
+        assert len(live) == 10
+        checkpoint = live[0]
+        assert checkpoint["verb"] == "archive"
+        where = checkpoint["change"]["export"]
+        assert where.startswith("archive:") and "/" not in where, where
+        (named,) = [f for f in files if f.name == where.removeprefix("archive:")]
+        kept = [e["seq"] for e in live[1:]]
+        exported = [json.loads(x)["seq"] for x in named.read_text().splitlines()]
+        assert sorted(exported + kept) == list(range(1, LONG + 1))  # each event once
+
+    again = ok_text(run(plugin, "archive"), "archive")
+    assert f"0 streams compacted, 0 events archived into {archive}" in again
+    assert len(list(archive.iterdir())) == NODES
+
+
+def test_history_show_and_verify_read_a_nodes_whole_life_across_the_archive(
+    plugin: Plugin, etcd: Etcd, tmp_path: Path
+) -> None:
+    archive = tmp_path / "archive"
+    setup(plugin, etcd, archive)
+    ok_text(run(plugin, "archive"), "archive")
+    for _ in range(3):
+        plugin.ok(*take("n0", {G: 1}))
+    moved = tmp_path / "copied-elsewhere"
+    shutil.copytree(archive, moved)
+    write_streams(plugin, {"budget": NODES * BOUND * EVENT_BYTES})  # no archive_dir any more
+
+    history, at_5, verified, unpointed = run_many(
+        plugin,
+        [
+            ["history", "n0", "--json", "--archive", str(moved)],
+            ["show", "n0", "--at", "5", "--json", "--archive", str(moved)],
+            ["verify", "--all", "--archive", str(moved)],
+            ["verify", "--all"],
+        ],
+    )
+    events = ok_json(history)
+    assert [e["seq"] for e in events] == list(range(1, LONG + 4))
+    assert not [e for e in events if e["kind"] == "checkpoint"]
+    assert ok_json(at_5)["seq"] == 5 and prod(ok_json(at_5)["usage"]) == {G: 4}
+    assert ok_text(verified).strip() == (
+        f"{NODES} nodes verified: every head agrees with its stream, {NODES} exports checked"
+    )
+    said = ok_text(unpointed)
+    assert "is in the archive: not checked here" in said
+    assert said.strip().endswith(f"{NODES} elsewhere not checked")
+
+    without = run(plugin, "show", "n0", "--at", "5")
+    assert "archive:" in error_line(without, "show")
+    missing = run(plugin, "history", "n0", "--archive", str(tmp_path / "nowhere"))
+    assert "is missing" in error_line(missing, "history")
+
+
+def test_an_archive_that_cannot_be_written_removes_nothing(
+    plugin: Plugin,
+    etcd: Etcd,
+    unwritable: Path,  # noqa: F811 (the fixture)
+) -> None:
+    setup(plugin, etcd, unwritable)
+    with no_write(etcd):
+        result = run(plugin, "archive")
+    line = error_line(result, "archive")
+    assert f"{NODES} not archived: node n" in line and "cannot write the export" in line, line
+    assert list(unwritable.iterdir()) == []
+    assert [len(etcd.events(f"n{n}")) for n in range(NODES)] == [LONG] * NODES
+
+
+def test_an_archive_others_could_write_is_refused(
+    plugin: Plugin, etcd: Etcd, tmp_path: Path
+) -> None:
+    archive = tmp_path / "open"
+    archive.mkdir()
+    archive.chmod(0o777)
+    setup(plugin, etcd, archive)
+    with no_write(etcd):
+        line = error_line(run(plugin, "archive"), "archive")
+    assert "writable by every user" in line and f"chmod o-w {archive}" in line, line
