@@ -23,17 +23,32 @@ def footprint(top: int, as_json_output: bool) -> None:
     compacts them, free pages until it is defragmented). Etcd refuses every write, core's
     included, once its file reaches --quota-backend-bytes (2 GiB by default): it raises its
     NOSPACE alarm, listed here. Plain range reads only, so this answers while the alarm is
-    raised. --json prints {"etcd": {...}, "plugin": {...}}.
+    raised. Also shown: the bound each stream is held to (streams.budget, streams.max_events)
+    and how much of the budget the events count for. --json prints
+    {"etcd": {...}, "plugin": {...}, "streams": {...}}.
       {prog} footprint --top 20
     """
 
     def measured(session: Session) -> Any:
+        from resource_extend.ledger.bounds import EVENT_BYTES, bound_for
         from resource_extend.ledger.footprint import etcd_footprint, measure
 
-        store = session.store
+        store, streams = session.store, session.config.streams
         etcd, mine = etcd_footprint(store), measure(store, store.keys, top)
+        bound = bound_for(streams, mine.head_keys)
+        counted = mine.event_keys * EVENT_BYTES
         if as_json_output:
-            return {"etcd": msgspec.to_builtins(etcd), "plugin": msgspec.to_builtins(mine)}
+            policy = {
+                "budget": streams.budget,
+                "max_events": streams.max_events,
+                "bound": bound.keep if bound else None,
+                "counted": counted,
+            }
+            return {
+                "etcd": msgspec.to_builtins(etcd),
+                "plugin": msgspec.to_builtins(mine),
+                "streams": policy,
+            }
         alarms = ", ".join(etcd.alarms) or "none"
         in_use = "?" if etcd.db_size_in_use is None else _size(etcd.db_size_in_use)
         lines = [
@@ -45,6 +60,15 @@ def footprint(top: int, as_json_output: bool) -> None:
             f"(records {mine.head_keys} keys {_size(mine.head_bytes)}; "
             f"events {mine.event_keys} keys {_size(mine.event_bytes)})",
         ]
+        if bound is None:
+            lines.append("streams are unbounded (streams.budget and streams.max_events are 0)")
+        else:
+            budget = streams.budget
+            share = f", {100 * counted / budget:.0f}% of streams.budget {_size(budget)}"
+            lines.append(
+                f"each stream is held to {bound.keep} events; they count {_size(counted)} at "
+                f"{EVENT_BYTES} B an event{share if budget else ''}"
+            )
         if mine.largest:
             rows = [("NODE", "EVENTS", "BYTES")]
             rows += [(s.node, str(s.events), _size(s.bytes)) for s in mine.largest]

@@ -226,7 +226,10 @@ def verify(nodes: tuple[str, ...], every: bool, archive: str | None, repair: boo
 @click.option(
     "--export-dir",
     metavar="DIR",
-    help="Where the removed events are written first (default: streams.export_dir).",
+    help=(
+        "Where the removed events are written first, named host:path (default: the archive, "
+        "streams.archive_dir, named archive:<file>; else streams.export_dir)."
+    ),
 )
 def compact(
     nodes: tuple[str, ...],
@@ -252,23 +255,30 @@ def compact(
     the others start again from its checkpoint. So every removed event is in exactly one
     export, and every export is named by a checkpoint; verify checks them back to event 1.
 
-    history, show --at and verify start from the checkpoint; points before it name the export.
-    Streams can also be bounded as they grow: see streams.max_events in {config}.
+    history, show --at and verify start from the checkpoint, or with --archive read the
+    archive back to event 1. Streams are bounded as they grow (streams.budget and
+    streams.max_events in {config}); "{prog} archive" keeps them at half their bound.
     """
 
     def run_compaction(session: Session) -> str:
         from resource_extend.ledger.compaction import compact as compact_node
 
         streams = session.config.streams
-        directory = export_dir or streams.export_dir
+        directory = export_dir or streams.destination
         if not directory:
-            raise PluginError("no export directory: pass --export-dir or set streams.export_dir")
+            raise PluginError(
+                "no export directory: pass --export-dir, or set streams.archive_dir or "
+                "streams.export_dir"
+            )
+        archived = not export_dir and bool(streams.archive_dir)
         age = streams.min_age if min_age is None else min_age
         store = session.store
         lines = []
         for node in _targets(store, nodes, every, "compact"):
             session.node = node
-            done = compact_node(store, node, keep=keep, export_dir=directory, min_age=age)
+            done = compact_node(
+                store, node, keep=keep, export_dir=directory, archive=archived, min_age=age
+            )
             session.node = None
             if done is None:
                 lines.append(f"node {node}: nothing to compact")

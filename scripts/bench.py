@@ -10,6 +10,7 @@ short stream. Prints a Markdown table (the README quotes it).
     scripts/bench --quick            # fewer repetitions, 1,000 nodes only
     scripts/bench --transport grpc   # the same, over etcd's gRPC API
     scripts/bench --resident off     # every call in its own process
+    scripts/bench --soak             # 200,000 writes over 1,000 nodes: etcd's size as it goes
 """
 
 from __future__ import annotations
@@ -336,7 +337,20 @@ def main() -> None:
     parser.add_argument(
         "--resident", choices=["on", "off"], default="on", help="the resident helper (default on)"
     )
+    soak = parser.add_argument_group("soak (instead of the per-call table: scripts/soak.py)")
+    soak.add_argument("--soak", action="store_true", help="writes under the default bounds")
+    soak.add_argument("--writes", type=int, default=200_000, help="default 200,000")
+    soak.add_argument("--nodes", type=int, default=1_000, help="default 1,000")
+    soak.add_argument(
+        "--min-age", type=float, default=60.0, help="streams.min_age in the soak (default 60 s)"
+    )
     options = parser.parse_args()
+    if options.soak:
+        from scripts.soak import run_soak
+
+        with tempfile.TemporaryDirectory() as tmp:
+            run_soak(Path(tmp), options.nodes, options.writes, options.min_age)
+        return
     repeat = 7 if options.quick else 21
     cluster = Cluster(1).start()
     try:

@@ -100,7 +100,9 @@ def test_footprint_answers_under_the_alarm_with_the_plugins_exact_share(
     result = plugin.run("footprint", None, "--json", "--top", "1")
     assert (result.status, result.stderr) == (0, ""), result
     found = json.loads(result.stdout)
-    assert found["etcd"]["alarms"] == ["NOSPACE"] and found["etcd"]["db_size"] >= QUOTA
+    # etcd raises the alarm when a write would take its file past the quota: within a filler
+    assert found["etcd"]["alarms"] == ["NOSPACE"]
+    assert found["etcd"]["db_size"] > QUOTA - 2 * len(FILLER)
     etcd = Etcd(small_etcd.endpoints, plugin.prefix)
     try:
         held = etcd.snapshot()

@@ -165,3 +165,20 @@ def test_a_storage_stream_is_bounded_the_same_way(storage: Plugin, tmp_path: Pat
     events = storage.history("test0")
     assert events[0]["kind"] == "checkpoint" and len(events) == 3, events
     assert len(list(directory.iterdir())) == 1
+
+
+def test_footprint_shows_each_streams_bound_and_the_budget_used(
+    plugin: Plugin, etcd: Etcd, tmp_path: Path
+) -> None:
+    budget = 4 * 8 * EVENT_BYTES
+    write_streams(plugin, {"budget": budget, "export_dir": str(tmp_path / "exports")})
+    for n in range(4):
+        planted(etcd, f"n{n}", 2)
+    shown = plugin.run("footprint", None, "--json")
+    assert shown.status == 0, shown.stderr
+    policy = json.loads(shown.stdout)["streams"]
+    assert policy == {"budget": budget, "max_events": 1000, "bound": 8, "counted": 8 * EVENT_BYTES}
+    table = plugin.run("footprint")
+    assert "each stream is held to 8 events; they count 4.00 KiB at 512 B an event, 25% of " in (
+        table.stdout
+    ), table.stdout
