@@ -7,13 +7,14 @@ import os
 import signal
 import stat
 import sys
-import time
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
 import msgspec
 
+from resource_extend.commands.program import current
 from resource_extend.commands.protocol import Session, click_config, respond, run
 from resource_extend.ledger.errors import PluginError
 
@@ -26,10 +27,7 @@ def archive_option(command: F) -> F:
         "--archive",
         "archive",
         type=click.Path(file_okay=False, resolve_path=True),
-        help=(
-            "The archive directory to read compacted events from "
-            "(default: streams.archive_dir in {config})."
-        ),
+        help="The archive: one directory of compacted events (default: streams.archive_dir).",
     )(command)
 
 
@@ -50,8 +48,12 @@ class Pass(msgspec.Struct):
     failed: list[str] = msgspec.field(default_factory=list)
 
 
-def archive_pass(session: Session, directory: str, min_age: float) -> Pass:
-    """Compact every stream longer than half its bound into ``directory``, longest first."""
+def archive_pass(
+    session: Session, directory: str, min_age: float, stopping: threading.Event | None = None
+) -> Pass:
+    """Compact every stream longer than half its bound into ``directory``, longest first: each
+    with etcd.timeout of its own (a pass over many nodes takes longer than one call may).
+    ``stopping`` ends the pass between two compactions."""
     from resource_extend.ledger.bounds import bound_for
     from resource_extend.ledger.compaction import compact
 
@@ -64,8 +66,10 @@ def archive_pass(session: Session, directory: str, min_age: float) -> Pass:
         return done
     target = target.halved()
     for node, bounds in sorted(lengths.items(), key=lambda item: (-item[1].count, item[0])):
-        if bounds.count <= target.over:
+        if bounds.count <= target.over or (stopping is not None and stopping.is_set()):
             break
+        session.close()
+        store = session.store
         try:
             compacted = compact(
                 store,
@@ -86,6 +90,11 @@ def archive_pass(session: Session, directory: str, min_age: float) -> Pass:
             done.events += removed
             done.left -= removed
     return done
+
+
+def _warn(reason: str) -> None:
+    """A failed pass (or node) of a running archiver: one line, as a failed call's."""
+    print(f"{current().name} archive: {reason}", file=sys.stderr, flush=True)
 
 
 def _checked_directory(directory: str) -> str:
@@ -119,6 +128,7 @@ def _checked_directory(directory: str) -> str:
 @click.option(
     "--min-age",
     type=click.FloatRange(min=0),
+    metavar="SECONDS",
     help="Leave events younger than this many seconds (default: streams.min_age, 300).",
 )
 def archive(archive: str | None, every: float | None, min_age: float | None) -> None:
@@ -141,6 +151,8 @@ def archive(archive: str | None, every: float | None, min_age: float | None) -> 
     down or behind): into streams.archive_dir if that host has it, else streams.export_dir.
     """
 
+    stopping = threading.Event()
+
     def one_pass(session: Session) -> str:
         given = archive_dir(session, archive)
         if not given:
@@ -149,11 +161,11 @@ def archive(archive: str | None, every: float | None, min_age: float | None) -> 
         age = session.config.streams.min_age if min_age is None else min_age
         while True:
             try:
-                done = archive_pass(session, directory, age)
+                done = archive_pass(session, directory, age, stopping)
             except PluginError as exc:
                 if every is None:
                     raise
-                print(f"{exc.reason}", file=sys.stderr, flush=True)
+                _warn(exc.reason)
                 done = None
             finally:
                 session.close()  # each pass has etcd.timeout to itself
@@ -168,9 +180,11 @@ def archive(archive: str | None, every: float | None, min_age: float | None) -> 
                     return line
                 respond(line, text=True, io=session.io)
                 for failure in done.failed:
-                    print(failure, file=sys.stderr, flush=True)
-            time.sleep(every or 0)
+                    _warn(failure)
+            if stopping.wait(every or 0):
+                return f"stopped: {directory} holds every event archived"
 
-    if every is not None:
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    # A stop ends the pass after the compaction under way: nothing is left half done.
+    for stop in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(stop, lambda *_: stopping.set())
     run("archive", one_pass, config=click_config(), text=True)

@@ -52,15 +52,16 @@ resource-storage are one command tree over one ledger: each serves its own kind.
 \b
 Auditors and operators:
   {prog} nodes                           every node, its state and stream length
-  {prog} history NODE [--since/--until POINT] [--kind K] [--limit N] [--archive DIR] [--json]
-  {prog} show NODE [--at POINT] [--archive DIR] [--json]   capacity and usage then
-  {prog} verify NODE... | --all [--repair] [--archive DIR]   do heads match their streams?
+  {prog} history NODE [--since/--until POINT] [--kind K] [--limit N] [--json]
+  {prog} show NODE [--at POINT] [--json] capacity and usage then
+  {prog} verify NODE... | --all [--repair]   do heads match their streams?
   {prog} export NODE > NODE.jsonl        the stream as JSON lines
   {prog} compact NODE... | --all --keep N [--export-dir DIR] [--min-age S]
   {prog} helper [--stop] [--all]         the resident helper serving core's calls
   {prog} migrate [--dry-run]             move streams resource-gpu 0.1 wrote
   {prog} footprint [--top N] [--json]    the plugin's share of etcd, and how full etcd is
-  {prog} archive [--archive DIR] [--every S]   move old events out of etcd, into one place
+  {prog} archive --archive DIR [--every S]   old events out of etcd, into one directory
+history, show and verify read that directory with --archive DIR: a node's life from event 1.
 POINT is a seq or an RFC 3339 time. Run "{prog} COMMAND --help" for each.
 """
 

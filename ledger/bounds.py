@@ -108,14 +108,15 @@ def append_bounded(
         if bound is not None and length is not None and length >= bound.full:
             raise StreamFull(length, bound)
 
-    check = admit if streams.bounded else None
+    if not streams.bounded:
+        return store.append(node, verb, decide, resume=resume)
     try:
-        appended = store.append(node, verb, decide, admit=check, resume=resume)
+        appended = store.append(node, verb, decide, admit=admit, resume=resume)
     except StreamFull as full:
-        if _compact(store, streams, node, full.bound, loudly=True, length=full.length):
-            check = None  # every event is too young to go: the bound waits for them
-        appended = store.append(node, verb, decide, admit=check, resume=resume)
-    if check is None or not appended.events or appended.length is None:
+        # Compacted as far as it can go (what is left is too young): the write goes ahead.
+        _compact(store, streams, node, full.bound, loudly=True, length=full.length)
+        appended = store.append(node, verb, decide, with_length=True, resume=resume)
+    if not appended.events or appended.length is None:
         return appended
     bound = bound_for(streams, appended.nodes)
     if bound is not None and appended.length > bound.over:
@@ -125,12 +126,12 @@ def append_bounded(
 
 def _compact(
     store: Store[Any], streams: StreamsConfig, node: str, bound: Bound, *, loudly: bool, length: int
-) -> bool:
-    """Compact the stream back to ``bound``; whether nothing could go (every event young)."""
+) -> None:
+    """Compact the stream back to ``bound`` (quietly: any failure is let go)."""
     from resource_extend.ledger.compaction import compact
 
     try:
-        done = compact(
+        compact(
             store,
             node,
             keep=bound.keep - 1,
@@ -141,14 +142,13 @@ def _compact(
         )
     except PluginError as exc:
         if not loudly:
-            return False
+            return
         raise PluginError(
-            f"not written: the stream holds {length} events, twice its bound of {bound.keep} "
-            f"(streams.budget, streams.max_events), and compacting it failed: {exc.reason}",
+            f"not written: the stream holds {length} events, at least twice its bound of "
+            f"{bound.keep} (streams.budget, streams.max_events), and compacting it failed: "
+            f"{exc.reason}",
             node=node,
         ) from None
     except Exception:  # a quiet compaction never fails the write that has landed
         if loudly:
             raise
-        return False
-    return done is None

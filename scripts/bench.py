@@ -99,10 +99,15 @@ class Bench:
         self.etcdctl = [etcdctl_binary(), f"--endpoints={endpoint}"]
         self.rows: list[tuple[str, str, str, str, str]] = []
 
-    def config_for(self, prefix: str) -> Path:
-        path = self.workdir / f"{prefix.strip('/')}.yaml"
+    def config_for(self, prefix: str, *, unbounded: bool = False) -> Path:
+        """A config for ``prefix``, with the default stream bounds (or none at all)."""
+        name = prefix.strip("/") + ("-unbounded" if unbounded else "")
+        path = self.workdir / f"{name}.yaml"
         settings = {"machines": [self.endpoint], "prefix": prefix, "transport": self.transport}
-        path.write_text(json.dumps({"etcd": settings, "resident": self.resident}))  # JSON is YAML
+        config: dict[str, object] = {"etcd": settings, "resident": self.resident}
+        if unbounded:
+            config["streams"] = {"budget": 0, "max_events": 0}
+        path.write_text(json.dumps(config))  # JSON is YAML
         return path
 
     def warm_up(self, config: Path | None = None, program: str = "resource-gpu") -> None:
@@ -260,7 +265,11 @@ class Bench:
         return {f"{count:,} nodes": rss}
 
     def long_stream(self, length: int) -> None:
+        """A write's cost against its stream's length: bounds off, so that the stream stays
+        long (bounded, it would be compacted once its events are streams.min_age old)."""
         self.seed_stream("long", length)
+        config = self.config_for(PREFIX, unbounded=True)
+        self.warm_up(config)
         take = {
             "nodename": "long",
             "resource_request": {"prod_count_map": {PRODUCT: 1}},
@@ -271,12 +280,12 @@ class Bench:
         short = {**take, "nodename": "short"}
         short_give = {**give, "nodename": "short"}
         ours = statistics.median(
-            self.plugin("set-node-resource-usage", request, 1)[0]
+            self.plugin("set-node-resource-usage", request, 1, config)[0]
             for _ in range(self.repeat)
             for request in (take, give)
         )
         base = statistics.median(
-            self.plugin("set-node-resource-usage", request, 1)[0]
+            self.plugin("set-node-resource-usage", request, 1, config)[0]
             for _ in range(self.repeat)
             for request in (short, short_give)
         )

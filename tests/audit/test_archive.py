@@ -5,7 +5,10 @@ whole life across it with ``--archive``; an archive that cannot be written remov
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import subprocess
 from pathlib import Path
 
 from resource_extend.ledger.bounds import EVENT_BYTES
@@ -22,7 +25,7 @@ from tests.audit.helpers import (
 )
 from tests.audit.test_bounds import planted, unwritable  # noqa: F401 (a fixture)
 from tests.etcdkv import Etcd, no_write
-from tests.plugin import Plugin
+from tests.plugin import Plugin, binary
 
 NODES = 3
 LONG = 40
@@ -128,3 +131,26 @@ def test_an_archive_others_could_write_is_refused(
     with no_write(etcd):
         line = error_line(run(plugin, "archive"), "archive")
     assert "writable by every user" in line and f"chmod o-w {archive}" in line, line
+
+
+def test_a_running_archiver_keeps_passing_and_stops_cleanly_on_sigterm(
+    plugin: Plugin, etcd: Etcd, tmp_path: Path
+) -> None:
+    archive = tmp_path / "archive"
+    setup(plugin, etcd, archive)
+    env = {k: v for k, v in os.environ.items() if k != "ERU_RESOURCE_CONFIG_PATH"}
+    argv = [*binary(plugin.program), "--config", str(plugin.config), "archive", "--every", "1"]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline().decode()
+        second = process.stdout.readline().decode()
+        process.send_signal(signal.SIGTERM)
+        rest, errors = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert f"{NODES} streams compacted" in first and "0 streams compacted" in second
+    assert process.returncode == 0 and errors == b""
+    assert (
+        rest.decode().strip().splitlines()[-1] == f"stopped: {archive} holds every event archived"
+    )
