@@ -129,6 +129,7 @@ def _warm_up() -> None:
 
     for verb in (*CORE_VERBS, *HIDDEN_VERBS):
         load(verb)
+    import resource_extend.ledger.bounds
     import resource_extend.ledger.compaction
     import resource_extend.ledger.store  # noqa: F401
 

@@ -146,7 +146,7 @@ def read(where: str, archive_dir: str = "") -> Found:
     ``archive_dir``, ``host:path`` on this host."""
     host, _, name = where.partition(":")
     path = Path(name)
-    if host == ARCHIVE and "/" not in name:
+    if host == ARCHIVE and _plain_name(name):
         if not archive_dir:
             return Found(host=host, path=path, state="elsewhere")
         path = Path(archive_dir).expanduser().resolve() / name
@@ -161,6 +161,11 @@ def read(where: str, archive_dir: str = "") -> Found:
         reason = f"{exc.filename}: {exc.strerror or exc}"
         return Found(host=host, path=path, state="unreadable", reason=reason)
     return Found(host=host, path=path, state="missing")
+
+
+def _plain_name(name: str) -> bool:
+    """A file name within one directory, and nothing else (no path, no ``..``, no NUL)."""
+    return name not in ("", ".", "..") and "/" not in name and "\0" not in name
 
 
 def _lines(path: Path) -> list[bytes] | None:
