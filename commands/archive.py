@@ -51,13 +51,14 @@ class Pass(msgspec.Struct):
 def archive_pass(
     session: Session, directory: str, min_age: float, stopping: threading.Event | None = None
 ) -> Pass:
-    """Compact every stream longer than half its bound into ``directory``, longest first: each
-    with etcd.timeout of its own (a pass over many nodes takes longer than one call may).
-    ``stopping`` ends the pass between two compactions."""
+    """Compact every stream longer than half its bound into ``directory``, longest first, each
+    etcd request with etcd.timeout of its own. ``stopping`` ends the pass between two
+    compactions."""
     from resource_extend.ledger.bounds import bound_for
     from resource_extend.ledger.compaction import compact
 
     store, streams = session.store, session.config.streams
+    store.budget_per_request()  # a pass over many nodes takes longer than one call may
     known, heads = store.survey()
     lengths = store.stream_bounds(name for name, keys in known.items() if keys.stream)
     target = bound_for(streams, len(heads))
@@ -68,8 +69,6 @@ def archive_pass(
     for node, bounds in sorted(lengths.items(), key=lambda item: (-item[1].count, item[0])):
         if bounds.count <= target.over or (stopping is not None and stopping.is_set()):
             break
-        session.close()
-        store = session.store
         try:
             compacted = compact(
                 store,

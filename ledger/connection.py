@@ -65,10 +65,16 @@ class Connection:
         self._transport = transport or open_transport(config)
         self._current = 0
         self._deadline = deadline or time.monotonic() + config.timeout
+        self._per_request = False
 
     def renew(self) -> None:
         """A new time budget, for a long job made of many calls' worth of requests."""
         self._deadline = time.monotonic() + self._config.timeout
+
+    def budget_per_request(self) -> None:
+        """From now on each request has ``etcd.timeout`` of its own, not the connection as a
+        whole: for a long-running job (the archiver), not for a core call."""
+        self._per_request = True
 
     def close(self) -> None:
         self._transport.close()
@@ -140,6 +146,8 @@ class Connection:
         :meth:`append` decides (after looking for its operation id).
         """
         failures: list[str] = []
+        if self._per_request:
+            self.renew()
         for backoff in PASS_BACKOFF:
             failures.clear()
             for _ in self._endpoints:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import json
+import signal
 import subprocess
 import threading
 import time
@@ -22,7 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from resource_extend.commands.archive import archive_pass
 from resource_extend.commands.gpu import kind
 from resource_extend.commands.protocol import CallIO, Session
 from resource_extend.commands.registry import load
@@ -39,7 +39,7 @@ PREFIX = "/soak"
 WRITERS = 4
 SAMPLE_EVERY = 10_000
 COMPACT_EVERY = 10_000
-ARCHIVE_EVERY = 5.0
+ARCHIVE_EVERY = 5
 """Seconds between archiver passes."""
 
 
@@ -109,16 +109,10 @@ def _writer(soak: Soak, index: int, each: Callable[[int], None]) -> None:
             return
 
 
-def _archiver(soak: Soak, stop: threading.Event) -> None:
-    while not stop.wait(ARCHIVE_EVERY):
-        session = Session(str(soak.config))
-        try:
-            done = archive_pass(session, str(soak.archive), soak.min_age)
-            soak.passes += 1
-            if done.failed:
-                soak.failures.append(f"archive: {done.failed[0]}")
-        finally:
-            session.close()
+def _archiver(soak: Soak) -> subprocess.Popen[bytes]:
+    """``resource-gpu archive --every``, in its own process, as an operator runs it."""
+    argv = ["resource-gpu", "--config", str(soak.config), "archive", "--every", str(ARCHIVE_EVERY)]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def run_soak(workdir: Path, nodes: int, writes: int, min_age: float) -> None:
@@ -178,9 +172,7 @@ def _soak(soak: Soak) -> None:
             if done % SAMPLE_EVERY == 0:
                 sample()
 
-    stop = threading.Event()
-    archiver = threading.Thread(target=_archiver, args=(soak, stop), daemon=True)
-    archiver.start()
+    archiver = _archiver(soak)
     sample()
     writers = [
         threading.Thread(target=_writer, args=(soak, i, each), daemon=True) for i in range(WRITERS)
@@ -189,9 +181,12 @@ def _soak(soak: Soak) -> None:
         thread.start()
     for thread in writers:
         thread.join()
-    stop.set()
-    archiver.join()
     elapsed = time.perf_counter() - start
+    archiver.send_signal(signal.SIGTERM)
+    passes, errors = archiver.communicate(timeout=120)
+    soak.passes = len(passes.splitlines()) - 1  # the last line says it stopped
+    if archiver.returncode or errors:
+        soak.failures += errors.decode().splitlines() or [f"archive exited {archiver.returncode}"]
     if soak.failures:
         raise SystemExit(f"soak: {len(soak.failures)} calls failed; the first: {soak.failures[0]}")
     _report(soak, keys, etcdctl, elapsed)
