@@ -279,6 +279,25 @@ def test_running_out_of_time_without_a_lost_race_is_no_contention() -> None:
     assert seqs(stream_of(etcd)) == [1]
 
 
+@pytest.mark.parametrize("per_request", [False, True])
+def test_a_long_job_gives_each_request_the_whole_timeout(per_request: bool) -> None:
+    """The archiver's store (``budget_per_request``) outlasts a call's budget request by
+    request; a call's store does not."""
+    etcd = MemoryEtcd()
+    new_node(etcd)
+    store = make_store(etcd, timeout=0.3)
+    if per_request:
+        store.budget_per_request()
+    for _ in range(3):
+        etcd.before_request(lambda: time.sleep(0.12))
+    reads = [lambda: store.read(NODE) for _ in range(3)]
+    if per_request:
+        assert [usage(read().state) for read in reads] == [{}, {}, {}]
+    else:
+        with pytest.raises(StoreError):
+            [read() for read in reads]
+
+
 def test_exhausting_max_attempts_is_contention() -> None:
     etcd = MemoryEtcd()
     added = new_node(etcd)
