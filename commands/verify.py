@@ -166,6 +166,7 @@ def verify(nodes: tuple[str, ...], every: bool, archive: str | None, repair: boo
 
     def check(session: Session) -> str:
         store = session.store
+        store.budget_per_request()  # many nodes outlast one call's budget; no request may
         targets = _targets(store, nodes, every, "verify")
         exports = archive_dir(session, archive)
         reports: list[str] = []
@@ -273,6 +274,7 @@ def compact(
         archived = not export_dir and bool(streams.archive_dir)
         age = streams.min_age if min_age is None else min_age
         store = session.store
+        store.budget_per_request()  # many nodes outlast one call's budget; no request may
         lines = []
         for node in _targets(store, nodes, every, "compact"):
             session.node = node

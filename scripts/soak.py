@@ -244,7 +244,8 @@ def _check(soak: Soak) -> None:
     verify = ["resource-gpu", "--config", str(soak.config), "verify", "--all"]
     verified = subprocess.run(verify, capture_output=True, text=True, check=False)
     if verified.returncode != 0:
-        raise SystemExit(f"soak: verify failed: {verified.stderr.strip()}")
+        found = verified.stdout.strip().splitlines()[:5]
+        raise SystemExit(f"soak: verify failed: {verified.stderr.strip()}; {'; '.join(found)}")
     print(f"- verify --all: {verified.stdout.strip().splitlines()[-1]}")
     seen: dict[str, list[int]] = {}
     files = 0

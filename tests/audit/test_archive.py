@@ -154,3 +154,21 @@ def test_a_running_archiver_keeps_passing_and_stops_cleanly_on_sigterm(
     assert (
         rest.decode().strip().splitlines()[-1] == f"stopped: {archive} holds every event archived"
     )
+
+
+def test_verify_and_compact_of_every_node_outlast_one_calls_etcd_budget(
+    plugin: Plugin, etcd: Etcd, tmp_path: Path
+) -> None:
+    """``etcd.timeout`` bounds a core call; an operator's pass over every node gives it to each
+    request instead (it bounded the whole pass, which then failed part-way)."""
+    for n in range(300):
+        planted(etcd, f"n{n:03d}", 6)
+    config = json.loads(plugin.config.read_text())
+    config["etcd"]["timeout"] = 0.2
+    config["streams"] = {"export_dir": str(tmp_path / "exports")}
+    plugin.config.write_text(json.dumps(config))
+    verified = ok_text(run(plugin, "verify", "--all"), "verify")
+    assert verified.strip() == "300 nodes verified: every head agrees with its stream"
+    compacted = ok_text(run(plugin, "compact", "--all", "--keep", "2", "--min-age", "0"))
+    assert len(compacted.splitlines()) == 300 and "nothing to compact" not in compacted
+    assert {len(etcd.events(f"n{n:03d}")) for n in range(300)} == {3}
