@@ -86,14 +86,21 @@ def stream_of(session: Session, node: str) -> Stream:
 
 
 def life_of(session: Session, node: str, archive: str | None) -> list[Event]:
-    """The node's events; given an archive, from event 1 (``ledger.chain.whole_life``)."""
+    """The node's events; with an archive, from event 1 (``ledger.chain.whole_life``). An
+    archive named by ``--archive`` must hold them all; the config's is read if it does, and
+    otherwise the stream is shown from its checkpoint, which says where the rest went."""
     events = stream_of(session, node).events
     exports = archive_dir(session, archive)
     if not exports or not events or not isinstance(events[0].change, Checkpoint):
         return events
     from resource_extend.ledger.chain import whole_life
 
-    return whole_life(session.kind, events, exports)
+    try:
+        return whole_life(session.kind, events, exports)
+    except PluginError:
+        if archive:
+            raise
+        return events
 
 
 @click.command("history")

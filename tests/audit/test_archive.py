@@ -172,3 +172,21 @@ def test_verify_and_compact_of_every_node_outlast_one_calls_etcd_budget(
     compacted = ok_text(run(plugin, "compact", "--all", "--keep", "2", "--min-age", "0"))
     assert len(compacted.splitlines()) == 300 and "nothing to compact" not in compacted
     assert {len(etcd.events(f"n{n:03d}")) for n in range(300)} == {3}
+
+
+def test_the_configured_archive_is_read_when_it_can_be_and_the_stream_shown_when_not(
+    plugin: Plugin, etcd: Etcd, tmp_path: Path
+) -> None:
+    """``--archive`` must hold the whole chain; ``streams.archive_dir`` alone never turns a
+    history that used to answer into an error."""
+    archive = tmp_path / "archive"
+    setup(plugin, etcd, archive)
+    ok_text(run(plugin, "archive"), "archive")
+    whole = ok_json(run(plugin, "history", "n0", "--json"))
+    assert [e["seq"] for e in whole] == list(range(1, LONG + 1))
+    for file in archive.iterdir():
+        file.unlink()
+    live = ok_json(run(plugin, "history", "n0", "--json"))
+    assert live[0]["kind"] == "checkpoint" and live[-1]["seq"] == LONG
+    missing = run(plugin, "history", "n0", "--archive", str(archive))
+    assert "is missing" in error_line(missing, "history")
