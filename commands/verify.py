@@ -272,6 +272,7 @@ def compact(
                 "streams.export_dir"
             )
         archived = not export_dir and bool(streams.archive_dir)
+        fallback = not export_dir and not streams.archive_dir  # made if missing
         age = streams.min_age if min_age is None else min_age
         store = session.store
         store.budget_per_request()  # many nodes outlast one call's budget; no request may
@@ -279,7 +280,13 @@ def compact(
         for node in _targets(store, nodes, every, "compact"):
             session.node = node
             done = compact_node(
-                store, node, keep=keep, export_dir=directory, archive=archived, min_age=age
+                store,
+                node,
+                keep=keep,
+                export_dir=directory,
+                archive=archived,
+                create=fallback,
+                min_age=age,
             )
             session.node = None
             if done is None:

@@ -137,6 +137,7 @@ def _compact(
             keep=bound.keep - 1,
             export_dir=streams.destination,
             archive=bool(streams.archive_dir),
+            create=not streams.archive_dir,  # the local fallback is made; the archive must exist
             min_age=streams.min_age,
             at_least=bound.at_least,
         )

@@ -50,13 +50,15 @@ def compact(
     export_dir: str,
     min_age: float,
     archive: bool = False,
+    create: bool = False,
     at_least: int = 1,
     verb: str = "compact",
 ) -> Compacted | None:
     """Keep the ``keep`` newest events and every event younger than ``min_age`` seconds (and
     all after it); replace all older ones by a checkpoint. ``archive``: ``export_dir`` is the
     archive, and the checkpoint names the file within it (``archive:<file>``) rather than by
-    host and path.
+    host and path. ``create``: make ``export_dir`` if it is missing (the local fallback; an
+    archive or a directory named by hand must exist, so that a typo fails).
 
     None when that would shorten the stream by fewer than ``at_least`` (at least 1) events
     (auto-compaction waits for a tenth of the bound, rather than export a file per write as
@@ -70,7 +72,9 @@ def compact(
             stream = _to_cut(store, node, keep=keep, min_age=min_age, at_least=at_least)
             if stream is None:
                 return None
-            return _replace(store, node, stream, export_dir, archive=archive, verb=verb)
+            return _replace(
+                store, node, stream, export_dir, archive=archive, create=create, verb=verb
+            )
         except _Raced:
             continue
     raise Contention(f"contention: other compactions of this node won {ATTEMPTS} times", node=node)
@@ -115,7 +119,14 @@ def _to_cut(
 
 
 def _replace(
-    store: Store[Any], node: str, stream: Stream, export_dir: str, *, archive: bool, verb: str
+    store: Store[Any],
+    node: str,
+    stream: Stream,
+    export_dir: str,
+    *,
+    archive: bool,
+    create: bool,
+    verb: str,
 ) -> Compacted:
     """Export ``stream.events``, then replace them by a checkpoint (``_Raced`` when another
     compaction came first: the temporary export is gone again)."""
@@ -123,7 +134,9 @@ def _replace(
         store.kind, stream.events, export=""
     )  # refuses a stream with gaps
     op = new_op()
-    path = export.write_partial(export_dir, node, stream.raw_events, stream.events, op)
+    path = export.write_partial(
+        export_dir, node, stream.raw_events, stream.events, op, create=create
+    )
     change = msgspec.structs.replace(change, export=export.location(path, archive=archive))
     checkpoint = store.new_event(stream.events[-1].seq, verb, change, op)
     try:

@@ -58,16 +58,23 @@ def partial_of(path: Path) -> Path:
 
 
 def write_partial(
-    directory: str, node: str, stored: list[bytes], events: list[Event], op: str
+    directory: str,
+    node: str,
+    stored: list[bytes],
+    events: list[Event],
+    op: str,
+    *,
+    create: bool = False,
 ) -> Path:
     """Write the events (``stored``: their etcd values) to a new temporary file in
-    ``directory`` (made, with its parents, if missing), on disk (file and directory entry)
-    when this returns; the final path."""
+    ``directory`` (``create``: made, with its parents, if missing), on disk (file and
+    directory entry) when this returns; the final path."""
     folder = Path(directory).expanduser().resolve()
     path = folder / file_name(node, events, op)
     partial = partial_of(path)
     try:
-        folder.mkdir(mode=DIRECTORY_MODE, parents=True, exist_ok=True)
+        if create:
+            folder.mkdir(mode=DIRECTORY_MODE, parents=True, exist_ok=True)
         with open(partial, "xb") as out:
             out.write(json_lines(stored))
             out.flush()

@@ -91,6 +91,9 @@ class Plugin:
         )
         environment = {k: v for k, v in os.environ.items() if k != "ERU_RESOURCE_CONFIG_PATH"}
         environment["ERU_RESOURCE_CONFIG_PATH"] = str(self.config)
+        # A home of the test's own: the default export directory lies under it, so nothing a
+        # test compacts lands in the home of whoever runs the suite.
+        environment["HOME"] = str(self.workdir / "home")
         environment.update(env or {})
         done = subprocess.run(
             [*binary(self.program), verb, *args], input=stdin, capture_output=True, env=environment,

@@ -36,6 +36,7 @@ from tests.audit.helpers import (
     seqs,
     take,
     used,
+    write_streams,
 )
 from tests.etcdkv import Etcd, no_write
 from tests.plugin import Plugin
@@ -201,6 +202,8 @@ def test_compacting_twice_chains_checkpoints(plugin: Plugin, etcd: Etcd, tmp_pat
 
 def test_bad_compactions_change_nothing(plugin: Plugin, etcd: Etcd, tmp_path: Path) -> None:
     plant(etcd, "n1", STREAM, head(AFTER_8["capacity"], AFTER_8["usage"], 8))
+    # nowhere to export by default: unbounded streams, and the fallback directory emptied
+    write_streams(plugin, {"budget": 0, "max_events": 0, "export_dir": ""})
     directory = tmp_path / "exports"
     directory.mkdir()
     missing = tmp_path / "no-such-dir"
