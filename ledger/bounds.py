@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 EVENT_BYTES = 512
 """Bytes an event is counted as against the budget: its key and value in etcd. A GPU event
-measures about 250 (``scripts/bench footprint``); a storage event with many volumes more."""
+measures 282 (``scripts/bench --soak``); a storage event with many volumes more."""
 
 FLOOR = 4
 """The fewest events a bound keeps (checkpoint included), however many the nodes."""
