@@ -127,7 +127,8 @@ def append_bounded(
 def _compact(
     store: Store[Any], streams: StreamsConfig, node: str, bound: Bound, *, loudly: bool, length: int
 ) -> None:
-    """Compact the stream back to ``bound`` (quietly: any failure is let go)."""
+    """Compact the stream back to ``bound``: quietly after a write (it has landed: any failure
+    is let go), or loudly before one (a failure refuses it, in one line naming why)."""
     from resource_extend.ledger.compaction import compact
 
     try:
