@@ -5,8 +5,8 @@ Run by ``scripts/bench --soak`` (which installs everything first). Writes go thr
 ``set-node-resource-usage`` in this process (the same code core's calls run, without a process
 start each, so the run fits in minutes), a card taken or given back by each. The first half of
 the writes runs with no etcd compaction at all, the second with etcd compacting its revision
-history every ``COMPACT_EVERY`` writes (as ``--auto-compaction-mode=revision`` does). Prints
-Markdown: the database's size every ``SAMPLE_EVERY`` writes, then the totals, and fails unless
+history every ``STEP`` writes (as ``--auto-compaction-mode=revision`` does; fewer for a short
+run). Prints Markdown: the database's size every step, then the totals, and fails unless
 ``verify --all`` is clean and the archive plus the streams hold every event written, once.
 """
 
@@ -37,8 +37,15 @@ from tests.etcd_server import Cluster, etcdctl_binary
 PRODUCT = "nvidia-3090"
 PREFIX = "/soak"
 WRITERS = 4
-SAMPLE_EVERY = 10_000
-COMPACT_EVERY = 10_000
+STEP = 10_000
+"""Writes between two samples of etcd's size, and between two etcd compactions (phase two)."""
+
+
+def step_of(writes: int) -> int:
+    """``STEP``, or for a short run a twentieth of it, so that it still has a curve."""
+    return min(STEP, max(writes // 20, 1))
+
+
 ARCHIVE_EVERY = 5
 """Seconds between archiver passes."""
 
@@ -94,6 +101,14 @@ class Soak:
 
 
 def _writer(soak: Soak, index: int, each: Callable[[int], None]) -> None:
+    try:
+        _write(soak, index, each)
+    except Exception as exc:  # a writer that dies fails the soak, by name
+        with soak.lock:
+            soak.failures.append(f"writer {index}: {type(exc).__name__}: {exc}")
+
+
+def _write(soak: Soak, index: int, each: Callable[[int], None]) -> None:
     for number in range(index, soak.writes, WRITERS):
         node = f"node-{number % soak.nodes:04d}"
         take = (number // soak.nodes) % 2 == 0  # a card taken, then given back next round
@@ -140,6 +155,7 @@ def _soak(soak: Soak) -> None:
     etcdctl = [etcdctl_binary(), f"--endpoints={soak.endpoint}"]
     revisions: list[int] = []
     half = soak.writes // 2
+    step = step_of(soak.writes)
     progress = threading.Lock()
 
     def sample() -> None:
@@ -161,7 +177,7 @@ def _soak(soak: Soak) -> None:
         with progress:
             soak.done += 1
             done = soak.done
-            if done % COMPACT_EVERY == 0:
+            if done % step == 0:
                 conn = connect(soak)
                 revision = conn.status()[1].header.revision
                 conn.close()
@@ -169,21 +185,28 @@ def _soak(soak: Soak) -> None:
                     subprocess.run([*etcdctl, "compact", str(revisions[-1])], check=True,
                                    capture_output=True)  # fmt: skip
                 revisions.append(revision)
-            if done % SAMPLE_EVERY == 0:
+            if done % step == 0:
                 sample()
 
     archiver = _archiver(soak)
-    sample()
-    writers = [
-        threading.Thread(target=_writer, args=(soak, i, each), daemon=True) for i in range(WRITERS)
-    ]
-    for thread in writers:
-        thread.start()
-    for thread in writers:
-        thread.join()
-    elapsed = time.perf_counter() - start
-    archiver.send_signal(signal.SIGTERM)
-    passes, errors = archiver.communicate(timeout=120)
+    try:
+        sample()
+        writers = [
+            threading.Thread(target=_writer, args=(soak, i, each), daemon=True)
+            for i in range(WRITERS)
+        ]
+        for thread in writers:
+            thread.start()
+        for thread in writers:
+            thread.join()
+        elapsed = time.perf_counter() - start
+    finally:  # the archiver stops with the soak, however it ends
+        archiver.send_signal(signal.SIGTERM)
+        try:
+            passes, errors = archiver.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            archiver.kill()
+            passes, errors = archiver.communicate()
     soak.passes = len(passes.splitlines()) - 1  # the last line says it stopped
     if archiver.returncode or errors:
         soak.failures += errors.decode().splitlines() or [f"archive exited {archiver.returncode}"]
@@ -203,7 +226,7 @@ def _report(soak: Soak, keys: KeyLayout, etcdctl: list[str], elapsed: float) -> 
     half = soak.writes // 2
     for s in soak.samples:
         in_use = "?" if s.in_use is None else f"{s.in_use / mib:.1f} MiB"
-        compacting = "every 10,000 writes" if s.writes > half else "none"
+        compacting = f"every {step_of(soak.writes):,} writes" if s.writes > half else "none"
         print(
             f"| {s.writes:,} | {s.seconds:.0f} | {s.db_size / mib:.1f} MiB | {in_use} "
             f"| {s.live_events:,} | {compacting} |"
