@@ -9,7 +9,7 @@ the store decides, after looking for the write's operation id.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 import msgspec
@@ -121,6 +121,21 @@ class Connection:
 
     def _range(self, request: wire.RangeRequest) -> wire.RangeResponse:
         return self._send(request, wire.RangeResponse)
+
+    def _pages(
+        self, start: bytes, end: bytes, *, limit: int, revision: int = 0
+    ) -> Iterator[wire.KeyValue]:
+        """Every key from ``start`` to ``end``, in plain ranges of ``limit`` keys, all read at
+        ``revision`` (0: the first page's)."""
+        while True:
+            page = self._range(
+                wire.RangeRequest(key=start, range_end=end, limit=limit, revision=revision)
+            )
+            yield from page.kvs
+            if not page.more:
+                return
+            # (a reply's header has etcd's current revision, not the one read at)
+            start, revision = page.kvs[-1].key + b"\x00", revision or page.header.revision
 
     def status(self) -> tuple[str, wire.StatusResponse]:
         """The answering member (host:port) and its version and database size."""

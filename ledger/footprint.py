@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import msgspec
 
-from resource_extend.ledger import wire
 from resource_extend.ledger.connection import Connection
 from resource_extend.ledger.keys import KeyLayout, range_end
 
@@ -50,18 +49,11 @@ class EtcdFootprint(msgspec.Struct, frozen=True, kw_only=True):
 def sizes_under(conn: Connection, root: bytes) -> dict[str, tuple[int, int]]:
     """``{node: (keys, bytes)}`` for the keys ``<root><node>[/...]``, read at one revision."""
     sizes: dict[str, tuple[int, int]] = {}
-    start, end, revision = root, range_end(root), 0
-    while True:
-        page = conn._range(
-            wire.RangeRequest(key=start, range_end=end, limit=PAGE, revision=revision)
-        )
-        for kv in page.kvs:
-            name = kv.key[len(root) :].partition(b"/")[0].decode(errors="replace")
-            keys, size = sizes.get(name, (0, 0))
-            sizes[name] = (keys + 1, size + len(kv.key) + len(kv.value))
-        if not page.more:
-            return sizes
-        start, revision = page.kvs[-1].key + b"\x00", revision or page.header.revision
+    for kv in conn._pages(root, range_end(root), limit=PAGE):
+        name = kv.key[len(root) :].partition(b"/")[0].decode(errors="replace")
+        keys, size = sizes.get(name, (0, 0))
+        sizes[name] = (keys + 1, size + len(kv.key) + len(kv.value))
+    return sizes
 
 
 def measure(conn: Connection, keys: KeyLayout, top: int = 10) -> KindFootprint:

@@ -135,18 +135,9 @@ class Scans(Connection):
         heads' prefix, page by page, at ``revision`` (0: the first page's). ``rest`` is empty
         for a head; anything else is an event in release 0.1's layout."""
         root = self.keys.root
-        while True:
-            request = wire.RangeRequest(
-                key=start, range_end=end, limit=SCAN_PAGE, revision=revision
-            )
-            page = reader._range(request)
-            for kv in page.kvs:
-                name, _, rest = kv.key[len(root) :].partition(b"/")
-                yield name.decode(errors="surrogateescape"), rest, kv.value
-            if not page.more:
-                return
-            # (a reply's header has etcd's current revision, not the one read at)
-            start, revision = page.kvs[-1].key + b"\x00", revision or page.header.revision
+        for kv in reader._pages(start, end, limit=SCAN_PAGE, revision=revision):
+            name, _, rest = kv.key[len(root) :].partition(b"/")
+            yield name.decode(errors="surrogateescape"), rest, kv.value
 
     def all_heads(self) -> tuple[dict[str, bytes], set[str]]:
         """Every head under the prefix, by node, in one paged range at one revision; and the
