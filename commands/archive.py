@@ -56,6 +56,7 @@ def archive_pass(
     compactions."""
     from resource_extend.ledger.bounds import bound_for
     from resource_extend.ledger.compaction import compact
+    from resource_extend.ledger.config import Destination
 
     store, streams = session.store, session.config.streams
     store.budget_per_request()  # a pass over many nodes takes longer than one call may
@@ -74,8 +75,7 @@ def archive_pass(
                 store,
                 node,
                 keep=target.keep - 1,
-                export_dir=directory,
-                archive=True,
+                to=Destination(directory, archive=True),
                 min_age=min_age,
                 at_least=target.at_least,
                 verb="archive",

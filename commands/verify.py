@@ -263,31 +263,22 @@ def compact(
 
     def run_compaction(session: Session) -> str:
         from resource_extend.ledger.compaction import compact as compact_node
+        from resource_extend.ledger.config import Destination
 
         streams = session.config.streams
-        directory = export_dir or streams.destination
-        if not directory:
+        to = Destination(export_dir) if export_dir else streams.destination
+        if not to.directory:
             raise PluginError(
                 "no export directory: pass --export-dir, or set streams.archive_dir or "
                 "streams.export_dir"
             )
-        archived = not export_dir and bool(streams.archive_dir)
-        fallback = not export_dir and not streams.archive_dir  # made if missing
         age = streams.min_age if min_age is None else min_age
         store = session.store
         store.budget_per_request()  # many nodes outlast one call's budget; no request may
         lines = []
         for node in _targets(store, nodes, every, "compact"):
             session.node = node
-            done = compact_node(
-                store,
-                node,
-                keep=keep,
-                export_dir=directory,
-                archive=archived,
-                create=fallback,
-                min_age=age,
-            )
+            done = compact_node(store, node, keep=keep, to=to, min_age=age)
             session.node = None
             if done is None:
                 lines.append(f"node {node}: nothing to compact")

@@ -136,9 +136,7 @@ def _compact(
             store,
             node,
             keep=bound.keep - 1,
-            export_dir=streams.destination,
-            archive=bool(streams.archive_dir),
-            create=not streams.archive_dir,  # the local fallback is made; the archive must exist
+            to=streams.destination,
             min_age=streams.min_age,
             at_least=bound.at_least,
         )

@@ -27,6 +27,7 @@ from typing import Any
 import msgspec
 
 from resource_extend.ledger import audit, export
+from resource_extend.ledger.config import Destination
 from resource_extend.ledger.errors import Contention, OutcomeUnknown, PluginError, StoreError
 from resource_extend.ledger.events import AnyEvent as Event
 from resource_extend.ledger.store import Store, Stream, new_op
@@ -47,18 +48,14 @@ def compact(
     node: str,
     *,
     keep: int,
-    export_dir: str,
+    to: Destination,
     min_age: float,
-    archive: bool = False,
-    create: bool = False,
     at_least: int = 1,
     verb: str = "compact",
 ) -> Compacted | None:
     """Keep the ``keep`` newest events and every event younger than ``min_age`` seconds (and
-    all after it); replace all older ones by a checkpoint. ``archive``: ``export_dir`` is the
-    archive, and the checkpoint names the file within it (``archive:<file>``) rather than by
-    host and path. ``create``: make ``export_dir`` if it is missing (the local fallback; an
-    archive or a directory named by hand must exist, so that a typo fails).
+    all after it); replace all older ones by a checkpoint, their export written ``to`` a
+    directory (``Destination``: the archive's files are named ``archive:<file>``).
 
     None when that would shorten the stream by fewer than ``at_least`` (at least 1) events
     (auto-compaction waits for a tenth of the bound, rather than export a file per write as
@@ -72,9 +69,7 @@ def compact(
             stream = _to_cut(store, node, keep=keep, min_age=min_age, at_least=at_least)
             if stream is None:
                 return None
-            return _replace(
-                store, node, stream, export_dir, archive=archive, create=create, verb=verb
-            )
+            return _replace(store, node, stream, to, verb)
         except _Raced:
             continue
     raise Contention(f"contention: other compactions of this node won {ATTEMPTS} times", node=node)
@@ -118,16 +113,7 @@ def _to_cut(
     return stream
 
 
-def _replace(
-    store: Store[Any],
-    node: str,
-    stream: Stream,
-    export_dir: str,
-    *,
-    archive: bool,
-    create: bool,
-    verb: str,
-) -> Compacted:
+def _replace(store: Store[Any], node: str, stream: Stream, to: Destination, verb: str) -> Compacted:
     """Export ``stream.events``, then replace them by a checkpoint (``_Raced`` when another
     compaction came first: the temporary export is gone again)."""
     change = audit.checkpoint_for(
@@ -135,9 +121,9 @@ def _replace(
     )  # refuses a stream with gaps
     op = new_op()
     path = export.write_partial(
-        export_dir, node, stream.raw_events, stream.events, op, create=create
+        to.directory, node, stream.raw_events, stream.events, op, create=to.create
     )
-    change = msgspec.structs.replace(change, export=export.location(path, archive=archive))
+    change = msgspec.structs.replace(change, export=export.location(path, archive=to.archive))
     checkpoint = store.new_event(stream.events[-1].seq, verb, change, op)
     try:
         won = store.replace_with_checkpoint(node, checkpoint, stream)

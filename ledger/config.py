@@ -67,6 +67,17 @@ class EtcdConfig(msgspec.Struct, kw_only=True):
         return [parse_endpoint(entry, tls_files=tls_files) for entry in self.machines]
 
 
+class Destination(msgspec.Struct, frozen=True):
+    """Where a compaction writes the events it removes."""
+
+    directory: str
+    archive: bool = False
+    """It is the archive: checkpoints name its files ``archive:<file>``, not ``host:path``."""
+    create: bool = False
+    """Made if missing (the local fallback only: an archive, or a directory named by hand,
+    must exist, so that a typo fails)."""
+
+
 class StreamsConfig(msgspec.Struct, kw_only=True):
     """Bounds on event streams: etcd refuses every write, core's included, past its storage
     quota, so the plugin keeps its share of etcd under ``budget`` with no setting required
@@ -107,9 +118,11 @@ class StreamsConfig(msgspec.Struct, kw_only=True):
         return bool(self.max_events or self.budget)
 
     @property
-    def destination(self) -> str:
+    def destination(self) -> Destination:
         """Where this host's compactions write: the archive if set here, else the fallback."""
-        return self.archive_dir or self.export_dir
+        if self.archive_dir:
+            return Destination(self.archive_dir, archive=True)
+        return Destination(self.export_dir, create=True)
 
 
 class SchedulerConfig(msgspec.Struct, kw_only=True):

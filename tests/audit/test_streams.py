@@ -13,7 +13,7 @@ import pytest
 
 from resource_extend.ledger import wire
 from resource_extend.ledger.compaction import compact
-from resource_extend.ledger.config import EtcdConfig
+from resource_extend.ledger.config import Destination, EtcdConfig
 from resource_extend.ledger.store import Store
 from resource_extend.projections.gpu.events import decode_event
 from resource_extend.projections.gpu.node import GPU
@@ -173,7 +173,7 @@ def test_young_events_blocking_auto_compaction_cost_one_small_read(
         for at_least in (1, 100):
             events_read.clear()
             done = compact(
-                store, "n1", keep=999, export_dir=str(tmp_path), min_age=300, at_least=at_least
+                store, "n1", keep=999, to=Destination(str(tmp_path)), min_age=300, at_least=at_least
             )
             assert done is None
             # the first key (with the head), then one page of at_least + 1 events

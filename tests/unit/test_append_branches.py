@@ -18,7 +18,7 @@ import pytest
 
 from resource_extend.ledger import compaction
 from resource_extend.ledger import store as store_module
-from resource_extend.ledger.config import EtcdConfig
+from resource_extend.ledger.config import Destination, EtcdConfig
 from resource_extend.ledger.errors import (
     Contention,
     NodeExists,
@@ -119,7 +119,8 @@ def shrink_event_page(monkeypatch: pytest.MonkeyPatch, size: int) -> None:
 def compact_all(etcd: MemoryEtcd, node: str, export_dir: Path) -> None:
     """Replace every event of the node's stream by one checkpoint (another process's
     compaction)."""
-    done = compaction.compact(make_store(etcd), node, keep=0, export_dir=str(export_dir), min_age=0)
+    to = Destination(str(export_dir))
+    done = compaction.compact(make_store(etcd), node, keep=0, to=to, min_age=0)
     assert done is not None
 
 
