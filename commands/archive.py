@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import stat
-import sys
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -14,8 +13,13 @@ from typing import Any, TypeVar
 import click
 import msgspec
 
-from resource_extend.commands.program import current
-from resource_extend.commands.protocol import Session, click_config, respond, run
+from resource_extend.commands.protocol import (
+    Session,
+    click_config,
+    report_failure,
+    respond,
+    run,
+)
 from resource_extend.ledger.errors import PluginError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -45,7 +49,8 @@ class Pass(msgspec.Struct):
     """Events moved from etcd into the archive."""
     left: int = 0
     """Events the streams hold after the pass, checkpoints included."""
-    failed: list[str] = msgspec.field(default_factory=list)
+    failed: list[tuple[str, str]] = msgspec.field(default_factory=list)
+    """``(node, why)`` of each stream that could not be compacted."""
 
 
 def archive_pass(
@@ -81,7 +86,7 @@ def archive_pass(
                 verb="archive",
             )
         except PluginError as exc:
-            done.failed.append(f"node {node}: {exc.reason}")
+            done.failed.append((node, exc.reason))
             continue
         if compacted is not None:
             removed = compacted.checkpoint.seq - compacted.first  # the checkpoint stays
@@ -89,11 +94,6 @@ def archive_pass(
             done.events += removed
             done.left -= removed
     return done
-
-
-def _warn(reason: str) -> None:
-    """A failed pass (or node) of a running archiver: one line, as a failed call's."""
-    print(f"{current().name} archive: {reason}", file=sys.stderr, flush=True)
 
 
 def _checked_directory(directory: str) -> str:
@@ -164,7 +164,7 @@ def archive(archive: str | None, every: float | None, min_age: float | None) -> 
             except PluginError as exc:
                 if every is None:
                     raise
-                _warn(exc.reason)
+                report_failure("archive", exc.node, exc.reason, session.io)
                 done = None
             finally:
                 session.close()  # each pass has etcd.timeout to itself
@@ -175,11 +175,12 @@ def archive(archive: str | None, every: float | None, min_age: float | None) -> 
                 )
                 if every is None:
                     if done.failed:
-                        raise PluginError(f"{len(done.failed)} not archived: {done.failed[0]}")
+                        node, why = done.failed[0]
+                        raise PluginError(f"{len(done.failed)} not archived: node {node}: {why}")
                     return line
                 respond(line, text=True, io=session.io)
-                for failure in done.failed:
-                    _warn(failure)
+                for node, why in done.failed:
+                    report_failure("archive", node, why, session.io)
             if stopping.wait(every or 0):
                 return f"stopped: {directory} holds every event archived"
 

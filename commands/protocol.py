@@ -124,6 +124,13 @@ def fail(
     status: int = EXIT_FAILURE,
     io: CallIO | None = None,
 ) -> NoReturn:
+    report_failure(verb, node, reason, io)
+    raise SystemExit(status)
+
+
+def report_failure(verb: str, node: str | None, reason: str, io: CallIO | None = None) -> None:
+    """The one stderr line of a failure, ``<program> <verb>: node <node>: <reason>``: a failed
+    call's, or one a long-running command writes and goes on."""
     # A node name that is not printable is shown escaped: no control characters reach a log.
     shown = node if node is None or node.isprintable() else ascii(node)
     where = f"node {shown}: " if node else ""
@@ -131,7 +138,6 @@ def fail(
     stderr = (io or CallIO.standard()).stderr
     stderr.write(line.encode(errors="backslashreplace") + b"\n")
     stderr.flush()
-    raise SystemExit(status)
 
 
 def read_request(request_type: type[R], io: CallIO | None = None) -> R:
