@@ -11,6 +11,7 @@ import msgspec
 from resource_extend.commands.archive import archive_dir, archive_option
 from resource_extend.commands.protocol import Session, click_config, respond, run
 from resource_extend.ledger import audit, export
+from resource_extend.ledger.digests import EMPTY, tip_of
 from resource_extend.ledger.errors import PluginError
 from resource_extend.ledger.events import AnyEvent as Event
 from resource_extend.ledger.events import Checkpoint
@@ -53,7 +54,7 @@ def _verify_head(store: Store[NodeState], node: str, repair: bool, found: Verifi
             found.agrees = False
             return None
         first = stream.events[0] if stream.events else None
-        verdict = audit.check(store.kind, stream.head, stream.events)
+        verdict = audit.check(store.kind, stream.head, stream.events, stream.raw_events)
         if not verdict.problems:
             return first
         report = "; ".join(verdict.problems)
@@ -62,11 +63,12 @@ def _verify_head(store: Store[NodeState], node: str, repair: bool, found: Verifi
             found.agrees = False
             return first
         if not verdict.repairable:
-            found.findings.append(f"{report} (not repairable: the stream itself is incomplete)")
+            found.findings.append(f"{report} (not repairable: the stream itself is broken)")
             found.agrees = False
             return first
         last = stream.events[-1].seq if stream.events else 0
-        event = store.new_event(last + 1, "verify", audit.repair(stream.head, verdict))
+        tip = tip_of(stream.events[-1], stream.raw_events[-1]) if stream.events else EMPTY
+        event = store.new_event(last + 1, "verify", audit.repair(stream.head, verdict), after=tip)
         if store.repair_head(node, stream, event, verdict.folded):
             found.findings.append(f"{report} -> repaired (event {event.seq})")
             found.repaired += 1

@@ -18,6 +18,7 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
+from resource_extend.ledger.digests import first_break, named_by_next, tip_in_head
 from resource_extend.ledger.errors import InvalidRequest, PluginError
 from resource_extend.ledger.events import AnyEvent, Checkpoint, HeadRepaired
 from resource_extend.ledger.kinds import Kind
@@ -147,12 +148,29 @@ class Verdict(msgspec.Struct, Generic[S], frozen=True):
     """The stream is whole and folds, so the head may be rewritten from it."""
 
 
-def check(kind: Kind[S], head: bytes | None, events: list[Event]) -> Verdict[S]:
-    """Compare a head (as stored) with the fold of its stream.
+def check(
+    kind: Kind[S], head: bytes | None, events: list[Event], raw: list[bytes] | None = None
+) -> Verdict[S]:
+    """Compare a head (as stored) with the fold of its stream; given the events as stored
+    (``raw``), check their hash chain too (``ledger.digests``), and the tip the head carries.
 
     A head with no stream is an upstream record not adopted yet: nothing to compare.
     """
     problems = stream_gaps(events)
+    if raw is not None and not problems:
+        broken = first_break(events, raw)
+        if broken is not None:
+            problems.append(f"the chain breaks at seq {broken.seq}: {broken.reason}")
+        elif head is not None and events:
+            carried = tip_in_head(head).digest
+            ends = named_by_next(events[-1], raw[-1])
+            if carried is not None and carried != ends:
+                problems.append(
+                    f"the head names a last event that digests to {carried[:12]}, but event "
+                    f"{events[-1].seq} as stored digests to {ends[:12]}"
+                )
+        if problems:
+            return Verdict(problems=problems, folded=None, repairable=False)
     try:
         folded = states(kind, events)[-1] if events else None
     except PluginError as exc:

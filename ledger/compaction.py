@@ -28,6 +28,7 @@ import msgspec
 
 from resource_extend.ledger import audit, export
 from resource_extend.ledger.config import Destination
+from resource_extend.ledger.digests import named_by_next
 from resource_extend.ledger.errors import Contention, OutcomeUnknown, PluginError, StoreError
 from resource_extend.ledger.events import AnyEvent as Event
 from resource_extend.ledger.store import Store, Stream, new_op
@@ -123,7 +124,10 @@ def _replace(store: Store[Any], node: str, stream: Stream, to: Destination, verb
     path = export.write_partial(
         to.directory, node, stream.raw_events, stream.events, op, create=to.create
     )
-    change = msgspec.structs.replace(change, export=export.location(path, archive=to.archive))
+    tip = named_by_next(stream.events[-1], stream.raw_events[-1])  # what the next event names
+    change = msgspec.structs.replace(
+        change, export=export.location(path, archive=to.archive), tip=tip
+    )
     checkpoint = store.new_event(stream.events[-1].seq, verb, change, op)
     try:
         won = store.replace_with_checkpoint(node, checkpoint, stream)

@@ -8,8 +8,10 @@ writes itself, :class:`Checkpoint` (compaction) and :class:`HeadRepaired` (``ver
 which carry a whole state of the kind. :class:`EventCodec` decodes a kind's events.
 
 Schema versions: v1 (the first release) had no ``by``; v2 adds ``by`` and the ``checkpoint`` and
-``head_repaired`` kinds. Every older event decodes as it was written (``v`` keeps its value);
-an event from a newer release is refused with a message saying so.
+``head_repaired`` kinds; v3 chains them (``prev``, a checkpoint's ``tip``: ``ledger.digests``)
+and keeps time monotone (``at`` never before the previous event's; ``clock``, the writer's own
+time, when it had to be raised). Every older event decodes as it was written (``v`` keeps its
+value); an event from a newer release is refused with a message saying so.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any, Generic, TypeVar, get_args
 
 import msgspec
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 S = TypeVar("S", bound=msgspec.Struct)
 """A resource kind's node state (a msgspec struct)."""
@@ -42,6 +44,9 @@ class Checkpoint(Change, Generic[S], tag="checkpoint"):
     first: int
     last_at: datetime
     export: str
+    tip: str | None = None
+    """The digest of the last event it replaced, as stored: what the event after it names
+    (from v3; ``ledger.digests``)."""
 
 
 class HeadRepaired(Change, Generic[S], tag="head_repaired"):
@@ -60,6 +65,11 @@ class Event(msgspec.Struct, Generic[C], kw_only=True):
     change: C
     by: str | None = None
     """``user@host`` of the process that appended it (from v2)."""
+    prev: str | None = None
+    """The digest of the event before it, as stored (from v3; None for event 1)."""
+    clock: datetime | None = None
+    """The writer's own time, when it was before the previous event's and ``at`` was raised
+    to that (from v3)."""
     v: int = SCHEMA_VERSION
 
     @property

@@ -29,6 +29,14 @@ from resource_extend.ledger import migration, wire
 from resource_extend.ledger.audit import apply, fold
 from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.connection import Ambiguous, OutOfTime
+from resource_extend.ledger.digests import (
+    EMPTY,
+    Tip,
+    stamped,
+    tip_in_head,
+    tip_of,
+    with_tip,
+)
 from resource_extend.ledger.errors import Contention, OutcomeUnknown, StoreError
 from resource_extend.ledger.events import AnyEvent, Change, Checkpoint, encode
 from resource_extend.ledger.keys import KeyLayout, range_end
@@ -63,6 +71,9 @@ class NodeRecord(msgspec.Struct, Generic[S], frozen=True):
     nodes: int | None = None
     """How many heads the kind has, this node's included (asked for with ``with_first``: a
     stream's bound is its share of the budget, ``ledger.bounds``)."""
+    tip: Tip = EMPTY
+    """The stream's tip as the head carries it (EMPTY: a head written before v3, the
+    upstream plugin's, or none; the write then reads the last event: ``Store._tip``)."""
 
 
 class Appended(msgspec.Struct, Generic[S], frozen=True):
@@ -174,7 +185,18 @@ class Store(Scans, Generic[S]):
             upstream=head.seq is None,
             legacy=legacy,
             nodes=nodes,
+            tip=tip_in_head(head_reply.kvs[0].value) if head.seq else EMPTY,
         )
+
+    def _tip(self, node: str, record: NodeRecord[S]) -> Tip:
+        """Where the stream ends, for the next event: from the head, or else (a head written
+        before v3, the upstream plugin's, or none) from the last event, read by key."""
+        if record.tip.digest is not None or not record.seq:
+            return record.tip
+        reply = self._range(wire.RangeRequest(key=self.keys.event(node, record.seq)))
+        if not reply.kvs:
+            return EMPTY  # the stream's end is missing: verify reports it
+        return tip_of(self._decode_event(node, reply.kvs[0]), reply.kvs[0].value)
 
     def _decode_head(self, node: str, raw: bytes) -> Head[S]:
         try:
@@ -310,7 +332,7 @@ class Store(Scans, Generic[S]):
                         length=_length(record.first, record.seq, record.seq),
                         nodes=record.nodes,
                     )
-                events = self._events_for(record, verb, op, change)
+                events = self._events_for(record, self._tip(node, record), verb, op, change)
                 after = apply(self.kind, record.state, change)
                 try:
                     txn = self._append_txn(
@@ -410,22 +432,31 @@ class Store(Scans, Generic[S]):
             length=_length(first, ours[0].seq, ours[-1].seq),
         )
 
-    def _events_for(self, record: NodeRecord[S], verb: str, op: str, change: Change) -> list[Event]:
-        now = datetime.now(timezone.utc)
+    def _events_for(
+        self, record: NodeRecord[S], tip: Tip, verb: str, op: str, change: Change
+    ) -> list[Event]:
         changes: list[Change] = [change]
         if record.upstream and record.state is not None:
             found = record.state
             changes.insert(0, self.kind.adopted(found))
-        return [
-            Event(seq=record.seq + i, at=now, verb=verb, op=op, by=self._by, change=c)
-            for i, c in enumerate(changes, start=1)
-        ]
+        events = []
+        for i, each in enumerate(changes, start=1):
+            event = self.new_event(record.seq + i, verb, each, op, after=tip)
+            tip = tip_of(event, encode(event))
+            events.append(event)
+        return events
 
-    def new_event(self, seq: int, verb: str, change: Change, op: str | None = None) -> Event:
-        """An event of this call, for the writes that are not appends of a decided change."""
-        now = datetime.now(timezone.utc)
+    def new_event(
+        self, seq: int, verb: str, change: Change, op: str | None = None, *, after: Tip = EMPTY
+    ) -> Event:
+        """An event of this call, following ``after`` (the stream's tip): it names the event
+        before it, and its time is never before that one's."""
+        at, clock = stamped(datetime.now(timezone.utc), after)
         op = op or new_op()
-        return Event(seq=seq, at=now, verb=verb, op=op, by=self._by, change=change)
+        return Event(
+            seq=seq, at=at, verb=verb, op=op, by=self._by, change=change, prev=after.digest,
+            clock=clock,
+        )  # fmt: skip
 
     def repair_head(self, node: str, stream: Stream, event: Event, after: S | None) -> bool:
         """Append ``event`` and rewrite the head to ``after``, if neither moved since ``stream``
@@ -488,7 +519,9 @@ class Store(Scans, Generic[S]):
         if after is None:
             head_op = wire.delete(head_key)
         else:
-            head_op = wire.put(head_key, self.kind.write_head(after, events[-1].seq))
+            last = events[-1]
+            head = self.kind.write_head(after, last.seq)
+            head_op = wire.put(head_key, with_tip(head, tip_of(last, encode(last))))
         return wire.TxnRequest(
             compare=[
                 wire.unchanged_since(head_key, head_revision),

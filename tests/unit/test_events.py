@@ -122,7 +122,7 @@ def test_usage_changed_json_shape() -> None:
 
 
 def test_event_defaults_schema_version() -> None:
-    assert event(NodeRemoved()).v == SCHEMA_VERSION == 2
+    assert event(NodeRemoved()).v == SCHEMA_VERSION == 3
 
 
 # An event exactly as the first release (schema v1: no "by") stored it in etcd.
@@ -144,13 +144,13 @@ def test_a_stored_v1_event_decodes_as_written() -> None:
     assert decoded.at == datetime(2026, 11, 20, 8, 15, 2, 417311, tzinfo=timezone.utc)
 
 
-def test_v2_events_say_who_appended_them() -> None:
+def test_events_say_who_appended_them() -> None:
     appended = Event(
         seq=1, at=AT, verb="add-node", op="o", by="core@host-1", change=NodeAdded(capacity={})
     )
     data = json.loads(encode(appended))
     assert data["by"] == "core@host-1"
-    assert data["v"] == 2
+    assert data["v"] == 3
     assert decode_event(encode(appended)) == appended
 
 
@@ -158,14 +158,14 @@ def test_v2_events_say_who_appended_them() -> None:
     "raw",
     [
         b'{"seq":9,"at":"2030-01-01T00:00:00Z","verb":"v","op":"o",'
-        b'"change":{"kind":"node_removed"},"v":3}',
+        b'"change":{"kind":"node_removed"},"v":4}',
         b'{"seq":9,"at":"2030-01-01T00:00:00Z","verb":"v","op":"o",'
-        b'"change":{"kind":"kind_from_the_future"},"v":3}',
+        b'"change":{"kind":"kind_from_the_future"},"v":4}',
     ],
     ids=["known-kind", "unknown-kind"],
 )
 def test_an_event_from_a_newer_release_is_refused_with_a_reason(raw: bytes) -> None:
-    with pytest.raises(NewerSchema, match=r"schema v3.*upgrade resource-gpu"):
+    with pytest.raises(NewerSchema, match=r"schema v4.*upgrade resource-gpu"):
         decode_event(raw)
 
 

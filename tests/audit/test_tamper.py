@@ -1,0 +1,84 @@
+"""Tamper-evident streams: every event names the digest of the one before it (schema v3), and
+the head carries the last one's, so an edit made with etcdctl shows in ``verify``, naming the
+first bad seq, and ``--repair`` never trusts the tampered stream."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+
+from tests.audit.helpers import G, run, take
+from tests.etcdkv import Etcd
+from tests.plugin import Plugin
+
+Doc = dict[str, object]
+
+
+def written(plugin: Plugin, etcd: Etcd, node: str = "n1", writes: int = 5) -> list[bytes]:
+    """A node with ``writes`` cards taken after its add: events 1 .. writes + 1, as stored."""
+    plugin.add(node, {G: 16})
+    for _ in range(writes):
+        plugin.ok(*take(node, {G: 1}))
+    return [kv.value for kv in etcd.events(node)]
+
+
+def put_event(etcd: Etcd, node: str, seq: int, value: bytes) -> None:
+    etcd.put_many({etcd.event_key(node, seq): value})
+
+
+def edited(value: bytes, change: Callable[[Doc], None]) -> bytes:
+    doc = json.loads(value)
+    change(doc)
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def test_new_events_are_chained_and_the_head_carries_the_tip(plugin: Plugin, etcd: Etcd) -> None:
+    stored = written(plugin, etcd)
+    docs = [json.loads(value) for value in stored]
+    assert [d["v"] for d in docs] == [3] * 6
+    assert docs[0]["prev"] is None
+    import hashlib
+
+    for before, after in zip(stored, docs[1:], strict=False):
+        assert after["prev"] == hashlib.sha256(before).hexdigest()
+    head = etcd.head("n1")
+    assert head is not None
+    assert head.json()["tip"] == hashlib.sha256(stored[-1]).hexdigest()
+    assert run(plugin, "verify", "n1").status == 0
+
+
+def set_delta(doc: Doc) -> None:
+    doc["change"]["delta"] = {G: -5}  # type: ignore[index]
+
+
+TAMPERING = {
+    "an event's delta edited": lambda etcd, stored: put_event(
+        etcd, "n1", 3, edited(stored[2], set_delta)
+    ),
+    "two events swapped": lambda etcd, stored: (
+        put_event(etcd, "n1", 3, edited(stored[3], lambda d: d.update(seq=3))),
+        put_event(etcd, "n1", 4, edited(stored[2], lambda d: d.update(seq=4))),
+    ),
+    "an event duplicated at the next seq": lambda etcd, stored: put_event(
+        etcd, "n1", 7, edited(stored[5], lambda d: d.update(seq=7))
+    ),
+    "the last event edited": lambda etcd, stored: put_event(
+        etcd, "n1", 6, edited(stored[5], lambda d: d.update(verb="forged"))
+    ),
+}
+
+
+@pytest.mark.parametrize("how", sorted(TAMPERING))
+def test_tampering_is_found_and_never_repaired(plugin: Plugin, etcd: Etcd, how: str) -> None:
+    stored = written(plugin, etcd)
+    TAMPERING[how](etcd, stored)
+    result = run(plugin, "verify", "n1")
+    assert result.status == 1 and "1 of 1 node disagrees" in result.stderr, result.stderr
+    found = result.stdout
+    assert "the chain breaks at seq" in found or "the head names a last event" in found, found
+    before = etcd.revision()
+    repaired = run(plugin, "verify", "n1", "--repair")
+    assert repaired.status == 1 and "not repairable" in repaired.stdout, repaired.stdout
+    assert etcd.revision() == before
