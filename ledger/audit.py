@@ -161,15 +161,6 @@ def check(
         broken = first_break(events, raw)
         if broken is not None:
             problems.append(f"the chain breaks at seq {broken.seq}: {broken.reason}")
-        elif head is not None and events:
-            carried = tip_in_head(head).digest
-            ends = named_by_next(events[-1], raw[-1])
-            if carried is not None and carried != ends:
-                problems.append(
-                    f"the head names a last event that digests to {carried[:12]}, but event "
-                    f"{events[-1].seq} as stored digests to {ends[:12]}"
-                )
-        if problems:
             return Verdict(problems=problems, folded=None, repairable=False)
     try:
         folded = states(kind, events)[-1] if events else None
@@ -204,6 +195,14 @@ def check(
         problems.append(f"seq differs: head {stored.seq}, stream {last}")
         if stored.seq > last:
             repairable = False  # the head saw events the stream has lost
+    elif raw is not None:
+        carried, ends = tip_in_head(head).digest, named_by_next(events[-1], raw[-1])
+        if carried is not None and carried != ends:
+            problems.append(
+                f"event {last} is not the one the head recorded (it digests to {ends[:12]}, "
+                f"the head says {carried[:12]})"
+            )
+            repairable = False  # the last event was changed after it was written
     return Verdict(problems=problems, folded=folded, repairable=repairable)
 
 

@@ -25,7 +25,7 @@ G = "nvidia-3090"
 A = "nvidia-a100"
 T0 = datetime(2026, 11, 1, 10, 0, tzinfo=UTC)
 """Planted event ``n`` is written at ``minute(n - 1)`` unless said otherwise."""
-EVENT_KEYS = {"seq", "kind", "at", "verb", "op", "by", "change", "v"}
+EVENT_KEYS = {"seq", "kind", "at", "verb", "op", "by", "change", "prev", "clock", "v"}
 
 Doc = dict[str, Any]
 T = TypeVar("T")
@@ -112,9 +112,12 @@ def plant(
 
 
 def head_doc(etcd: Etcd, node: str) -> Doc | None:
-    """The node's head as stored, decoded (None: no head)."""
+    """The node's head as stored, decoded, without the tip of its stream (``tip``, ``at``:
+    tests/audit/test_tamper.py checks those); None: no head."""
     kv = etcd.head(node)
-    return None if kv is None else dict(kv.json())
+    if kv is None:
+        return None
+    return {k: v for k, v in kv.json().items() if k not in ("tip", "at")}
 
 
 def put_head(etcd: Etcd, node: str, record: Doc | bytes) -> None:

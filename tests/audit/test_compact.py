@@ -121,7 +121,7 @@ def test_compact_exports_then_puts_a_checkpoint_in_one_transaction(
 
     checkpoint = after[etcd.event_key("n1", 5)].json()
     decode_event(after[etcd.event_key("n1", 5)].value)
-    assert checkpoint["seq"] == 5 and checkpoint["verb"] == "compact" and checkpoint["v"] == 2
+    assert checkpoint["seq"] == 5 and checkpoint["verb"] == "compact" and checkpoint["v"] == 3
     change = checkpoint["change"]
     assert change["kind"] == "checkpoint"
     assert change["first"] == 1

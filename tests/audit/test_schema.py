@@ -73,7 +73,7 @@ def test_v1_events_are_read_and_continued(v1: Plugin, etcd: Etcd) -> None:
     )
     events = ok_json(history)
     assert seqs(events) == [1, 2]
-    assert [e["v"] for e in events] == [1, 2]
+    assert [e["v"] for e in events] == [1, 3]
     assert BY.match(events[1]["by"]), events[1]["by"]
     assert ok_text(verified).startswith("1 node verified")
     assert "node_added" in ok_text(table)
@@ -128,7 +128,7 @@ def test_an_upstream_record_is_adopted_as_its_own_event(plugin: Plugin, etcd: Et
     assert deployed["change"]["delta"] == {G: 1}
     assert adopted["verb"] == deployed["verb"] == "set-node-resource-usage"
     assert adopted["op"] == deployed["op"], "one call, one operation id"
-    assert adopted["v"] == deployed["v"] == 2
+    assert adopted["v"] == deployed["v"] == 3
     (node,) = ok_json(listed)
     assert (node["state"], node["events"], node["seq"]) == ("live", 2, 2)
     assert prod(node["usage"]) == {G: 2}

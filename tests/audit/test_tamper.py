@@ -77,7 +77,7 @@ def test_tampering_is_found_and_never_repaired(plugin: Plugin, etcd: Etcd, how: 
     result = run(plugin, "verify", "n1")
     assert result.status == 1 and "1 of 1 node disagrees" in result.stderr, result.stderr
     found = result.stdout
-    assert "the chain breaks at seq" in found or "the head names a last event" in found, found
+    assert "the chain breaks at seq" in found or "is not the one the head recorded" in found, found
     before = etcd.revision()
     repaired = run(plugin, "verify", "n1", "--repair")
     assert repaired.status == 1 and "not repairable" in repaired.stdout, repaired.stdout

@@ -24,7 +24,7 @@ A = "nvidia-a100"
 def check_envelope(event: dict[str, Any], seq: int, verb: str, kind: str) -> None:
     assert event["seq"] == seq
     assert event["verb"] == verb
-    assert event["v"] == 2
+    assert event["v"] == 3
     assert isinstance(event["by"], str) and "@" in event["by"], event["by"]
     assert event["change"]["kind"] == kind
     assert isinstance(event["op"], str) and event["op"]
@@ -35,10 +35,11 @@ def check_envelope(event: dict[str, Any], seq: int, verb: str, kind: str) -> Non
 
 
 def check_head(head: KV | None, capacity: dict[str, int], usage: dict[str, int], seq: int) -> None:
-    """The head keeps the upstream record shape, plus ``seq``."""
+    """The head keeps the upstream record shape, plus the stream's position: ``seq``, and the
+    digest and time of its last event (``tip``, ``at``)."""
     assert head is not None
     doc = head.json()
-    assert set(doc) == {"capacity", "usage", "seq"}, doc
+    assert list(doc) == ["capacity", "usage", "seq", "tip", "at"], doc
     assert set(doc["capacity"]) == {"prod_count_map"}
     assert set(doc["usage"]) == {"prod_count_map"}
     assert counts(doc["capacity"]) == capacity

@@ -63,7 +63,7 @@ def test_a_record_in_any_key_case_is_read(storage: Plugin, kv: Etcd) -> None:
     assert info["capacity"]["disks"][0]["read_IOPS"] == 1000
 
 
-def test_our_record_is_upstreams_json_plus_seq(storage: Plugin, kv: Etcd) -> None:
+def test_our_record_is_upstreams_json_plus_the_streams_position(storage: Plugin, kv: Etcd) -> None:
     storage.ok(
         "add-node",
         {"nodename": "n", "resource": {"volumes": ["/data1:1T", "/data0:1T"],
@@ -72,7 +72,7 @@ def test_our_record_is_upstreams_json_plus_seq(storage: Plugin, kv: Etcd) -> Non
     head = kv.head("n")
     assert head is not None
     record = json.loads(head.value)
-    assert list(record) == ["capacity", "usage", "seq"]
+    assert list(record) == ["capacity", "usage", "seq", "tip", "at"]
     assert list(record["capacity"]) == ["volumes", "disks", "storage"]
     assert list(record["capacity"]["volumes"]) == ["/data0", "/data1"]
     assert list(record["capacity"]["disks"][0]) == [
