@@ -53,20 +53,28 @@ def set_delta(doc: Doc) -> None:
     doc["change"]["delta"] = {G: -5}  # type: ignore[index]
 
 
-TAMPERING = {
-    "an event's delta edited": lambda etcd, stored: put_event(
-        etcd, "n1", 3, edited(stored[2], set_delta)
-    ),
-    "two events swapped": lambda etcd, stored: (
-        put_event(etcd, "n1", 3, edited(stored[3], lambda d: d.update(seq=3))),
-        put_event(etcd, "n1", 4, edited(stored[2], lambda d: d.update(seq=4))),
-    ),
-    "an event duplicated at the next seq": lambda etcd, stored: put_event(
-        etcd, "n1", 7, edited(stored[5], lambda d: d.update(seq=7))
-    ),
-    "the last event edited": lambda etcd, stored: put_event(
-        etcd, "n1", 6, edited(stored[5], lambda d: d.update(verb="forged"))
-    ),
+def edit_a_delta(etcd: Etcd, stored: list[bytes]) -> None:
+    put_event(etcd, "n1", 3, edited(stored[2], set_delta))
+
+
+def swap_two(etcd: Etcd, stored: list[bytes]) -> None:
+    put_event(etcd, "n1", 3, edited(stored[3], lambda d: d.update(seq=3)))
+    put_event(etcd, "n1", 4, edited(stored[2], lambda d: d.update(seq=4)))
+
+
+def duplicate_the_last(etcd: Etcd, stored: list[bytes]) -> None:
+    put_event(etcd, "n1", 7, edited(stored[5], lambda d: d.update(seq=7)))
+
+
+def edit_the_last(etcd: Etcd, stored: list[bytes]) -> None:
+    put_event(etcd, "n1", 6, edited(stored[5], lambda d: d.update(verb="forged")))
+
+
+TAMPERING: dict[str, Callable[[Etcd, list[bytes]], None]] = {
+    "an event's delta edited": edit_a_delta,
+    "two events swapped": swap_two,
+    "an event duplicated at the next seq": duplicate_the_last,
+    "the last event edited": edit_the_last,
 }
 
 
