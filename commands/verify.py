@@ -68,8 +68,9 @@ def _verify_head(store: Store[NodeState], node: str, repair: bool, found: Verifi
             return first
         last = stream.events[-1].seq if stream.events else 0
         tip = tip_of(stream.events[-1], stream.raw_events[-1]) if stream.events else EMPTY
-        event = store.new_event(last + 1, "verify", audit.repair(stream.head, verdict), after=tip)
-        if store.repair_head(node, stream, event, verdict.folded):
+        change, state = audit.repair(store.kind, stream.head, verdict)
+        event = store.new_event(last + 1, "verify", change, after=tip)
+        if store.repair_head(node, stream, event, state):
             found.findings.append(f"{report} -> repaired (event {event.seq})")
             found.repaired += 1
             return first

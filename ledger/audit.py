@@ -20,7 +20,7 @@ import msgspec
 
 from resource_extend.ledger.digests import first_break, named_by_next, tip_in_head
 from resource_extend.ledger.errors import InvalidRequest, PluginError
-from resource_extend.ledger.events import AnyEvent, Checkpoint, HeadRepaired
+from resource_extend.ledger.events import AnyEvent, Change, Checkpoint, HeadRepaired
 from resource_extend.ledger.kinds import Kind
 
 S = TypeVar("S", bound=msgspec.Struct)
@@ -146,6 +146,9 @@ class Verdict(msgspec.Struct, Generic[S], frozen=True):
     folded: S | None
     repairable: bool
     """The stream is whole and folds, so the head may be rewritten from it."""
+    adopt: S | None = None
+    """The head is the upstream plugin's (it has no ``seq``): a repair adopts what it holds,
+    as a core write would, rather than revert it to the stream's fold."""
 
 
 def check(
@@ -176,7 +179,9 @@ def check(
         stored = kind.read_head(head)
     except msgspec.DecodeError as exc:
         problems.append(f"the head is not readable: {exc}")
-        return Verdict(problems=problems, folded=folded, repairable=repairable)
+        # Rewritten from the stream, it is kept whole in the repair's event; but deleted (the
+        # stream ends removed) it would be lost to whoever wrote it: a core write refuses it too.
+        return Verdict(problems, folded, repairable and folded is not None)
     if not events:
         if stored.seq is not None:
             problems.append(f"the head is at seq {stored.seq} but the stream is empty")
@@ -191,7 +196,8 @@ def check(
         problems += kind.differences(found, folded)
     if stored.seq is None:
         problems.append(f"the head has no seq (rewritten by the upstream plugin?); stream {last}")
-    elif stored.seq != last:
+        return Verdict(problems, folded, repairable, adopt=found)
+    if stored.seq != last:
         problems.append(f"seq differs: head {stored.seq}, stream {last}")
         if stored.seq > last:
             repairable = False  # the head saw events the stream has lost
@@ -206,10 +212,14 @@ def check(
     return Verdict(problems=problems, folded=folded, repairable=repairable)
 
 
-def repair(head: bytes | None, verdict: Verdict[S]) -> HeadRepaired[S]:
-    """The event that rewrites a disagreeing head from its stream, keeping what was found."""
+def repair(kind: Kind[S], head: bytes | None, verdict: Verdict[S]) -> tuple[Change, S | None]:
+    """The event that settles a disagreeing head, and the state the head is then written
+    with: an upstream head is adopted as found (``Kind.adopted``); any other is rewritten
+    from the stream, and what was found is kept whole in the event."""
+    if verdict.adopt is not None:
+        return kind.adopted(verdict.adopt), verdict.adopt
     found = head.decode(errors="replace") if head is not None else "no head"
-    return HeadRepaired(found=found[:2000], state=verdict.folded)
+    return HeadRepaired(found=found, state=verdict.folded), verdict.folded
 
 
 def checkpoint_for(kind: Kind[S], events: list[Event], export: str) -> Checkpoint[S]:

@@ -11,6 +11,7 @@ from msgspec.structs import replace
 
 from resource_extend.ledger import audit
 from resource_extend.ledger.errors import InvalidRequest, PluginError
+from resource_extend.ledger.events import AnyEvent
 from resource_extend.projections.gpu.events import (
     Change,
     Checkpoint,
@@ -208,7 +209,6 @@ def test_an_upstream_head_without_a_stream_is_not_a_disagreement() -> None:
             "usage differs: head b:1, stream none",
         ),
         (head(NOW, 5), "seq differs: head 5, stream 6"),
-        (head(NOW, None), "the head has no seq"),
         (b'{"capacity": 12', "the head is not readable"),
         (None, "no head, but the stream says capacity b:1, usage none at seq 6"),
     ],
@@ -217,16 +217,39 @@ def test_each_disagreement_names_both_values(stored: bytes | None, problem: str)
     verdict = audit.check(GPU, stored, LIFE)
     assert any(problem in p for p in verdict.problems), verdict.problems
     assert verdict.repairable
-    repair = audit.repair(stored, verdict)
-    assert repair.state == Snapshot(capacity={"b": 1}, usage={})
+    repair, state = audit.repair(GPU, stored, verdict)
+    assert isinstance(repair, HeadRepaired)
+    assert repair.state == state == Snapshot(capacity={"b": 1}, usage={})
     assert repair.found == (stored.decode() if stored else "no head")
+
+
+@pytest.mark.parametrize("stream", [LIFE, LIFE[:5]], ids=["live", "removed"])
+def test_an_upstream_head_is_adopted_as_found_never_reverted_or_deleted(
+    stream: list[AnyEvent],
+) -> None:
+    """The upstream plugin rewrote the node (or re-added it after our remove-node): a repair
+    takes its record as a core write would, whatever the stream says."""
+    theirs = NodeState(capacity={"b": 7}, usage={"b": 2})
+    verdict = audit.check(GPU, head(theirs, None), stream)
+    assert any("the head has no seq" in p for p in verdict.problems), verdict.problems
+    change, state = audit.repair(GPU, head(theirs, None), verdict)
+    assert state == theirs and change == GPU.adopted(theirs)
+
+
+def test_an_unreadable_head_is_kept_whole_in_the_repair() -> None:
+    stored = b'{"capacity": {"prod_count_map": {"b": 8.0}}' + b" " * 5000 + b"}"
+    verdict = audit.check(GPU, stored, LIFE)
+    change, _ = audit.repair(GPU, stored, verdict)
+    assert isinstance(change, HeadRepaired) and change.found == stored.decode()
+    removed = audit.check(GPU, stored, LIFE[:5])
+    assert not removed.repairable  # not ours to delete: a core write would refuse it too
 
 
 def test_a_head_left_after_removal_is_repaired_by_removing_it() -> None:
     removed = LIFE[:5]
     verdict = audit.check(GPU, head(NodeState(capacity={"a": 4}), 5), removed)
     assert "the stream ends with the node removed" in verdict.problems[0]
-    assert audit.repair(None, verdict) == HeadRepaired(found="no head", state=None)
+    assert audit.repair(GPU, None, verdict) == (HeadRepaired(found="no head", state=None), None)
 
 
 def test_a_stream_missing_events_is_not_repairable() -> None:
