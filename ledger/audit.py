@@ -166,9 +166,15 @@ def check(
             problems.append(f"the chain breaks at seq {broken.seq}: {broken.reason}")
             return Verdict(problems=problems, folded=None, repairable=False)
     try:
-        folded = states(kind, events)[-1] if events else None
+        after = states(kind, events)
     except PluginError as exc:
         return Verdict(problems=[*problems, exc.reason], folded=None, repairable=False)
+    folded = after[-1] if events else None
+    for event, state in zip(events, after, strict=True):
+        wrong = kind.invalid(state) if state is not None else None
+        if wrong is not None:
+            problems.append(f"the stream is impossible at seq {event.seq}: {wrong}")
+            return Verdict(problems=problems, folded=None, repairable=False)
     repairable = not problems
     last = events[-1].seq if events else 0
     if head is None:

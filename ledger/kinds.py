@@ -46,6 +46,11 @@ class Kind(Protocol[S]):
         """The node record for ``state``, byte-compatible with the upstream plugin, plus seq."""
         ...
 
+    def invalid(self, state: S) -> str | None:
+        """What makes ``state`` impossible (a negative count, say), or None: a fold through
+        such a state is not one a repair may trust."""
+        ...
+
     def adopted(self, state: S) -> Change:
         """The change that takes over an upstream record as found (the stream's first)."""
         ...

@@ -72,6 +72,13 @@ class GpuKind(Kind[NodeState]):
         capacity, usage = Resource.of(state.capacity), Resource.of(state.usage)
         return encode(Head(capacity=capacity, usage=usage, seq=seq))
 
+    def invalid(self, state: NodeState) -> str | None:
+        for name, counts in (("capacity", state.capacity), ("usage", state.usage)):
+            negative = {product: n for product, n in counts.items() if n < 0}
+            if negative:
+                return f"{name} goes negative: {cards.describe(negative)}"
+        return None
+
     def adopted(self, state: NodeState) -> Change:
         return Adopted(capacity=state.capacity, usage=state.usage)
 

@@ -84,6 +84,11 @@ class StorageKind(Kind[NodeState]):
     def write_head(self, state: NodeState, seq: int) -> bytes:
         return encode_record(state.capacity, state.usage, seq)
 
+    def invalid(self, state: NodeState) -> str | None:
+        # Storage's figures are checked as each change applies (the write guard); a fold that
+        # breaks them raises BrokenStream there.
+        return None
+
     def adopted(self, state: NodeState) -> Change:
         return Adopted(capacity=state.capacity, usage=state.usage)
 

@@ -159,7 +159,9 @@ def test_compaction_keeps_every_later_state(
     assert fold(after) == fold(events)
     for seq in range(through, len(events) + 1):
         assert audit.state_at(GPU, after, seq)[1] == audit.state_at(GPU, events, seq)[1]
-    assert audit.check(GPU, head(fold(events) or NodeState(), len(events)), after).problems == []
+    verdict = audit.check(GPU, head(fold(events) or NodeState(), len(events)), after)
+    possible = all(GPU.invalid(s) is None for s in audit.states(GPU, after) if s is not None)
+    assert verdict.problems == [] if possible else not verdict.repairable
 
 
 def test_compacting_a_compacted_stream_keeps_the_first_seq() -> None:
@@ -373,3 +375,12 @@ def test_an_export_that_only_repeats_a_checkpoint_leads_nowhere() -> None:
     checked = audit.check_export(GPU, checkpoint, name, [encode(checkpoint)])
     assert checked.previous is None
     assert any("no event after the checkpoint" in p for p in checked.problems), checked
+
+
+def test_a_fold_through_negative_usage_is_never_trusted() -> None:
+    """An event's delta edited from 2 to -5 folds to usage -4 at that seq: verify reports it
+    and a repair would offer cards the node does not have, so there is none."""
+    forged = [*LIFE[:3], replace(LIFE[3], change=UsageChanged(delta={"b": -5}))]
+    verdict = audit.check(GPU, head(NOW, 4), forged)
+    assert any("impossible at seq 4: usage goes negative" in p for p in verdict.problems)
+    assert not verdict.repairable
