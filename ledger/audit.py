@@ -12,7 +12,7 @@ export holds the events before that: a chain back to event 1.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from itertools import pairwise
 from typing import Any, Generic, TypeVar
 
@@ -52,11 +52,16 @@ written at or before it)."""
 
 
 def parse_point(text: str, option: str) -> Point:
-    """A seq (``42``) or an RFC 3339 time (``2026-11-29T03:00:00Z``; no offset means UTC)."""
+    """A seq (``42``) or an RFC 3339 time (``2026-11-29T03:00:00Z``, any offset; no offset
+    means UTC). A leap second (``23:59:60``) is the instant after ``23:59:59.999999``."""
     if text.isascii() and text.isdigit():
         return int(text)
+    upper = text.upper()  # RFC 3339 allows "t" and "z" too
+    leap = len(upper) > 19 and upper[16:19] == ":60"
     try:
-        at = datetime.fromisoformat(text.upper())  # RFC 3339 allows "t" and "z" too
+        at = datetime.fromisoformat(upper[:17] + "59" + upper[19:] if leap else upper)
+        if leap:
+            at = at.replace(microsecond=0) + timedelta(seconds=1)
     except ValueError:
         raise InvalidRequest(
             f"{option} {text!r} is neither a seq nor an RFC 3339 time (e.g. 2026-11-29T03:00:00Z)"
@@ -65,8 +70,13 @@ def parse_point(text: str, option: str) -> Point:
 
 
 def rfc3339(at: datetime) -> str:
-    """``2026-11-29T03:00:00.123Z``: how times are shown to people."""
-    return at.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """``2026-11-29T03:00:00.123456Z``: how times are shown to people, at the precision they
+    are stored (microseconds when there are any), so that a time shown and given back to
+    ``--at`` or ``--until`` selects exactly the event it was shown for."""
+    utc = at.astimezone(timezone.utc)
+    return utc.isoformat(timespec="microseconds" if utc.microsecond else "seconds").replace(
+        "+00:00", "Z"
+    )
 
 
 def written_at(event: Event) -> datetime:

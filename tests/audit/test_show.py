@@ -75,7 +75,7 @@ def test_table(n1: Plugin) -> None:
     rows = table_rows(ok_text(run(n1, "show", "n1", "--at", "3")))
     assert rows == [
         ["SEQ", "AT (UTC)", "CAPACITY", "USAGE", "AVAILABLE"],
-        ["3", "2026-11-01T10:02:00.000Z", cards_cell({G: 4, A: 1}), cards_cell({G: 2}),
+        ["3", "2026-11-01T10:02:00Z", cards_cell({G: 4, A: 1}), cards_cell({G: 2}),
          cards_cell({G: 2, A: 1})],
     ]  # fmt: skip
 

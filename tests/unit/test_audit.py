@@ -87,9 +87,25 @@ def test_anything_else_is_refused_naming_the_option(text: str) -> None:
         audit.parse_point(text, "--since")
 
 
-def test_times_are_shown_in_utc_with_milliseconds() -> None:
+def test_times_are_shown_in_utc_at_the_precision_stored() -> None:
     at = datetime(2026, 11, 29, 4, 0, 0, 123456, tzinfo=timezone(timedelta(hours=1)))
-    assert audit.rfc3339(at) == "2026-11-29T03:00:00.123Z"
+    assert audit.rfc3339(at) == "2026-11-29T03:00:00.123456Z"
+    assert audit.rfc3339(at.replace(microsecond=0)) == "2026-11-29T03:00:00Z"
+
+
+@given(st.datetimes(timezones=st.just(timezone.utc)))
+@FAST
+def test_a_time_shown_selects_exactly_that_time(at: datetime) -> None:
+    assert audit.parse_point(audit.rfc3339(at), "--at") == at
+
+
+def test_leap_seconds_and_offsets_parse() -> None:
+    assert audit.parse_point("2016-12-31T23:59:60Z", "--at") == datetime(
+        2017, 1, 1, tzinfo=timezone.utc
+    )
+    assert audit.parse_point("2026-11-29T05:00:00+02:00", "--at") == datetime(
+        2026, 11, 29, 3, tzinfo=timezone.utc
+    )
 
 
 # --- state at a point ------------------------------------------------------------------------
