@@ -90,3 +90,29 @@ def test_tampering_is_found_and_never_repaired(plugin: Plugin, etcd: Etcd, how: 
     repaired = run(plugin, "verify", "n1", "--repair")
     assert repaired.status == 1 and "not repairable" in repaired.stdout, repaired.stdout
     assert etcd.revision() == before
+
+
+def test_time_never_runs_backwards_and_the_writers_clock_is_kept(
+    plugin: Plugin, etcd: Etcd
+) -> None:
+    """The last event was written by a host whose clock is an hour ahead: the next event's
+    time is raised to that one's, and its own clock kept beside it, so ``--at`` stays
+    monotone."""
+    import hashlib
+    from datetime import datetime, timedelta, timezone
+
+    plugin.add("n1", {G: 16})
+    (added,) = etcd.events("n1")
+    ahead = datetime.now(timezone.utc) + timedelta(hours=1)
+    stamp = ahead.isoformat().replace("+00:00", "Z")
+    future = edited(added.value, lambda d: d.update(at=stamp))
+    head = json.loads(etcd.head("n1").value)  # type: ignore[union-attr]
+    head.update(tip=hashlib.sha256(future).hexdigest(), at=stamp)
+    etcd.put_many({etcd.event_key("n1", 1): future, etcd.head_key("n1"): json.dumps(head).encode()})
+    before = datetime.now(timezone.utc)
+    plugin.ok(*take("n1", {G: 1}))
+    second = json.loads(etcd.events("n1")[1].value)
+    assert second["at"] == stamp
+    clock = datetime.fromisoformat(second["clock"].replace("Z", "+00:00"))
+    assert before <= clock < ahead
+    assert run(plugin, "verify", "n1").status == 0
