@@ -55,6 +55,12 @@ def _verify_head(store: Store[NodeState], node: str, repair: bool, found: Verifi
             return None
         first = stream.events[0] if stream.events else None
         verdict = audit.check(store.kind, stream.head, stream.events, stream.raw_events)
+        stray = store.stray_keys(node) if stream.head is not None else []
+        if stray:
+            shown = ", ".join(repr(key) for key in stray[:3])
+            more = f" and {len(stray) - 3} more" if len(stray) > 3 else ""
+            found.findings.append(f"keys that are not its events: {shown}{more}")
+            found.agrees = False
         if not verdict.problems:
             return first
         report = "; ".join(verdict.problems)

@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from resource_extend.ledger.errors import InvalidRequest
+from resource_extend.ledger.errors import InvalidRequest, StoreError
 
 SEQ_WIDTH = 12
 
@@ -53,8 +53,19 @@ class KeyLayout:
     def event(self, node: str, seq: int) -> bytes:
         return self.events(node) + str(seq).zfill(SEQ_WIDTH).encode()
 
+    def event_span(self, node: str) -> tuple[bytes, bytes]:
+        """The range of the node's event keys: they are numbers, so ``<prefix>0`` up to
+        ``<prefix>:`` (the byte after ``9``). A stray key under the prefix that is not a number
+        (``zzz``, or the bare prefix) lies outside it: never read as an event, counted or
+        deleted (``verify`` reports it)."""
+        prefix = self.events(node)
+        return prefix + b"0", prefix + b":"
+
     def seq_of(self, node: str, key: bytes) -> int:
-        return int(key[len(self.events(node)) :])
+        digits = key[len(self.events(node)) :]
+        if not digits.isdigit():
+            raise StoreError(f"{key.decode(errors='replace')!r} is not an event key", node=node)
+        return int(digits)
 
 
 MAX_NODE_NAME = 253

@@ -67,9 +67,9 @@ class Scans(Connection):
         return wire.RequestOp(request_range=self._end_range(node, order))
 
     def _end_range(self, node: str, order: Literal["ASCEND", "DESCEND"]) -> wire.RangeRequest:
-        events = self.keys.events(node)
+        start, end = self.keys.event_span(node)
         return wire.RangeRequest(
-            key=events, range_end=range_end(events), limit=1, keys_only=True, sort_order=order
+            key=start, range_end=end, limit=1, keys_only=True, sort_order=order
         )
 
     def _seq_at(self, node: str, reply: wire.RangeResponse) -> int:
@@ -201,8 +201,8 @@ class Scans(Connection):
         for i in range(0, len(names), per_txn):
             ops = []
             for node in names[i : i + per_txn]:
-                events = self.keys.events(node)
-                ops += [wire.get(events, range_end(events), count_only=True), *self._end_ops(node)]
+                start, end = self.keys.event_span(node)
+                ops += [wire.get(start, end, count_only=True), *self._end_ops(node)]
             requests.append(wire.TxnRequest(success=ops))
         bounds: dict[str, StreamBounds] = {}
         for i, reply in enumerate(self._read_all(requests)):

@@ -234,9 +234,10 @@ class Store(Scans, Generic[S]):
         ``stopped_at``); with a small ``first_page`` a read that stops early costs one small
         request, whatever the stream's length.
         """
-        events_prefix = self.keys.events(node)
         start = self.keys.event(node, after + 1)
-        end = self.keys.event(node, until + 1) if until is not None else range_end(events_prefix)
+        end = (
+            self.keys.event(node, until + 1) if until is not None else self.keys.event_span(node)[1]
+        )
         first = self._txn(
             wire.TxnRequest(
                 success=[
@@ -278,6 +279,20 @@ class Store(Scans, Generic[S]):
             event_revisions=revisions,
             stopped_at=stopped_at,
         )
+
+    def stray_keys(self, node: str) -> list[str]:
+        """Keys under the node's events prefix that are not event keys (``KeyLayout.event_span``),
+        and an event key past the end the head records: written outside the plugin."""
+        prefix = self.keys.events(node)
+        start, end = self.keys.event_span(node)
+        head_seq = self.read(node).seq
+        ranges = [
+            wire.get(prefix, start, keys_only=True),
+            wire.get(end, range_end(prefix), keys_only=True),
+            wire.get(self.keys.event(node, head_seq + 1), end, keys_only=True),
+        ]
+        reply = self._txn(wire.TxnRequest(success=ranges))
+        return [kv.key.decode(errors="replace") for found in reply.ranges() for kv in found.kvs]
 
     def event_at(self, node: str, seq: int) -> Event | None:
         """The event stored at ``seq`` (None: no such key)."""
@@ -354,7 +369,15 @@ class Store(Scans, Generic[S]):
                         length=_length(record.first, events[0].seq, events[-1].seq),
                         nodes=record.nodes,
                     )
-                record = self._migrated(node, self._record(node, reply), with_length)
+                fresh = self._migrated(node, self._record(node, reply), with_length)
+                if fresh.head_revision and fresh.head_revision == record.head_revision:
+                    raise StoreError(  # no writer moved the head: the next key is a squatter
+                        f"event {record.seq + 1} already exists, though the head says the "
+                        f"stream ends at {record.seq}: a key written outside the plugin "
+                        f"('{self.kind.program} verify {node}' shows it); nothing was written",
+                        node=node,
+                    )
+                record = fresh
                 time.sleep(_jitter(min(0.002 * 2**attempt, 0.05)))
             except OutcomeUnknown:
                 raise
@@ -491,7 +514,7 @@ class Store(Scans, Generic[S]):
             ],
             success=[
                 wire.put(key, encode(checkpoint)),
-                wire.delete(self.keys.events(node), range_end=key),
+                wire.delete(self.keys.event_span(node)[0], range_end=key),
             ],
         )
         return self._write_once(node, txn).succeeded

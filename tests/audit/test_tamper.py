@@ -116,3 +116,33 @@ def test_time_never_runs_backwards_and_the_writers_clock_is_kept(
     clock = datetime.fromisoformat(second["clock"].replace("Z", "+00:00"))
     assert before <= clock < ahead
     assert run(plugin, "verify", "n1").status == 0
+
+
+def test_stray_keys_are_reported_for_their_node_only(plugin: Plugin, etcd: Etcd) -> None:
+    """A key under a node's events prefix that is not an event (``zzz``, or the bare prefix)
+    never fails another node's command nor a core write; verify names it."""
+    written(plugin, etcd, "n1", 2)
+    written(plugin, etcd, "n2", 2)
+    prefix = etcd.events_prefix("n1")
+    etcd.put_many({prefix + "zzz": b"junk", prefix: b"bare"})
+    plugin.ok(*take("n1", {G: 1}))
+    nodes = run(plugin, "nodes", "--json")
+    assert nodes.status == 0, nodes.stderr
+    assert [row["events"] for row in json.loads(nodes.stdout)] == [4, 3]
+    assert run(plugin, "history", "n1", "--json").status == 0
+    result = run(plugin, "verify", "--all")
+    assert result.status == 1 and "1 of 2 nodes disagrees" in result.stderr, result.stderr
+    assert "node n1: keys that are not its events:" in result.stdout and "zzz" in result.stdout
+    assert "n2" not in result.stdout
+
+
+def test_a_key_squatting_past_the_head_fails_writes_naming_it_not_contention(
+    plugin: Plugin, etcd: Etcd
+) -> None:
+    stored = written(plugin, etcd, "n1", 2)
+    put_event(etcd, "n1", 4, edited(stored[-1], lambda d: d.update(seq=4)))
+    before = etcd.revision()
+    result = plugin.run(*take("n1", {G: 1}))
+    assert result.status == 1 and "contention" not in result.stderr, result.stderr
+    assert "event 4 already exists, though the head says the stream ends at 3" in result.stderr
+    assert etcd.revision() == before
