@@ -232,8 +232,8 @@ def repair(kind: Kind[S], head: bytes | None, verdict: Verdict[S]) -> tuple[Chan
     """The event that settles a disagreeing head, and the state the head is then written
     with: an upstream head is adopted as found (``Kind.adopted``); any other is rewritten
     from the stream, and what was found is kept whole in the event."""
-    if verdict.adopt is not None:
-        return kind.adopted(verdict.adopt), verdict.adopt
+    if verdict.adopt is not None and head is not None:
+        return kind.adopted(verdict.adopt, head), verdict.adopt
     found = head.decode(errors="replace") if head is not None else "no head"
     return HeadRepaired(found=found, state=verdict.folded), verdict.folded
 

@@ -51,8 +51,8 @@ class Kind(Protocol[S]):
         such a state is not one a repair may trust."""
         ...
 
-    def adopted(self, state: S) -> Change:
-        """The change that takes over an upstream record as found (the stream's first)."""
+    def adopted(self, state: S, record: bytes) -> Change:
+        """The change that takes over an upstream record as found (``record``: as stored)."""
         ...
 
     def describe(self, state: S) -> str:

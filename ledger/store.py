@@ -71,6 +71,8 @@ class NodeRecord(msgspec.Struct, Generic[S], frozen=True):
     nodes: int | None = None
     """How many heads the kind has, this node's included (asked for with ``with_first``: a
     stream's bound is its share of the budget, ``ledger.bounds``)."""
+    found: bytes | None = None
+    """The head as stored, when the upstream plugin wrote it (a write adopts it whole)."""
     tip: Tip = EMPTY
     """The stream's tip as the head carries it (EMPTY: a head written before v3, the
     upstream plugin's, or none; the write then reads the last event: ``Store._tip``)."""
@@ -185,6 +187,7 @@ class Store(Scans, Generic[S]):
             upstream=head.seq is None,
             legacy=legacy,
             nodes=nodes,
+            found=head_reply.kvs[0].value if head.seq is None else None,
             tip=tip_in_head(head_reply.kvs[0].value) if head.seq else EMPTY,
         )
 
@@ -459,9 +462,8 @@ class Store(Scans, Generic[S]):
         self, record: NodeRecord[S], tip: Tip, verb: str, op: str, change: Change
     ) -> list[Event]:
         changes: list[Change] = [change]
-        if record.upstream and record.state is not None:
-            found = record.state
-            changes.insert(0, self.kind.adopted(found))
+        if record.upstream and record.state is not None and record.found is not None:
+            changes.insert(0, self.kind.adopted(record.state, record.found))
         events = []
         for i, each in enumerate(changes, start=1):
             event = self.new_event(record.seq + i, verb, each, op, after=tip)

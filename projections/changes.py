@@ -27,6 +27,9 @@ class Adopted(Change, Generic[R], tag="adopted"):
 
     capacity: R
     usage: R
+    record: str | None = None
+    """The record exactly as found (its JSON: every field, zero counts, null or empty as they
+    were), from v3."""
 
 
 class CapacitySet(Change, Generic[R], tag="capacity_set"):

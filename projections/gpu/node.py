@@ -79,8 +79,9 @@ class GpuKind(Kind[NodeState]):
                 return f"{name} goes negative: {cards.describe(negative)}"
         return None
 
-    def adopted(self, state: NodeState) -> Change:
-        return Adopted(capacity=state.capacity, usage=state.usage)
+    def adopted(self, state: NodeState, record: bytes) -> Change:
+        found = record.decode(errors="replace")
+        return Adopted(capacity=state.capacity, usage=state.usage, record=found)
 
     def describe(self, state: NodeState) -> str:
         return f"capacity {cards.describe(state.capacity)}, usage {cards.describe(state.usage)}"

@@ -89,8 +89,9 @@ class StorageKind(Kind[NodeState]):
         # breaks them raises BrokenStream there.
         return None
 
-    def adopted(self, state: NodeState) -> Change:
-        return Adopted(capacity=state.capacity, usage=state.usage)
+    def adopted(self, state: NodeState, record: bytes) -> Change:
+        found = record.decode(errors="replace")
+        return Adopted(capacity=state.capacity, usage=state.usage, record=found)
 
     def describe(self, state: NodeState) -> str:
         return f"capacity {views.describe(state.capacity)}; usage {views.describe(state.usage)}"

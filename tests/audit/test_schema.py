@@ -123,7 +123,13 @@ def test_an_upstream_record_is_adopted_as_its_own_event(plugin: Plugin, etcd: Et
     )
     adopted, deployed = ok_json(history)
     assert (adopted["seq"], adopted["kind"]) == (1, "adopted")
-    assert adopted["change"] == {"kind": "adopted", "capacity": {G: 2}, "usage": {G: 1}}
+    record = json.dumps(upstream_head({G: 2}, {G: 1}))  # as put_upstream_head stored it
+    assert adopted["change"] == {
+        "kind": "adopted",
+        "capacity": {G: 2},
+        "usage": {G: 1},
+        "record": record,
+    }  # the record kept exactly as found
     assert (deployed["seq"], deployed["kind"]) == (2, "usage_changed")
     assert deployed["change"]["delta"] == {G: 1}
     assert adopted["verb"] == deployed["verb"] == "set-node-resource-usage"

@@ -251,7 +251,8 @@ def test_an_upstream_head_is_adopted_as_found_never_reverted_or_deleted(
     verdict = audit.check(GPU, head(theirs, None), stream)
     assert any("the head has no seq" in p for p in verdict.problems), verdict.problems
     change, state = audit.repair(GPU, head(theirs, None), verdict)
-    assert state == theirs and change == GPU.adopted(theirs)
+    assert state == theirs and change == GPU.adopted(theirs, head(theirs, None))
+    assert change.record == head(theirs, None).decode()  # type: ignore[attr-defined]
 
 
 def test_an_unreadable_head_is_kept_whole_in_the_repair() -> None:
