@@ -185,9 +185,11 @@ def export(node: str) -> None:
     def lines(session: Session) -> str:
         from resource_extend.ledger.export import json_lines
 
-        stream = stream_of(session, node)
-        if not stream.events:
+        session.node = check_node_name(node)
+        stored = session.store.stored_events(node)  # as stored: one bad event is printed too
+        if not stored:
+            stream_of(session, node)  # the reason: never known, or upstream's not adopted
             raise PluginError(NOT_ADOPTED)
-        return json_lines(stream.raw_events).decode().rstrip("\n")
+        return json_lines(stored).decode(errors="replace").rstrip("\n")
 
     run("export", lines, config=click_config(), text=True)

@@ -283,6 +283,22 @@ class Store(Scans, Generic[S]):
             stopped_at=stopped_at,
         )
 
+    def stored_events(self, node: str) -> list[bytes]:
+        """The node's events exactly as stored, oldest first, none of them decoded (so one
+        that cannot be read is still there to print), read at one revision."""
+        start, end = self.keys.event_span(node)
+        values: list[bytes] = []
+        revision = 0
+        while True:
+            request = wire.RangeRequest(
+                key=start, range_end=end, limit=EVENT_PAGE, revision=revision
+            )
+            page = self._range(request)
+            values += [kv.value for kv in page.kvs]
+            if not page.more:
+                return values
+            start, revision = page.kvs[-1].key + b"\x00", revision or page.header.revision
+
     def stray_keys(self, node: str) -> list[str]:
         """Keys under the node's events prefix that are not event keys (``KeyLayout.event_span``),
         and an event key past the end the head records: written outside the plugin."""

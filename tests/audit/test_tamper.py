@@ -146,3 +146,13 @@ def test_a_key_squatting_past_the_head_fails_writes_naming_it_not_contention(
     assert result.status == 1 and "contention" not in result.stderr, result.stderr
     assert "event 4 already exists, though the head says the stream ends at 3" in result.stderr
     assert etcd.revision() == before
+
+
+def test_export_prints_every_event_as_stored_even_one_that_cannot_be_read(
+    plugin: Plugin, etcd: Etcd
+) -> None:
+    stored = written(plugin, etcd, "n1", 2)
+    put_event(etcd, "n1", 2, b"{not an event")
+    result = run(plugin, "export", "n1")
+    assert result.status == 0, result.stderr
+    assert result.stdout.splitlines() == [stored[0].decode(), "{not an event", stored[2].decode()]
