@@ -285,15 +285,24 @@ def compact(
         store = session.store
         store.budget_per_request()  # many nodes outlast one call's budget; no request may
         lines = []
-        for node in _targets(store, nodes, every, "compact"):
-            session.node = node
-            done = compact_node(store, node, keep=keep, to=to, min_age=age)
-            session.node = None
+        targets = _targets(store, nodes, every, "compact")
+        failed = 0
+        for node in targets:
+            try:
+                done = compact_node(store, node, keep=keep, to=to, min_age=age)
+            except PluginError as exc:  # the others are still compacted, and all reported
+                if len(targets) == 1:
+                    raise PluginError(exc.reason, node=node) from None
+                lines.append(f"node {node}: not compacted: {exc.reason}")
+                failed += 1
+                continue
             if done is None:
                 lines.append(f"node {node}: nothing to compact")
                 continue
-            checkpoint = done.checkpoint
-            lines.append(f"node {node}: {audit.compacted_note(checkpoint)}")
+            lines.append(f"node {node}: {audit.compacted_note(done.checkpoint)}")
+        if failed:
+            respond("\n".join(lines), text=True, io=session.io)
+            raise PluginError(f"{failed} of {_count(len(targets), 'node')} not compacted")
         return "\n".join(lines)
 
     run("compact", run_compaction, config=click_config(), text=True)
