@@ -46,7 +46,7 @@ def table(view: views.KindView, rows: list[tuple[Event, Any]]) -> str:
     after = tuple(f"{header} AFTER" for header in view.STATE_HEADERS)
     lines = [("SEQ", "AT (UTC)", "VERB", "KIND", *after, "CHANGE")]
     for event, state in rows:
-        when = audit.rfc3339(event.at)
+        when = audit.rfc3339(audit.written_at(event))  # a checkpoint's: its last event's
         cells = view.state_cells(state)
         lines.append((str(event.seq), when, event.verb, event.kind, *cells, summary(view, event)))
     return columns(lines)

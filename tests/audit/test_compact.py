@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -308,3 +309,21 @@ def test_compact_all_goes_on_past_a_node_it_cannot_compact_and_reports_every_one
     assert lines[0].startswith("node a-holed: not compacted: cannot compact a stream with")
     assert lines[1].startswith("node b-whole: events 1..6 were compacted")
     assert len(etcd.events("b-whole")) == 3
+
+
+def test_a_checkpoint_row_shows_the_time_of_the_last_event_it_stands_for(
+    plugin: Plugin, etcd: Etcd, tmp_path: Path
+) -> None:
+    """Not when the compaction ran: so it sorts, and ``--until`` selects it, with its events."""
+    plant(etcd, "n1", STREAM, head(AFTER_8["capacity"], AFTER_8["usage"], 8))
+    directory = tmp_path / "exports"
+    directory.mkdir()
+    ok_text(run(plugin, "compact", "n1", "--keep", "3", "--export-dir", str(directory)))
+    shown = stamp_of(minute(4))  # event 5, the checkpoint's seq, was written at minute 4
+    table = ok_text(run(plugin, "history", "n1", "--until", shown))
+    rows = [line.split() for line in table.splitlines()[1:]]
+    assert [(row[0], row[1], row[3]) for row in rows] == [("5", shown, "checkpoint")]
+
+
+def stamp_of(at: datetime) -> str:
+    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
