@@ -143,8 +143,12 @@ def stream_gaps(events: list[Event]) -> list[str]:
     if events and events[0].seq != 1 and not isinstance(events[0].change, Checkpoint):
         problems.append(f"events 1..{events[0].seq - 1} are missing (and no checkpoint)")
     for before, after in pairwise(events):
-        if after.seq != before.seq + 1:
+        if after.seq <= before.seq:
+            problems.append(f"seq {after.seq} follows seq {before.seq}")
+        elif after.seq != before.seq + 1:
             problems.append(f"events {before.seq + 1}..{after.seq - 1} are missing")
+        if isinstance(after.change, Checkpoint):
+            problems.append(f"a checkpoint in the middle of the stream, at seq {after.seq}")
     return problems
 
 
@@ -302,6 +306,16 @@ def check_export(kind: Kind[S], checkpoint: Event, name: str, lines: list[bytes]
             problems.append(f"events {before.seq + 1}..{after.seq - 1} are missing")
     if last.seq != checkpoint.seq:
         problems.append(f"it ends at seq {last.seq}, not at the checkpoint's ({checkpoint.seq})")
+    if not problems:
+        broken = first_break(events, lines)
+        if broken is not None:
+            problems.append(f"its chain breaks at seq {broken.seq}: {broken.reason}")
+        elif change.tip is not None and named_by_next(last, lines[-1]) != change.tip:
+            problems.append(
+                f"its last event is not the one the checkpoint names (the checkpoint's tip is "
+                f"{change.tip[:12]}, event {last.seq} digests to "
+                f"{named_by_next(last, lines[-1])[:12]})"
+            )
     if not problems:
         problems += _fold_problems(kind, change, events)
     if problems:

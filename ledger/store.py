@@ -320,9 +320,16 @@ class Store(Scans, Generic[S]):
 
     def _decode_event(self, node: str, kv: wire.KeyValue) -> Event:
         try:
-            return self.kind.events.decode(kv.value)
+            event = self.kind.events.decode(kv.value)
         except msgspec.DecodeError as exc:
             raise StoreError(f"event {kv.key.decode()} is not readable: {exc}", node=node) from None
+        if event.seq != self.keys.seq_of(node, kv.key):
+            raise StoreError(
+                f"event {kv.key.decode()} says it is seq {event.seq}: stored under another "
+                "event's key",
+                node=node,
+            )
+        return event
 
     def append(
         self,

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from msgspec.structs import replace
 
 from resource_extend.ledger import audit
+from resource_extend.ledger.digests import digest
 from resource_extend.ledger.errors import InvalidRequest, PluginError
 from resource_extend.ledger.events import AnyEvent
 from resource_extend.projections.gpu.events import (
@@ -34,11 +35,14 @@ EXPORT = "host-1:/var/lib/resource-gpu/n1.000000000001-000000000003.abc.jsonl"
 
 
 def stream(*changes: Change, start: int = 1) -> list[Event]:
-    """Events one minute apart from T0, seq ``start``, ``start + 1``, ..."""
-    return [
-        Event(seq=seq, at=T0 + timedelta(minutes=seq), verb="test", op=f"op{seq}", change=c)
-        for seq, c in enumerate(changes, start=start)
-    ]
+    """Events one minute apart from T0, seq ``start``, ``start + 1``, ..., chained as the
+    store chains them (each names the digest of the one before, as encoded)."""
+    events: list[Event] = []
+    for seq, c in enumerate(changes, start=start):
+        prev = digest(encode(events[-1])) if events else None
+        at = T0 + timedelta(minutes=seq)
+        events.append(Event(seq=seq, at=at, verb="test", op=f"op{seq}", change=c, prev=prev))
+    return events
 
 
 def compacted(events: list[Event], through: int) -> list[Event]:
@@ -49,7 +53,7 @@ def compacted(events: list[Event], through: int) -> list[Event]:
         at=T0 + timedelta(days=1),
         verb="compact",
         op="c",
-        change=audit.checkpoint_for(GPU, gone, EXPORT),
+        change=replace(audit.checkpoint_for(GPU, gone, EXPORT), tip=digest(encode(gone[-1]))),
     )
     return [checkpoint, *(e for e in events if e.seq > through)]
 
@@ -328,7 +332,10 @@ def exported(events: list[Event], through: int) -> tuple[Event, str, list[bytes]
         at=T0 + timedelta(days=1),
         verb="compact",
         op="opcheckpoint0123",
-        change=audit.checkpoint_for(GPU, gone, f"host-1:/exports/{name}"),
+        change=replace(
+            audit.checkpoint_for(GPU, gone, f"host-1:/exports/{name}"),
+            tip=digest(encode(gone[-1])),
+        ),
     )
     return checkpoint, name, [encode(e) for e in gone]
 
@@ -357,7 +364,6 @@ def test_each_way_an_export_can_be_wrong_is_named() -> None:
     checkpoint, name, lines = exported(LIFE, 4)
     fewer = replace(LIFE[2], change=UsageChanged(delta={"a": 1}))  # 1 card taken, not 2
     later = replace(LIFE[3], at=LIFE[3].at + timedelta(seconds=1))
-    folded = "fold to capacity a:4, usage a:1, the checkpoint says capacity a:4, usage a:2"
     cases: dict[str, tuple[str, list[bytes], str]] = {
         "a line that is not an event": (name, [*lines, b"{oops"], "line 5 is not an event"),
         "no lines": (name, [], "holds no events"),
@@ -365,8 +371,9 @@ def test_each_way_an_export_can_be_wrong_is_named() -> None:
         "out of order": (name, [lines[0], lines[2], lines[1], lines[3]], "seq 2 follows seq 3"),
         "short of the checkpoint": (name, lines[:3], "ends at seq 3, not at the checkpoint's (4)"),
         "not from event 1": (name, lines[1:], "starts at seq 2, neither event 1 nor a checkpoint"),
-        "another state": (name, replace_line(lines, 2, fewer), folded),
-        "another time": (name, replace_line(lines, 3, later), "its last event is of"),
+        # an edited event breaks the chain at the one after it, or misses the checkpoint's tip
+        "another state": (name, replace_line(lines, 2, fewer), "its chain breaks at seq 4"),
+        "another time": (name, replace_line(lines, 3, later), "not the one the checkpoint names"),
         "another op": (name.replace("opcheckpoint", "someoneelses"), lines, "does not carry"),
     }
     for case, (file_name, content, problem) in cases.items():
@@ -401,3 +408,12 @@ def test_a_fold_through_negative_usage_is_never_trusted() -> None:
     verdict = audit.check(GPU, head(NOW, 4), forged)
     assert any("impossible at seq 4: usage goes negative" in p for p in verdict.problems)
     assert not verdict.repairable
+
+
+def test_an_export_of_unchained_v2_events_is_still_checked_by_its_fold() -> None:
+    v2 = [replace(e, v=2, prev=None) for e in LIFE]
+    checkpoint, name, lines = exported(v2, 4)
+    fewer = replace(v2[2], change=UsageChanged(delta={"a": 1}))  # 1 card taken, not 2
+    checked = audit.check_export(GPU, checkpoint, name, replace_line(lines, 2, fewer))
+    folded = "fold to capacity a:4, usage a:1, the checkpoint says capacity a:4, usage a:2"
+    assert any(folded in p for p in checked.problems), checked.problems
