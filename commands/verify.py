@@ -11,7 +11,7 @@ import msgspec
 from resource_extend.commands.archive import archive_dir, archive_option
 from resource_extend.commands.protocol import Session, click_config, respond, run
 from resource_extend.ledger import audit, export
-from resource_extend.ledger.digests import EMPTY, tip_of
+from resource_extend.ledger.digests import EMPTY, named_by_next, tip_of
 from resource_extend.ledger.errors import PluginError
 from resource_extend.ledger.events import AnyEvent as Event
 from resource_extend.ledger.events import Checkpoint
@@ -43,6 +43,8 @@ class Verified(msgspec.Struct):
     repaired: int = 0
     exports_read: int = 0
     exports_elsewhere: int = 0
+    tip: str = ""
+    """``seq N, digest D``: where the stream ends and the digest its next event will name."""
 
 
 def _verify_head(store: Store[NodeState], node: str, repair: bool, found: Verified) -> Event | None:
@@ -54,6 +56,9 @@ def _verify_head(store: Store[NodeState], node: str, repair: bool, found: Verifi
             found.agrees = False
             return None
         first = stream.events[0] if stream.events else None
+        if stream.events:
+            end = stream.events[-1]
+            found.tip = f"seq {end.seq}, digest {named_by_next(end, stream.raw_events[-1])}"
         verdict = audit.check(store.kind, stream.head, stream.events, stream.raw_events)
         stray = store.stray_keys(node) if stream.head is not None else []
         if stray:
@@ -141,6 +146,14 @@ def _count(count: int, what: str) -> str:
 @click.option("--all", "every", is_flag=True, help="Every node under the prefix.")
 @archive_option
 @click.option(
+    "--digests",
+    is_flag=True,
+    help=(
+        "Also print each stream's end and its digest (SHA-256 of its last event as stored): "
+        "kept outside etcd, it shows a history rewritten whole."
+    ),
+)
+@click.option(
     "--repair",
     is_flag=True,
     help=(
@@ -148,7 +161,9 @@ def _count(count: int, what: str) -> str:
         "publish an export an interrupted compaction left unpublished."
     ),
 )
-def verify(nodes: tuple[str, ...], every: bool, archive: str | None, repair: bool) -> None:
+def verify(
+    nodes: tuple[str, ...], every: bool, archive: str | None, digests: bool, repair: bool
+) -> None:
     """Fold each node's events and compare the result with its head (the record core reads);
     check the exports a compacted stream's checkpoints name, back to event 1.
 
@@ -188,6 +203,8 @@ def verify(nodes: tuple[str, ...], every: bool, archive: str | None, repair: boo
                 found = Verified(findings=[f"cannot verify: {exc.reason}"], agrees=False)
             if found.findings:
                 reports.append(f"node {node}: {'; '.join(found.findings)}")
+            if digests and found.tip:
+                reports.append(f"node {node}: {found.tip}")
             failed += not found.agrees
             total.repaired += found.repaired
             total.exports_read += found.exports_read
