@@ -49,17 +49,13 @@ class Break(msgspec.Struct, frozen=True):
 
 def first_break(events: Sequence[AnyEvent], stored: Sequence[bytes]) -> Break | None:
     """The first event, in a gapless run of ``events`` (``stored``: their etcd values), that
-    does not name its predecessor; None when the chain holds. Events before v3 name nothing
-    and are not checked, but once a v3 event appears every later event must be chained: a
-    pre-v3 event after it is a forgery (a release never writes an older schema)."""
-    chained = False
+    does not name its predecessor; None when the chain holds. An event before v3 names
+    nothing, so its own link is not checked (an older release may still write some during a
+    rolling upgrade); the v3 event after it names it, so it cannot change unseen either."""
     for index in range(1, len(events)):
         before, event = events[index - 1], events[index]
         if event.v < CHAINED_FROM:
-            if chained:
-                return Break(event.seq, f"event {event.seq} has schema v{event.v} after a v3 one")
             continue
-        chained = True
         expected = named_by_next(before, stored[index - 1])
         if event.prev != expected:
             return Break(
