@@ -12,6 +12,9 @@ from resource_extend.commands.history import NOT_ADOPTED, POINT_HELP, columns, l
 from resource_extend.commands.protocol import Session, click_config, run
 from resource_extend.ledger import audit
 from resource_extend.ledger.errors import PluginError
+from resource_extend.ledger.events import Checkpoint, HeadRepaired
+from resource_extend.ledger.kinds import Kind
+from resource_extend.projections.changes import NodeRemoved
 
 
 @click.command("show")
@@ -67,11 +70,15 @@ def nodes(as_json_output: bool) -> None:
     """List every node the plugin knows: its capacity, usage and event stream.
 
     \b
-    STATE is live (a head and its stream), removed (only a stream: remove-node keeps it),
-    upstream (a record of the upstream plugin, adopted on its first write), unreadable (the
-    head is not valid JSON: see verify --repair), or 0.1-layout (its stream is where release
-    0.1 kept it: see migrate). One paged range reads every head. EVENTS is the
-    stream's length (a compacted stream counts its checkpoint), SEQ its last event.
+    STATE is live (a head and its stream), removed (only a stream, ending with the node
+    removed: remove-node keeps it), head missing (only a stream, which says the node exists:
+    its head was deleted outside the plugin; see verify NODE), upstream (a record of the
+    upstream plugin, adopted on its first write), unreadable (the head is not valid JSON:
+    see verify --repair; or, with no head, the stream's last event cannot be read: see
+    verify NODE), or 0.1-layout (its stream is where release 0.1 kept it: see migrate).
+    One paged range reads every head; of a stream with no head, only its last event is
+    read. EVENTS is the stream's length (a compacted stream counts its checkpoint), SEQ its
+    last event.
     --json prints [{"nodename", "state", "capacity": R, "usage": R, "events", "seq"}, ...]
     sorted by name.
     """
@@ -80,14 +87,19 @@ def nodes(as_json_output: bool) -> None:
         store, view = session.store, session.view
         known, heads = store.survey()
         names = sorted(known)
-        bounds = store.stream_bounds(n for n in names if known[n].stream and not known[n].legacy)
+        streams = [n for n in names if known[n].stream and not known[n].legacy]
+        headless = {n for n in streams if n not in heads}
+        bounds = store.stream_bounds(streams, tails=headless)
         rows, shown = [], []
         for name in names:
             raw = heads.get(name)
             stream = bounds.get(name)
             try:
                 state = store.kind.read_head(raw).state if raw is not None else None
-                status = "removed" if raw is None else "live" if stream else "upstream"
+                status = "live" if stream else "upstream"
+                if raw is None:
+                    tail = stream.tail if stream else None
+                    status = "head missing" if _exists_after(store.kind, tail) else "removed"
             except msgspec.DecodeError:
                 state, status = None, "unreadable"
             if known[name].legacy:
@@ -115,3 +127,14 @@ def nodes(as_json_output: bool) -> None:
         )
 
     run("nodes", listing, config=click_config(), text=not as_json_output)
+
+
+def _exists_after(kind: Kind[Any], tail: bytes | None) -> bool:
+    """Whether a stream ending with ``tail`` (its last event as stored) says the node exists;
+    ``msgspec.DecodeError`` when that event cannot be read."""
+    if tail is None:
+        return False
+    change = kind.events.decode(tail).change
+    if isinstance(change, Checkpoint | HeadRepaired):
+        return change.state is not None
+    return not isinstance(change, NodeRemoved)

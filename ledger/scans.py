@@ -7,7 +7,7 @@ nodes there. Mixed into :class:`ledger.store.Store`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Literal
 
 import msgspec
@@ -45,6 +45,8 @@ class StreamBounds(msgspec.Struct, frozen=True):
     count: int
     first: int
     last: int
+    tail: bytes | None = None
+    """The last event as stored, when asked for (``stream_bounds``' ``tails``)."""
 
 
 class Scans(Connection):
@@ -52,13 +54,15 @@ class Scans(Connection):
 
     keys: KeyLayout
 
-    def _end_ops(self, node: str) -> list[wire.RequestOp]:
-        """Ranges for the first and the last event key of the node's stream.
+    def _end_ops(self, node: str, *, tail: bool = False) -> list[wire.RequestOp]:
+        """Ranges for the first and the last event key of the node's stream (``tail``: the
+        last event's value too, at no extra cost to etcd).
 
         The last costs a scan of the whole stream (etcd sorts a descending range before it
         applies the limit), so writes take the stream's end from the head instead.
         """
-        return [self._first_op(node), self._end_op(node, "DESCEND")]
+        last = self._end_range(node, "DESCEND", keys_only=not tail)
+        return [self._first_op(node), wire.RequestOp(request_range=last)]
 
     def _first_op(self, node: str) -> wire.RequestOp:
         return self._end_op(node, "ASCEND")
@@ -66,10 +70,12 @@ class Scans(Connection):
     def _end_op(self, node: str, order: Literal["ASCEND", "DESCEND"]) -> wire.RequestOp:
         return wire.RequestOp(request_range=self._end_range(node, order))
 
-    def _end_range(self, node: str, order: Literal["ASCEND", "DESCEND"]) -> wire.RangeRequest:
+    def _end_range(
+        self, node: str, order: Literal["ASCEND", "DESCEND"], *, keys_only: bool = True
+    ) -> wire.RangeRequest:
         start, end = self.keys.event_span(node)
         return wire.RangeRequest(
-            key=start, range_end=end, limit=1, keys_only=True, sort_order=order
+            key=start, range_end=end, limit=1, keys_only=keys_only, sort_order=order
         )
 
     def _seq_at(self, node: str, reply: wire.RangeResponse) -> int:
@@ -193,8 +199,12 @@ class Scans(Connection):
             node, slash, _ = last[len(root) :].partition(b"/")
             start = range_end(root + node + b"/") if slash else last + b"\x00"
 
-    def stream_bounds(self, nodes: Iterable[str]) -> dict[str, StreamBounds]:
-        """Each named node's stream length and first and last positions, in batched reads."""
+    def stream_bounds(
+        self, nodes: Iterable[str], *, tails: Collection[str] = ()
+    ) -> dict[str, StreamBounds]:
+        """Each named node's stream length and first and last positions, in batched reads;
+        for the nodes in ``tails`` also the last event as stored (``StreamBounds.tail``), read
+        by the same range that finds the last position."""
         names = list(dict.fromkeys(nodes))
         per_txn = MAX_TXN_OPS // 3
         requests = []
@@ -202,7 +212,8 @@ class Scans(Connection):
             ops = []
             for node in names[i : i + per_txn]:
                 start, end = self.keys.event_span(node)
-                ops += [wire.get(start, end, count_only=True), *self._end_ops(node)]
+                length = wire.get(start, end, count_only=True)
+                ops += [length, *self._end_ops(node, tail=node in tails)]
             requests.append(wire.TxnRequest(success=ops))
         bounds: dict[str, StreamBounds] = {}
         for i, reply in enumerate(self._read_all(requests)):
@@ -213,6 +224,7 @@ class Scans(Connection):
                     count=count.count,
                     first=self._seq_at(node, first),
                     last=self._seq_at(node, last),
+                    tail=last.kvs[0].value if node in tails and last.kvs else None,
                 )
         return bounds
 

@@ -1,5 +1,6 @@
 """``nodes [--json]``: every node under the prefix, once, sorted by name, with its state
-(live / removed / upstream), capacity, usage, stream length and last seq.
+(live / removed / head missing / upstream / unreadable), capacity, usage, stream length and
+last seq.
 
 One node's stream is long enough (1200 events) that listing the keys takes more than one page,
 and node names are prefixes of each other, so a skip over a stream that overshoots or stops
@@ -16,15 +17,20 @@ from tests.audit.helpers import (
     G,
     added,
     cards_cell,
+    delete_key,
     event,
     grown,
     head,
+    info_request,
     ok_json,
+    ok_many,
     ok_text,
     plant,
+    run,
     run_many,
     seqs,
     table_rows,
+    take,
     used,
 )
 from tests.etcdkv import Etcd, upstream_head
@@ -91,3 +97,25 @@ def test_every_node_listed_once_sorted_with_its_state(plugin: Plugin, etcd: Etcd
     # --all finds the same nodes, and the long stream (read in pages) folds to its head
     assert ok_text(verified).splitlines() == ["5 nodes verified: every head agrees with its stream"]
     assert seqs(ok_json(tail)) == [LONG - 1, LONG]
+
+
+def test_a_head_deleted_outside_the_plugin_is_not_shown_as_removed(
+    plugin: Plugin, etcd: Etcd
+) -> None:
+    ok_many(plugin, [info_request(n, {G: 4}, {}) for n in ("gone", "headless")])
+    ok_many(plugin, [("remove-node", {"nodename": "gone"}), take("headless", {G: 1})])
+    assert ok_json(run(plugin, "nodes", "--json"))[0] == row("gone", "removed", {}, {}, 2, 2)
+
+    delete_key(etcd, etcd.head_key("headless"))  # etcdctl del: the stream still says it exists
+    etcd.put_many({etcd.event_key("garbled", 1): b"{not json"})  # a headless stream, unreadable
+    listing, table = run_many(plugin, [["nodes", "--json"], ["nodes"]])
+    assert ok_json(listing) == [
+        row("garbled", "unreadable", {}, {}, 1, 1),
+        row("gone", "removed", {}, {}, 2, 2),
+        row("headless", "head missing", {}, {}, 2, 2),
+    ]
+    assert table_rows(ok_text(table))[1:] == [
+        ["garbled", "unreadable", "none", "none", "1", "1"],
+        ["gone", "removed", "none", "none", "2", "2"],
+        ["headless", "head missing", "none", "none", "2", "2"],
+    ]
