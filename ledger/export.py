@@ -42,14 +42,19 @@ MAX_NAME_PART = 120
 
 
 def file_name(node: str, events: list[Event], op: str) -> str:
-    """``<node>.<first seq>-<last seq>.<op>.jsonl``; the node name is %-escaped, so it is
-    always one plain file name (no ``/``, no leading dot). A name too long for a file name is
-    cut, with a digest of the whole name in place of the rest."""
+    """``<node>.<first seq>-<last seq>.<op>.jsonl``, the node as :func:`node_part` writes it."""
+    return f"{node_part(node)}.{events[0].seq:012d}-{events[-1].seq:012d}.{op[:12]}.jsonl"
+
+
+def node_part(node: str) -> str:
+    """The node's name in its exports' file names: %-escaped, so it is always one plain file
+    name (no ``/``, no leading dot, no ``.``). A name too long for a file name is cut, with a
+    digest of the whole name in place of the rest."""
     safe = quote(node, safe="-_~").replace(".", "%2E")
     if len(safe) > MAX_NAME_PART:
         digest = hashlib.sha256(node.encode()).hexdigest()[:16]
         safe = f"{safe[: MAX_NAME_PART - 17]}~{digest}"
-    return f"{safe}.{events[0].seq:012d}-{events[-1].seq:012d}.{op[:12]}.jsonl"
+    return safe
 
 
 def partial_of(path: Path) -> Path:
@@ -79,7 +84,7 @@ def write_partial(
             out.write(json_lines(stored))
             out.flush()
             os.fsync(out.fileno())
-        _sync_directory(folder)
+        sync_directory(folder)
     except OSError as exc:
         with contextlib.suppress(OSError):
             partial.unlink(missing_ok=True)
@@ -99,7 +104,7 @@ def publish(path: Path, node: str, program: str) -> None:
         except FileNotFoundError:
             if not path.is_file():
                 raise
-        _sync_directory(path.parent)
+        sync_directory(path.parent)
     except OSError as exc:
         raise PluginError(
             f"the checkpoint is written, but its export could not be renamed from "
@@ -115,7 +120,8 @@ def discard(path: Path) -> None:
         partial_of(path).unlink(missing_ok=True)
 
 
-def _sync_directory(folder: Path) -> None:
+def sync_directory(folder: Path) -> None:
+    """Put the directory's entries (files made, renamed or deleted in it) on disk."""
     directory_fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(directory_fd)

@@ -14,7 +14,7 @@ import msgspec
 
 from resource_extend.ledger import wire
 from resource_extend.ledger.connection import MAX_TXN_OPS, READERS, Connection
-from resource_extend.ledger.keys import KeyLayout, range_end
+from resource_extend.ledger.keys import SEQ_WIDTH, KeyLayout, range_end
 
 SCAN_PAGE = 5000
 """Heads per range request when scanning the prefix (well below gRPC's 4 MiB a reply)."""
@@ -30,6 +30,9 @@ SCAN_WHEN = 4
 
 KEY_PAGE = 1000
 """Keys per keys-only range request when listing nodes."""
+
+STORED_PAGE = 1000
+"""Events per range request when reading a part of a stream as stored."""
 
 
 class NodeKeys(msgspec.Struct, frozen=True):
@@ -227,5 +230,17 @@ class Scans(Connection):
                     tail=last.kvs[0].value if node in tails and last.kvs else None,
                 )
         return bounds
+
+    def stored_between(self, node: str, first: int, last: int) -> dict[int, bytes]:
+        """The node's events ``first`` .. ``last`` as stored, by the seq their keys name, read
+        in pages at one revision; a key there that names no seq (a stray key) is left out."""
+        prefix = self.keys.events(node)
+        end = self.keys.event(node, last + 1)
+        stored: dict[int, bytes] = {}
+        for kv in self._pages(self.keys.event(node, first), end, limit=STORED_PAGE):
+            digits = kv.key[len(prefix) :]
+            if len(digits) == SEQ_WIDTH and digits.isdigit():
+                stored[int(digits)] = kv.value
+        return stored
 
     # -- writes -------------------------------------------------------------------------------

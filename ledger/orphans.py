@@ -1,0 +1,148 @@
+"""Orphaned exports: ``.partial`` files of compactions killed before their commit.
+
+A compaction writes its export as ``<name>.jsonl.partial``, commits its checkpoint in etcd,
+then renames the file (``ledger.export``). Killed before the commit, it leaves a ``.partial``
+whose events were never removed from etcd: an *orphan*, which no checkpoint will ever name.
+Killed between the commit and the rename, it leaves one a checkpoint names, whose events are
+gone from etcd: ``verify --repair`` publishes that one. Etcd tells them apart: a ``.partial``
+is an orphan only when every line of it is still in etcd byte for byte at its seq, so deleting
+it loses nothing; anything else is left alone. So is a file younger than ``grace`` seconds:
+its compaction may still be on its way to the commit.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from resource_extend.ledger import export
+from resource_extend.ledger.errors import PluginError
+
+if TYPE_CHECKING:
+    from resource_extend.ledger.scans import Scans
+
+GRACE = 300.0
+"""Seconds a ``.partial`` is left alone after it was written. A compaction sends its commit
+within its call's ``etcd.timeout`` of writing the file: far less than this."""
+
+
+class Partial(msgspec.Struct, frozen=True):
+    """A node's ``.partial`` export, and whether deleting it loses nothing."""
+
+    path: Path
+    first: int
+    last: int
+    """The seqs its name says it holds."""
+    orphan: bool
+    kept: str = ""
+    """Why it is not an orphan (empty for one)."""
+
+
+Named = tuple[Path, int, int]
+"""A ``.partial`` file and the first and last seq its name says it holds."""
+
+
+class _Seq(msgspec.Struct):
+    seq: int
+
+
+_seq = msgspec.json.Decoder(_Seq)
+
+
+def partials(directory: str | Path, node: str) -> list[Named]:
+    """The node's ``.partial`` files in ``directory`` (named as ``export.file_name`` names
+    them; none when there is no such directory), by name."""
+    folder = Path(directory).expanduser()
+    if not folder.is_dir():
+        return []
+    pattern = re.compile(
+        rf"{re.escape(export.node_part(node))}\.(\d{{12}})-(\d{{12}})\.[^./]{{1,12}}\.jsonl"
+        + re.escape(export.PARTIAL)
+    )
+    found = []
+    for path in sorted(folder.iterdir()):
+        if (match := pattern.fullmatch(path.name)) is not None:
+            found.append((path, int(match[1]), int(match[2])))
+    return found
+
+
+def classify(
+    named: Named, stored: Mapping[int, bytes], *, now: float, grace: float = GRACE
+) -> Partial:
+    """Whether a ``.partial`` is an orphan, given the node's events in etcd (``stored``: each
+    as stored, by seq) and the time (``now``, seconds since the epoch)."""
+    path, first, last = named
+
+    def kept(why: str) -> Partial:
+        return Partial(path=path, first=first, last=last, orphan=False, kept=why)
+
+    try:
+        if (age := now - path.stat().st_mtime) < grace:
+            return kept(f"written {age:.0f}s ago: its compaction may still commit")
+        lines = path.read_bytes().splitlines()
+    except OSError as exc:
+        return kept(f"cannot be read: {exc.strerror or exc}")
+    for number, line in enumerate(lines, 1):
+        try:
+            seq = _seq.decode(line).seq
+        except msgspec.DecodeError:
+            return kept(f"line {number} is not an event")
+        if stored.get(seq) != line:
+            return kept(
+                f"event {seq} is not in etcd as this file holds it (a checkpoint may name "
+                "it: verify --repair publishes it then)"
+            )
+    return Partial(path=path, first=first, last=last, orphan=True)
+
+
+def find(
+    directory: str | Path,
+    node: str,
+    stored: Mapping[int, bytes],
+    *,
+    now: float | None = None,
+    grace: float = GRACE,
+) -> list[Partial]:
+    """Every ``.partial`` of the node in ``directory``, classified against its events in etcd
+    (``stored``: each as stored, by seq)."""
+    when = time.time() if now is None else now
+    return [classify(named, stored, now=when, grace=grace) for named in partials(directory, node)]
+
+
+def find_in(
+    store: Scans, directory: str | Path, node: str, *, grace: float = GRACE
+) -> list[Partial]:
+    """``find``, reading from etcd only the node's events the files' names cover (one paged
+    range at one revision, and none when the node has no ``.partial``)."""
+    named = partials(directory, node)
+    if not named:
+        return []
+    stored = store.stored_between(node, min(n[1] for n in named), max(n[2] for n in named))
+    now = time.time()
+    return [classify(one, stored, now=now, grace=grace) for one in named]
+
+
+def remove(found: Iterable[Partial]) -> list[Path]:
+    """Delete the orphans among ``found`` (one already gone counts as not deleted here); the
+    paths deleted, their directory entries on disk."""
+    removed = []
+    for partial in found:
+        if not partial.orphan:
+            continue
+        try:
+            partial.path.unlink()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise PluginError(
+                f"cannot delete the orphaned export {str(partial.path)!r}: {exc.strerror or exc}"
+            ) from None
+        removed.append(partial.path)
+    for folder in {path.parent for path in removed}:
+        export.sync_directory(folder)
+    return removed

@@ -1,0 +1,108 @@
+"""Orphaned ``.partial`` exports (``ledger.orphans``) against the real etcd: a compaction
+killed (SIGKILL) after writing its export and before its transaction reaches etcd leaves an
+orphan, found and removed; one killed after its commit, before the rename, leaves a
+``.partial`` a checkpoint names, which is kept (``verify --repair`` publishes it)."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from pathlib import Path
+
+from resource_extend.ledger import export, orphans
+from resource_extend.ledger.config import EtcdConfig
+from resource_extend.ledger.store import Store
+from resource_extend.projections.gpu.node import GPU
+from tests.audit.helpers import G, head, plant
+from tests.audit.test_migration import start
+from tests.audit.test_verify_exports import STREAM
+from tests.etcdkv import Etcd
+from tests.faults import AnswerDroppingProxy
+from tests.plugin import TRANSPORT, Plugin
+
+
+class KillsInsteadOfWriting(AnswerDroppingProxy):
+    """With ``kill`` set, runs it in place of forwarding the next write: etcd never sees it."""
+
+    kill: Callable[[], None] | None = None
+
+    def _forward(
+        self,
+        server: object,
+        raw: bytes,
+        stream: int,
+        write: bool,
+        doomed: set[int],
+        muted: dict[int, Callable[[], None] | None],
+    ) -> None:
+        if write and self.kill is not None:
+            kill, self.kill = self.kill, None
+            kill()
+            self.crashed.set()
+            return
+        super()._forward(server, raw, stream, write, doomed, muted)  # type: ignore[arg-type]
+
+
+def killed_compaction(
+    plugin: Plugin, proxy: KillsInsteadOfWriting, node: str, exports: Path, *, committed: bool
+) -> None:
+    """``compact NODE``, SIGKILLed as its transaction goes to etcd: before etcd gets it, or
+    (``committed``) once etcd has applied it."""
+    compacting = start(plugin, "compact", node, "--keep", "2", "--export-dir", str(exports))
+    kill = lambda: compacting.send_signal(signal.SIGKILL)  # noqa: E731
+    if committed:
+        proxy.crash_on_next_write(kill, at_answer=True)
+    else:
+        proxy.kill = kill
+    try:
+        compacting.communicate(timeout=60)
+    finally:
+        compacting.kill()
+    assert compacting.returncode == -signal.SIGKILL, "the kill never came"
+
+
+def test_an_orphan_is_found_and_removed_and_a_committed_partial_kept(
+    etcd_endpoints: list[str], tmp_path: Path
+) -> None:
+    exports = tmp_path / "exports"
+    exports.mkdir()
+    proxy = KillsInsteadOfWriting(etcd_endpoints[0])
+    plugin = Plugin([proxy.url], tmp_path, timeout=10)
+    etcd = Etcd(etcd_endpoints, plugin.prefix)
+    settings = EtcdConfig(machines=etcd_endpoints, prefix=plugin.prefix, transport=TRANSPORT)
+    store = Store(settings, GPU)
+    try:
+        for node in ("orphaned", "committed"):
+            plant(etcd, node, STREAM, head({G: 8}, {G: 7}, 8))
+        planted = {kv.key: kv.value for kv in etcd.events("orphaned")}
+        killed_compaction(plugin, proxy, "orphaned", exports, committed=False)
+        killed_compaction(plugin, proxy, "committed", exports, committed=True)
+
+        [orphan] = [p for p in exports.iterdir() if p.name.startswith("orphaned.")]
+        [kept] = [p for p in exports.iterdir() if p.name.startswith("committed.")]
+        assert orphan.name.endswith(".jsonl.partial") and kept.name.endswith(".jsonl.partial")
+        assert {kv.key: kv.value for kv in etcd.events("orphaned")} == planted  # not committed
+        assert [e["seq"] for e in etcd.event_docs("committed")] == [6, 7, 8]  # committed
+        assert etcd.event_docs("committed")[0]["change"]["kind"] == "checkpoint"
+
+        # just written: left alone whatever it holds, its compaction might still commit
+        [young] = orphans.find_in(store, exports, "orphaned")
+        assert not young.orphan and "may still commit" in young.kept
+
+        [found] = orphans.find_in(store, exports, "orphaned", grace=0)
+        assert (found.path, found.first, found.last, found.orphan) == (orphan, 1, 6, True)
+        [named] = orphans.find_in(store, exports, "committed", grace=0)
+        assert not named.orphan and named.kept.startswith("event 1 is not in etcd"), named
+        assert orphans.remove([found, named]) == [orphan]
+        assert not orphan.exists() and kept.is_file()
+        assert orphans.find_in(store, exports, "orphaned", grace=0) == []
+
+        # the committed one is still there for verify --repair to publish
+        assert plugin.run("verify", None, "orphaned").status == 0
+        repaired = plugin.run("verify", None, "committed", "--repair")
+        assert repaired.status == 0, repaired.stdout + repaired.stderr
+        assert [p.name for p in exports.iterdir()] == [kept.name.removesuffix(export.PARTIAL)]
+    finally:
+        store.close()
+        etcd.close()
+        proxy.close()
