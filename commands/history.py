@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -18,7 +19,11 @@ from resource_extend.ledger.events import Checkpoint, HeadRepaired
 from resource_extend.ledger.keys import check_node_name
 
 if TYPE_CHECKING:
+    from resource_extend.ledger.positions import Positions
     from resource_extend.ledger.store import Stream
+
+EVENT_PAGE = 1000
+"""Events read at a time when looking back for the newest of some kinds."""
 
 POINT_HELP = "a seq (42) or an RFC 3339 time (2026-11-29T03:00:00Z; no offset means UTC)"
 
@@ -85,10 +90,24 @@ def stream_of(session: Session, node: str) -> Stream:
     return stream
 
 
+def positions_of(session: Session, node: str) -> Positions[Any]:
+    """The node's stream, to read by position (empty for an upstream record not adopted
+    yet); an error if the plugin has never known the node."""
+    from resource_extend.ledger.positions import Positions
+
+    session.node = check_node_name(node)
+    session.store.budget_per_request()  # an auditor's read may be long; no request may be
+    found: Positions[Any] = Positions(session.store, node)
+    if not found.first and found.head is None:
+        raise PluginError("no events: the plugin has never known this node")
+    return found
+
+
 def life_of(session: Session, node: str, archive: str | None) -> list[Event]:
-    """The node's events; with an archive, from event 1 (``ledger.chain.whole_life``). An
-    archive named by ``--archive`` must hold them all; the config's is read if it does, and
-    otherwise the stream is shown from its checkpoint, which says where the rest went."""
+    """The node's events, all in memory; with an archive, from event 1
+    (``ledger.chain.whole_life``). An archive named by ``--archive`` must hold them all; the
+    config's is read if it does, and otherwise the stream is shown from its checkpoint, which
+    says where the rest went."""
     events = stream_of(session, node).events
     exports = archive_dir(session, archive)
     if not exports or not events or not isinstance(events[0].change, Checkpoint):
@@ -101,6 +120,67 @@ def life_of(session: Session, node: str, archive: str | None) -> list[Event]:
         if archive:
             raise
         return events
+
+
+def reaches_archive(session: Session, first: Event, seq: int, archive: str | None) -> bool:
+    """Whether a read that goes back to ``seq`` needs the archive: the stream starts with a
+    checkpoint at or after it, and there is an archive to read (``life_of``)."""
+    return (
+        isinstance(first.change, Checkpoint)
+        and seq <= first.seq
+        and bool(archive_dir(session, archive))
+    )
+
+
+def window(
+    positions: Positions[Any], since: audit.Point | None, until: audit.Point | None
+) -> tuple[int, int]:
+    """The seqs ``since`` .. ``until`` select in the stream (empty when the first is past the
+    last), found by position: a time is bisected for (``Positions.seq_at``)."""
+    low, high = positions.first, positions.last
+    if isinstance(since, int):
+        low = max(low, since)
+    elif since is not None:
+        before = positions.seq_at(since - timedelta(microseconds=1))
+        low = low if before is None else before + 1
+    if isinstance(until, int):
+        high = min(high, until)
+    elif until is not None:
+        found = positions.seq_at(until)
+        high = low - 1 if found is None else found
+    return low, high
+
+
+def newest(
+    positions: Positions[Any], low: int, high: int, kinds: tuple[str, ...], limit: int
+) -> int:
+    """The first seq of the newest ``limit`` events of ``kinds`` in ``low`` .. ``high``, read
+    backwards a page at a time, keeping only their seqs."""
+    found: list[int] = []
+    page_end = high
+    while page_end >= low and len(found) < limit:
+        page_start = max(low, page_end - EVENT_PAGE + 1)
+        for event in positions.events(page_start - 1, page_end):
+            if event.kind in kinds:
+                found.append(event.seq)
+        found.sort(reverse=True)
+        page_end = page_start - 1
+    return found[limit - 1] if len(found) >= limit else low
+
+
+def _in_memory(
+    session: Session,
+    events: list[Event],
+    start: audit.Point | None,
+    end: audit.Point | None,
+    kinds: tuple[str, ...],
+    limit: int | None,
+) -> list[tuple[Event, Any]]:
+    """``history``'s rows from a whole life read into memory (the archive's events, then the
+    stream's)."""
+    rows = list(zip(events, audit.states(session.kind, events), strict=True))
+    rows = [(e, s) for e, s in rows if _within(e, start, end) and (not kinds or e.kind in kinds)]
+    return rows[-limit:] if limit is not None else rows
 
 
 @click.command("history")
@@ -146,22 +226,25 @@ def history(
     def show(session: Session) -> Any:
         start = audit.parse_point(since, "--since") if since is not None else None
         end = audit.parse_point(until, "--until") if until is not None else None
-        events = life_of(session, node, archive)
-        if not events:
+        positions = positions_of(session, node)
+        first = positions.at_or_after(positions.first) if positions.first else None
+        if first is None:
             return [] if as_json_output else NOT_ADOPTED
-        rows = list(zip(events, audit.states(session.kind, events), strict=True))
-        first = events[0]
-        if (
-            end is not None
-            and isinstance(first.change, Checkpoint)
-            and not _within(first, None, end)
-        ):
-            raise PluginError(f"nothing left up to {until}: {audit.compacted_note(first)}")
-        rows = [
-            (e, s) for e, s in rows if _within(e, start, end) and (not kinds or e.kind in kinds)
-        ]
+        low, high = window(positions, start, end)
         if limit is not None:
-            rows = rows[-limit:]
+            low = (
+                newest(positions, low, high, kinds, limit) if kinds else max(low, high - limit + 1)
+            )
+        if reaches_archive(session, first, low, archive):
+            rows = _in_memory(session, life_of(session, node, archive), start, end, kinds, limit)
+        else:
+            if end is not None and isinstance(first.change, Checkpoint) and high < first.seq:
+                raise PluginError(f"nothing left up to {until}: {audit.compacted_note(first)}")
+            rows = [
+                (event, state)
+                for event, state in positions.rows(low - 1, high)
+                if not kinds or event.kind in kinds
+            ]
         if as_json_output:
             return [as_json(e) for e, _ in rows]
         return table(session.view, rows) if rows else "no events match"

@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import msgspec
 
 from resource_extend.commands.archive import archive_option
-from resource_extend.commands.history import NOT_ADOPTED, POINT_HELP, columns, life_of
+from resource_extend.commands.history import (
+    NOT_ADOPTED,
+    POINT_HELP,
+    columns,
+    life_of,
+    positions_of,
+    reaches_archive,
+)
 from resource_extend.commands.protocol import Session, click_config, run
 from resource_extend.ledger import audit
 from resource_extend.ledger.errors import PluginError
 from resource_extend.ledger.events import Checkpoint, HeadRepaired
 from resource_extend.ledger.kinds import Kind
 from resource_extend.projections.changes import NodeRemoved
+
+if TYPE_CHECKING:
+    from resource_extend.ledger.positions import Positions
 
 
 @click.command("show")
@@ -42,12 +52,25 @@ def show(node: str, at: str | None, archive: str | None, as_json_output: bool) -
 
     def state(session: Session) -> Any:
         point = audit.parse_point(at, "--at") if at is not None else None
-        events = life_of(session, node, archive)
-        if not events:
+        positions = positions_of(session, node)
+        first = positions.at_or_after(positions.first) if positions.first else None
+        if first is None:
             raise PluginError(NOT_ADOPTED)
-        event, after = audit.state_at(
-            session.kind, events, events[-1].seq if point is None else point
-        )
+        seq = seq_of(positions, point)
+        if seq is None and reaches_archive(session, first, first.seq, archive):
+            assert point is not None
+            event, after = audit.state_at(session.kind, life_of(session, node, archive), point)
+        elif seq is None:
+            assert point is not None
+            raise audit.before_first(first, point)
+        else:
+            found = list(positions.rows(seq - 1, seq))
+            if not found:
+                raise PluginError(
+                    f"event {seq} is missing from the stream (see: {session.kind.program} "
+                    f"verify {node})"
+                )
+            event, after = found[0]
         if after is None:
             raise PluginError(f"the node did not exist after seq {event.seq} ({event.kind})")
         view = session.view
@@ -62,6 +85,18 @@ def show(node: str, at: str | None, archive: str | None, as_json_output: bool) -
         )
 
     run("show", state, config=click_config(), text=not as_json_output)
+
+
+def seq_of(positions: Positions[Any], point: audit.Point | None) -> int | None:
+    """The seq ``point`` names in the stream (by default its last); None when it is before
+    the stream's first event."""
+    if point is None:
+        return positions.last
+    if isinstance(point, int):
+        if point > positions.last:
+            raise PluginError(f"seq {point} is past the end of the stream (seq {positions.last})")
+        return point if point >= positions.first else None
+    return positions.seq_at(point)
 
 
 @click.command("nodes")

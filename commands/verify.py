@@ -10,7 +10,7 @@ import msgspec
 
 from resource_extend.commands.archive import archive_dir, archive_option
 from resource_extend.commands.protocol import Session, click_config, respond, run
-from resource_extend.ledger import audit, export
+from resource_extend.ledger import audit, export, verdicts
 from resource_extend.ledger.digests import EMPTY, named_by_next, tip_of
 from resource_extend.ledger.errors import PluginError
 from resource_extend.ledger.events import AnyEvent as Event
@@ -18,6 +18,7 @@ from resource_extend.ledger.events import Checkpoint
 from resource_extend.ledger.keys import check_node_name
 from resource_extend.ledger.kinds import Kind
 from resource_extend.ledger.store import Store
+from resource_extend.ledger.walk import Walk
 
 NodeState = Any
 """Whichever kind's state: verify and compact are the ledger's, written once for every kind."""
@@ -48,43 +49,45 @@ class Verified(msgspec.Struct):
 
 
 def _verify_head(store: Store[NodeState], node: str, repair: bool, found: Verified) -> Event | None:
-    """Check (and repair) the node's head against its stream; the stream's first event."""
+    """Check (and repair) the node's head against its stream, read a page at a time; the
+    stream's first event."""
     for _ in range(REPAIR_ATTEMPTS):
-        stream = store.read_stream(node)
-        if stream.head is None and not stream.events:
+        opened = store.open_stream(node)
+        walk: Walk[NodeState] = Walk(store.kind)
+        for page in opened.pages:
+            walk.feed(page.events, page.raw)
+        if opened.head is None and walk.last is None:
             found.findings.append("unknown: no head and no events")
             found.agrees = False
             return None
-        first = stream.events[0] if stream.events else None
-        if stream.events:
-            end = stream.events[-1]
-            found.tip = f"seq {end.seq}, digest {named_by_next(end, stream.raw_events[-1])}"
-        verdict = audit.check(store.kind, stream.head, stream.events, stream.raw_events)
-        stray = store.stray_keys(node) if stream.head is not None else []
+        if walk.last is not None:
+            found.tip = f"seq {walk.last.seq}, digest {named_by_next(walk.last, walk.last_raw)}"
+        verdict = verdicts.judge(opened.head, walk)
+        stray = store.stray_keys(node) if opened.head is not None else []
         if stray:
             shown = ", ".join(repr(key) for key in stray[:3])
             more = f" and {len(stray) - 3} more" if len(stray) > 3 else ""
             found.findings.append(f"keys that are not its events: {shown}{more}")
             found.agrees = False
         if not verdict.problems:
-            return first
+            return walk.first
         report = "; ".join(verdict.problems)
         if not repair:
             found.findings.append(report)
             found.agrees = False
-            return first
+            return walk.first
         if not verdict.repairable:
             found.findings.append(f"{report} (not repairable: the stream itself is broken)")
             found.agrees = False
-            return first
-        last = stream.events[-1].seq if stream.events else 0
-        tip = tip_of(stream.events[-1], stream.raw_events[-1]) if stream.events else EMPTY
-        change, state = audit.repair(store.kind, stream.head, verdict)
-        event = store.new_event(last + 1, "verify", change, after=tip)
-        if store.repair_head(node, stream, event, state):
+            return walk.first
+        last = walk.last.seq if walk.last is not None else 0
+        tip = tip_of(walk.last, walk.last_raw) if walk.last is not None else EMPTY
+        change, state = verdicts.repair(store.kind, opened.head, verdict)
+        event = store.new_event(last + 1, "verify", change, after=tip, state=state)
+        if store.repair_head(node, opened.head_revision, event, state):
             found.findings.append(f"{report} -> repaired (event {event.seq})")
             found.repaired += 1
-            return first
+            return walk.first
     found.findings.append("not repaired: the node kept changing while it was being repaired")
     found.agrees = False
     return None
@@ -316,7 +319,8 @@ def compact(
             if done is None:
                 lines.append(f"node {node}: nothing to compact")
                 continue
-            lines.append(f"node {node}: {audit.compacted_note(done.checkpoint)}")
+            steps = f" ({done.steps} steps, an export each)" if done.steps > 1 else ""
+            lines.append(f"node {node}: {audit.compacted_note(done.checkpoint)}{steps}")
         if failed:
             respond("\n".join(lines), text=True, io=session.io)
             raise PluginError(f"{failed} of {_count(len(targets), 'node')} not compacted")

@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
 from itertools import pairwise
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
-from resource_extend.ledger.digests import first_break, named_by_next, tip_in_head
+from resource_extend.ledger.digests import first_break, named_by_next
 from resource_extend.ledger.errors import InvalidRequest, PluginError
-from resource_extend.ledger.events import AnyEvent, Change, Checkpoint, HeadRepaired
+from resource_extend.ledger.events import AnyEvent, Checkpoint, HeadRepaired
 from resource_extend.ledger.kinds import Kind
 
 S = TypeVar("S", bound=msgspec.Struct)
@@ -98,43 +98,62 @@ def states(kind: Kind[S], events: list[Event]) -> list[S | None]:
     return after
 
 
-def compacted_note(checkpoint: Event) -> str:
-    """Where the events a checkpoint replaced went."""
+def compacted_note(checkpoint: Event, wanted: int | None = None) -> str:
+    """Where the events a checkpoint replaced went (``wanted``: the one seq asked for)."""
     assert isinstance(checkpoint.change, Checkpoint)
     change = checkpoint.change
-    return (
+    said = (
         f"events {change.first}..{checkpoint.seq} were compacted into a checkpoint at "
-        f"{rfc3339(checkpoint.at)}; they are in the export {change.export}"
+        f"{rfc3339(checkpoint.at)}; "
+    )
+    if change.since is None or change.since == change.first:
+        return f"{said}they are in the export {change.export}"
+    if wanted is not None and wanted < change.since:
+        return (
+            f"{said}seq {wanted} is in an earlier export: the one named by the checkpoint (seq "
+            f"{change.since}) that {change.export} starts with"
+        )
+    return (
+        f"{said}the export {change.export} holds events {change.since}..{checkpoint.seq} "
+        f"(it starts with the checkpoint naming the export of those before)"
     )
 
 
 def state_at(kind: Kind[S], events: list[Event], point: Point) -> tuple[Event, S | None]:
-    """The event at ``point`` and the state after it."""
+    """The event at ``point`` and the state after it, from a stream (or life) in memory."""
     if not events:
         raise PluginError("the node has no events")
     after = states(kind, events)
     first = events[0]
-    checkpoint = first if isinstance(first.change, Checkpoint) else None
     if isinstance(point, int):
         if point > events[-1].seq:
             raise PluginError(f"seq {point} is past the end of the stream (seq {events[-1].seq})")
         if point < first.seq:
-            if checkpoint is None:
-                raise InvalidRequest(f"seq {point} is before the stream's first event (seq 1)")
-            raise PluginError(f"seq {point} is gone: {compacted_note(checkpoint)}")
-        index = next(i for i, e in enumerate(events) if e.seq == point)
+            raise before_first(first, point)
+        index = next((i for i, e in enumerate(events) if e.seq == point), None)
+        if index is None:
+            raise PluginError(f"event {point} is missing from the stream")
         return events[index], after[index]
     reached = [i for i, e in enumerate(events) if written_at(e) <= point]
     if not reached:
-        when = rfc3339(point)
-        if checkpoint is not None:
-            raise PluginError(
-                f"{when} is before the oldest kept state: {compacted_note(checkpoint)}"
-            )
-        raise PluginError(
-            f"the node had no events yet at {when} (the first is at {rfc3339(first.at)})"
-        )
+        raise before_first(first, point)
     return events[reached[-1]], after[reached[-1]]
+
+
+def before_first(first: Event, point: Point) -> PluginError:
+    """The error for a point before a stream's first event (``first``): compacted away, or
+    before the node's first event."""
+    checkpoint = first if isinstance(first.change, Checkpoint) else None
+    if isinstance(point, int):
+        if checkpoint is None:
+            return InvalidRequest(f"seq {point} is before the stream's first event (seq 1)")
+        return PluginError(f"seq {point} is gone: {compacted_note(checkpoint, point)}")
+    when = rfc3339(point)
+    if checkpoint is not None:
+        return PluginError(f"{when} is before the oldest kept state: {compacted_note(checkpoint)}")
+    return PluginError(
+        f"the node had no events yet at {when} (the first is at {rfc3339(first.at)})"
+    )
 
 
 def stream_gaps(events: list[Event]) -> list[str]:
@@ -152,96 +171,6 @@ def stream_gaps(events: list[Event]) -> list[str]:
     return problems
 
 
-class Verdict(msgspec.Struct, Generic[S], frozen=True):
-    """How a head compares with the fold of its stream."""
-
-    problems: list[str]
-    """Empty when they agree."""
-    folded: S | None
-    repairable: bool
-    """The stream is whole and folds, so the head may be rewritten from it."""
-    adopt: S | None = None
-    """The head is the upstream plugin's (it has no ``seq``): a repair adopts what it holds,
-    as a core write would, rather than revert it to the stream's fold."""
-
-
-def check(
-    kind: Kind[S], head: bytes | None, events: list[Event], raw: list[bytes] | None = None
-) -> Verdict[S]:
-    """Compare a head (as stored) with the fold of its stream; given the events as stored
-    (``raw``), check their hash chain too (``ledger.digests``), and the tip the head carries.
-
-    A head with no stream is an upstream record not adopted yet: nothing to compare.
-    """
-    problems = stream_gaps(events)
-    if raw is not None and not problems:
-        broken = first_break(events, raw)
-        if broken is not None:
-            problems.append(f"the chain breaks at seq {broken.seq}: {broken.reason}")
-            return Verdict(problems=problems, folded=None, repairable=False)
-    try:
-        after = states(kind, events)
-    except PluginError as exc:
-        return Verdict(problems=[*problems, exc.reason], folded=None, repairable=False)
-    folded = after[-1] if events else None
-    for event, state in zip(events, after, strict=True):
-        wrong = kind.invalid(state) if state is not None else None
-        if wrong is not None:
-            problems.append(f"the stream is impossible at seq {event.seq}: {wrong}")
-            return Verdict(problems=problems, folded=None, repairable=False)
-    repairable = not problems
-    last = events[-1].seq if events else 0
-    if head is None:
-        if folded is not None:
-            problems.append(f"no head, but the stream says {kind.describe(folded)} at seq {last}")
-        return Verdict(problems=problems, folded=folded, repairable=repairable)
-    try:
-        stored = kind.read_head(head)
-    except msgspec.DecodeError as exc:
-        problems.append(f"the head is not readable: {exc}")
-        # Rewritten from the stream, it is kept whole in the repair's event; but deleted (the
-        # stream ends removed) it would be lost to whoever wrote it: a core write refuses it too.
-        return Verdict(problems, folded, repairable and folded is not None)
-    if not events:
-        if stored.seq is not None:
-            problems.append(f"the head is at seq {stored.seq} but the stream is empty")
-        return Verdict(problems=problems, folded=folded, repairable=False)
-    found = stored.state
-    if folded is None:
-        problems.append(
-            f"the stream ends with the node removed (seq {last}), but a head remains: "
-            f"{kind.describe(found)}"
-        )
-    else:
-        problems += kind.differences(found, folded)
-    if stored.seq is None:
-        problems.append(f"the head has no seq (rewritten by the upstream plugin?); stream {last}")
-        return Verdict(problems, folded, repairable, adopt=found)
-    if stored.seq != last:
-        problems.append(f"seq differs: head {stored.seq}, stream {last}")
-        if stored.seq > last:
-            repairable = False  # the head saw events the stream has lost
-    elif raw is not None:
-        carried, ends = tip_in_head(head).digest, named_by_next(events[-1], raw[-1])
-        if carried is not None and carried != ends:
-            problems.append(
-                f"event {last} is not the one the head recorded (it digests to {ends[:12]}, "
-                f"the head says {carried[:12]})"
-            )
-            repairable = False  # the last event was changed after it was written
-    return Verdict(problems=problems, folded=folded, repairable=repairable)
-
-
-def repair(kind: Kind[S], head: bytes | None, verdict: Verdict[S]) -> tuple[Change, S | None]:
-    """The event that settles a disagreeing head, and the state the head is then written
-    with: an upstream head is adopted as found (``Kind.adopted``); any other is rewritten
-    from the stream, and what was found is kept whole in the event."""
-    if verdict.adopt is not None and head is not None:
-        return kind.adopted(verdict.adopt, head), verdict.adopt
-    found = head.decode(errors="replace") if head is not None else "no head"
-    return HeadRepaired(found=found, state=verdict.folded), verdict.folded
-
-
 def checkpoint_for(kind: Kind[S], events: list[Event], export: str) -> Checkpoint[S]:
     """The checkpoint that replaces ``events`` (a whole prefix of a stream)."""
     problems = stream_gaps(events)
@@ -253,6 +182,7 @@ def checkpoint_for(kind: Kind[S], events: list[Event], export: str) -> Checkpoin
         first=first.change.first if isinstance(first.change, Checkpoint) else first.seq,
         last_at=written_at(events[-1]),
         export=export,
+        since=first.seq,
     )
 
 
@@ -339,6 +269,8 @@ def _fold_problems(kind: Kind[S], change: Checkpoint[S], events: list[Event]) ->
         problems.append(f"its events fold to {folded}, the checkpoint says {said}")
     if made.first != change.first:
         problems.append(f"it goes back to seq {made.first}, the checkpoint says {change.first}")
+    if change.since is not None and made.since != change.since:
+        problems.append(f"it starts at seq {made.since}, the checkpoint says {change.since}")
     if made.last_at != change.last_at:
         problems.append(
             f"its last event is of {rfc3339(made.last_at)}, the checkpoint says "

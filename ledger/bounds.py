@@ -139,6 +139,7 @@ def _compact(
             to=streams.destination,
             min_age=streams.min_age,
             at_least=bound.at_least,
+            steps=1,  # within the call's time: a longer cut goes on at the next write
         )
     except PluginError as exc:
         if not loudly:

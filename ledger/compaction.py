@@ -36,12 +36,19 @@ from resource_extend.ledger.store import Store, Stream, new_op
 ATTEMPTS = 5
 """Compactions race only with compactions (appends never touch the keys they replace)."""
 
+STEP = 5000
+"""The most events one step of a compaction replaces: a step reads, exports and deletes at
+most this many, so it finishes well within one call's time whatever the stream's length, and
+what it did stays done. A longer cut is made in steps, each its own checkpoint and export."""
+
 
 class Compacted(msgspec.Struct, frozen=True):
-    """A compaction that took place: ``checkpoint`` replaced events ``first`` .. its seq."""
+    """A compaction that took place: ``checkpoint`` replaced events ``first`` .. its seq, in
+    ``steps`` steps (as many exports, each the next in the chain)."""
 
     first: int
     checkpoint: Event
+    steps: int = 1
 
 
 def compact(
@@ -53,6 +60,7 @@ def compact(
     min_age: float,
     at_least: int = 1,
     verb: str = "compact",
+    steps: int | None = None,
 ) -> Compacted | None:
     """Keep the ``keep`` newest events and every event younger than ``min_age`` seconds (and
     all after it); replace all older ones by a checkpoint, their export written ``to`` a
@@ -88,7 +96,7 @@ def _to_cut(
     record = store.read(node, with_first=True)
     assert record.first is not None
     first = record.first
-    through = record.seq - keep
+    through = min(record.seq - keep, first + STEP - 1)
     if through - first < at_least:
         return None
     now = datetime.now(timezone.utc)

@@ -8,10 +8,11 @@ writes itself, :class:`Checkpoint` (compaction) and :class:`HeadRepaired` (``ver
 which carry a whole state of the kind. :class:`EventCodec` decodes a kind's events.
 
 Schema versions: v1 (the first release) had no ``by``; v2 adds ``by`` and the ``checkpoint`` and
-``head_repaired`` kinds; v3 chains them (``prev``, a checkpoint's ``tip``: ``ledger.digests``)
-and keeps time monotone (``at`` never before the previous event's; ``clock``, the writer's own
-time, when it had to be raised). Every older event decodes as it was written (``v`` keeps its
-value); an event from a newer release is refused with a message saying so.
+``head_repaired`` kinds; v3 chains them (``prev``, a checkpoint's ``tip``: ``ledger.digests``),
+keeps time monotone (``at`` never before the previous event's; ``clock``, the writer's own
+time, when it had to be raised) and snapshots the node every ``SNAPSHOT_EVERY`` events. Every
+older event decodes as it was written (``v`` keeps its value); an event from a newer release
+is refused with a message saying so.
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ from typing import Any, Generic, TypeVar, get_args
 import msgspec
 
 SCHEMA_VERSION = 3
+
+SNAPSHOT_EVERY = 1000
+"""Events at seqs that are multiples of this carry a snapshot of the node (``Event.snapshot``):
+reading the state at any point costs at most this many events, whatever the stream's length."""
 
 S = TypeVar("S", bound=msgspec.Struct)
 """A resource kind's node state (a msgspec struct)."""
@@ -47,6 +52,9 @@ class Checkpoint(Change, Generic[S], tag="checkpoint"):
     tip: str | None = None
     """The digest of the last event it replaced, as stored: what the event after it names
     (from v3; ``ledger.digests``)."""
+    since: int | None = None
+    """The first seq its export holds (from v3): ``first``, or the previous checkpoint's, whose
+    own export holds the events before that."""
 
 
 class HeadRepaired(Change, Generic[S], tag="head_repaired"):
@@ -71,6 +79,10 @@ class Event(msgspec.Struct, Generic[C], kw_only=True):
     """The writer's own time, when it was before the previous event's and ``at`` was raised
     to that (from v3)."""
     v: int = SCHEMA_VERSION
+    snapshot: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    """The node record as written with this event, on every ``SNAPSHOT_EVERY``-th seq (from
+    v3; absent elsewhere, and when the node was removed): a reader starts its fold there
+    instead of at the stream's start. It is part of the event as stored, so chained."""
 
     @property
     def kind(self) -> str:

@@ -17,9 +17,10 @@ in: ``ledger.compaction``).
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timezone
 from typing import Generic, TypeVar
 
@@ -38,7 +39,7 @@ from resource_extend.ledger.digests import (
     with_tip,
 )
 from resource_extend.ledger.errors import Contention, OutcomeUnknown, StoreError
-from resource_extend.ledger.events import AnyEvent, Change, Checkpoint, encode
+from resource_extend.ledger.events import SNAPSHOT_EVERY, AnyEvent, Change, Checkpoint, encode
 from resource_extend.ledger.keys import KeyLayout, range_end
 from resource_extend.ledger.kinds import Head, Kind
 from resource_extend.ledger.migration import not_migrated
@@ -48,6 +49,7 @@ from resource_extend.ledger.transport import Transport
 S = TypeVar("S", bound=msgspec.Struct)
 """The node state of the store's resource kind."""
 Event = AnyEvent
+T = TypeVar("T")
 
 EVENT_PAGE = 1000
 """Events per range request when reading a stream (keeps replies far below gRPC's 4 MiB)."""
@@ -117,6 +119,24 @@ class Stream(msgspec.Struct, frozen=True):
     """Each event key's ``mod_revision``, in step with ``events``."""
     stopped_at: int | None = None
     """The seq of the event the read stopped before (``read_stream``'s ``stop``), if any."""
+
+
+class Page(msgspec.Struct, frozen=True):
+    """One range of a stream: its events, each as stored, and each key's ``mod_revision``."""
+
+    events: list[Event]
+    raw: list[bytes]
+    revisions: list[int]
+
+
+class OpenStream(msgspec.Struct, frozen=True):
+    """A node's head and its stream's pages, not read yet: ``Store.open_stream``."""
+
+    head: bytes | None
+    head_revision: int
+    revision: int
+    """The etcd revision every page is read at."""
+    pages: Iterator[Page]
 
 
 class Store(Scans, Generic[S]):
@@ -231,12 +251,50 @@ class Store(Scans, Generic[S]):
         first_page: int = EVENT_PAGE,
     ) -> Stream:
         """The head and the events ``after + 1`` .. ``until`` (default: the end), oldest first,
-        read at one revision: the first page comes with the head, the rest are pinned to it.
+        read at one revision (``open_stream``), all in memory: for a part of a stream whose
+        length is bounded (a compaction's cut), or a stream known to be short.
 
         ``stop`` ends the read before the first event it is true of (its seq is kept as
         ``stopped_at``); with a small ``first_page`` a read that stops early costs one small
         request, whatever the stream's length.
         """
+        opened = self.open_stream(node, after=after, until=until, first_page=first_page)
+        events: list[Event] = []
+        raw: list[bytes] = []
+        revisions: list[int] = []
+        stopped_at: int | None = None
+        for page in opened.pages:
+            for event, value, revision in zip(page.events, page.raw, page.revisions, strict=True):
+                if stop is not None and stop(event):
+                    stopped_at = event.seq
+                    break
+                events.append(event)
+                raw.append(value)
+                revisions.append(revision)
+            if stopped_at is not None:
+                break
+        return Stream(
+            head=opened.head,
+            head_revision=opened.head_revision,
+            events=events,
+            raw_events=raw,
+            event_revisions=revisions,
+            stopped_at=stopped_at,
+        )
+
+    def open_stream(
+        self,
+        node: str,
+        *,
+        after: int = 0,
+        until: int | None = None,
+        first_page: int = EVENT_PAGE,
+        revision: int = 0,
+    ) -> OpenStream:
+        """The head, and the events ``after + 1`` .. ``until`` (default: the end) as pages to
+        read one at a time, oldest first, all at one revision (``revision``, or by default the
+        first page's): the first page comes with the head, the rest are pinned to it. Memory is
+        one page, whatever the stream's length."""
         start = self.keys.event(node, after + 1)
         end = (
             self.keys.event(node, until + 1) if until is not None else self.keys.event_span(node)[1]
@@ -245,59 +303,48 @@ class Store(Scans, Generic[S]):
             wire.TxnRequest(
                 success=[
                     self._legacy_op(node),
-                    wire.get(self.keys.head(node)),
-                    wire.get(start, end, limit=min(max(first_page, 1), EVENT_PAGE)),
+                    wire.get(self.keys.head(node), revision=revision),
+                    wire.get(
+                        start, end, limit=min(max(first_page, 1), EVENT_PAGE), revision=revision
+                    ),
                 ]
             )
         )
         legacy, head_reply, page = first.ranges()
         if legacy.count:
             raise not_migrated(self.kind.program, node, legacy.count)
-        revision = first.header.revision
-        events: list[Event] = []
-        raw: list[bytes] = []
-        revisions: list[int] = []
-        stopped_at: int | None = None
-        while True:
-            for kv in page.kvs:
-                event = self._decode_event(node, kv)
-                if stop is not None and stop(event):
-                    stopped_at = event.seq
-                    break
-                events.append(event)
-                raw.append(kv.value)
-                revisions.append(kv.mod_revision)
-            if stopped_at is not None or not page.more:
-                break
-            start = page.kvs[-1].key + b"\x00"
-            page = self._range(
-                wire.RangeRequest(key=start, range_end=end, limit=EVENT_PAGE, revision=revision)
-            )
         head = head_reply.kvs[0] if head_reply.kvs else None
-        return Stream(
+        return OpenStream(
             head=head.value if head else None,
             head_revision=head.mod_revision if head else 0,
-            events=events,
-            raw_events=raw,
-            event_revisions=revisions,
-            stopped_at=stopped_at,
+            revision=revision or first.header.revision,
+            pages=self._event_pages(node, page, end, revision or first.header.revision),
+        )
+
+    def _event_pages(
+        self, node: str, first: wire.RangeResponse, end: bytes, revision: int
+    ) -> Iterator[Page]:
+        """``first``, then the rest of its range to ``end`` at ``revision``, a page at a time
+        (the next page is asked for only once the one before is done with)."""
+        yield self._page(node, first.kvs)
+        if first.more and first.kvs:
+            after = first.kvs[-1].key + b"\x00"
+            rest = self._pages(after, end, limit=EVENT_PAGE, revision=revision)
+            for batch in _batched(rest, EVENT_PAGE):
+                yield self._page(node, batch)
+
+    def _page(self, node: str, kvs: list[wire.KeyValue]) -> Page:
+        return Page(
+            events=[self._decode_event(node, kv) for kv in kvs],
+            raw=[kv.value for kv in kvs],
+            revisions=[kv.mod_revision for kv in kvs],
         )
 
     def stored_events(self, node: str) -> list[bytes]:
         """The node's events exactly as stored, oldest first, none of them decoded (so one
         that cannot be read is still there to print), read at one revision."""
         start, end = self.keys.event_span(node)
-        values: list[bytes] = []
-        revision = 0
-        while True:
-            request = wire.RangeRequest(
-                key=start, range_end=end, limit=EVENT_PAGE, revision=revision
-            )
-            page = self._range(request)
-            values += [kv.value for kv in page.kvs]
-            if not page.more:
-                return values
-            start, revision = page.kvs[-1].key + b"\x00", revision or page.header.revision
+        return [kv.value for kv in self._pages(start, end, limit=EVENT_PAGE)]
 
     def stray_keys(self, node: str) -> list[str]:
         """Keys under the node's events prefix that are not event keys (``KeyLayout.event_span``):
@@ -372,8 +419,8 @@ class Store(Scans, Generic[S]):
                         length=_length(record.first, record.seq, record.seq),
                         nodes=record.nodes,
                     )
-                events = self._events_for(record, self._tip(node, record), verb, op, change)
-                after = apply(self.kind, record.state, change)
+                tip = self._tip(node, record)
+                events, after = self._events_for(record, tip, verb, op, change)
                 try:
                     txn = self._append_txn(
                         node, record.head_revision, events, after, with_first=with_length
@@ -482,33 +529,48 @@ class Store(Scans, Generic[S]):
 
     def _events_for(
         self, record: NodeRecord[S], tip: Tip, verb: str, op: str, change: Change
-    ) -> list[Event]:
+    ) -> tuple[list[Event], S | None]:
+        """The events that append ``change`` (after an adoption, for an upstream head), and
+        the state after them."""
         changes: list[Change] = [change]
         if record.upstream and record.state is not None and record.found is not None:
             changes.insert(0, self.kind.adopted(record.state, record.found))
         events = []
+        state = record.state
         for i, each in enumerate(changes, start=1):
-            event = self.new_event(record.seq + i, verb, each, op, after=tip)
+            state = apply(self.kind, state, each)
+            event = self.new_event(record.seq + i, verb, each, op, after=tip, state=state)
             tip = tip_of(event, encode(event))
             events.append(event)
-        return events
+        return events, state
 
     def new_event(
-        self, seq: int, verb: str, change: Change, op: str | None = None, *, after: Tip = EMPTY
+        self,
+        seq: int,
+        verb: str,
+        change: Change,
+        op: str | None = None,
+        *,
+        after: Tip = EMPTY,
+        state: S | None = None,
     ) -> Event:
         """An event of this call, following ``after`` (the stream's tip): it names the event
-        before it, and its time is never before that one's."""
+        before it, and its time is never before that one's. ``state`` is the node's after it,
+        snapshotted on every ``SNAPSHOT_EVERY``-th seq."""
         at, clock = stamped(datetime.now(timezone.utc), after)
-        op = op or new_op()
+        snapshot: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+        if state is not None and seq % SNAPSHOT_EVERY == 0:
+            snapshot = msgspec.Raw(self.kind.write_head(state, seq))
         return Event(
-            seq=seq, at=at, verb=verb, op=op, by=self._by, change=change, prev=after.digest,
-            clock=clock,
+            seq=seq, at=at, verb=verb, op=op or new_op(), by=self._by, change=change,
+            prev=after.digest, clock=clock, snapshot=snapshot,
         )  # fmt: skip
 
-    def repair_head(self, node: str, stream: Stream, event: Event, after: S | None) -> bool:
-        """Append ``event`` and rewrite the head to ``after``, if neither moved since ``stream``
-        was read. False when they did (the caller reads again and decides again)."""
-        txn = self._append_txn(node, stream.head_revision, [event], after)
+    def repair_head(self, node: str, head_revision: int, event: Event, after: S | None) -> bool:
+        """Append ``event`` and rewrite the head to ``after``, if neither moved since the head
+        was read at ``head_revision``. False when they did (the caller reads again and decides
+        again)."""
+        txn = self._append_txn(node, head_revision, [event], after)
         return self._write_once(node, txn).succeeded
 
     def replace_with_checkpoint(self, node: str, checkpoint: Event, replaced: Stream) -> bool:
@@ -605,6 +667,13 @@ def who(uid: int | None = None) -> str:
     except KeyError:
         user = f"uid{uid}"
     return f"{user}@{os.uname().nodename}"  # the host name, without the socket module
+
+
+def _batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """``items`` in lists of ``size`` (the last may be shorter): ``itertools.batched`` of 3.12."""
+    iterator = iter(items)
+    while batch := list(itertools.islice(iterator, size)):
+        yield batch
 
 
 def _length(first: int | None, new_first: int, last: int) -> int | None:

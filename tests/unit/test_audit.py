@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from msgspec.structs import replace
 
-from resource_extend.ledger import audit
+from resource_extend.ledger import audit, verdicts
 from resource_extend.ledger.digests import digest
 from resource_extend.ledger.errors import InvalidRequest, PluginError
 from resource_extend.ledger.events import AnyEvent
@@ -179,7 +179,7 @@ def test_compaction_keeps_every_later_state(
     assert fold(after) == fold(events)
     for seq in range(through, len(events) + 1):
         assert audit.state_at(GPU, after, seq)[1] == audit.state_at(GPU, events, seq)[1]
-    verdict = audit.check(GPU, head(fold(events) or NodeState(), len(events)), after)
+    verdict = verdicts.check(GPU, head(fold(events) or NodeState(), len(events)), after)
     possible = all(GPU.invalid(s) is None for s in audit.states(GPU, after) if s is not None)
     assert verdict.problems == [] if possible else not verdict.repairable
 
@@ -212,14 +212,14 @@ NOW = NodeState(capacity={"b": 1})
 
 
 def test_a_head_that_matches_its_stream_agrees() -> None:
-    verdict = audit.check(GPU, head(NOW, 6), LIFE)
+    verdict = verdicts.check(GPU, head(NOW, 6), LIFE)
     assert verdict.problems == []
     assert verdict.folded == NOW
 
 
 def test_an_upstream_head_without_a_stream_is_not_a_disagreement() -> None:
-    assert audit.check(GPU, head(NOW, None), []).problems == []
-    assert audit.check(GPU, None, []).problems == []
+    assert verdicts.check(GPU, head(NOW, None), []).problems == []
+    assert verdicts.check(GPU, None, []).problems == []
 
 
 @pytest.mark.parametrize(
@@ -236,10 +236,10 @@ def test_an_upstream_head_without_a_stream_is_not_a_disagreement() -> None:
     ],
 )
 def test_each_disagreement_names_both_values(stored: bytes | None, problem: str) -> None:
-    verdict = audit.check(GPU, stored, LIFE)
+    verdict = verdicts.check(GPU, stored, LIFE)
     assert any(problem in p for p in verdict.problems), verdict.problems
     assert verdict.repairable
-    repair, state = audit.repair(GPU, stored, verdict)
+    repair, state = verdicts.repair(GPU, stored, verdict)
     assert isinstance(repair, HeadRepaired)
     assert repair.state == state == Snapshot(capacity={"b": 1}, usage={})
     assert repair.found == (stored.decode() if stored else "no head")
@@ -252,51 +252,51 @@ def test_an_upstream_head_is_adopted_as_found_never_reverted_or_deleted(
     """The upstream plugin rewrote the node (or re-added it after our remove-node): a repair
     takes its record as a core write would, whatever the stream says."""
     theirs = NodeState(capacity={"b": 7}, usage={"b": 2})
-    verdict = audit.check(GPU, head(theirs, None), stream)
+    verdict = verdicts.check(GPU, head(theirs, None), stream)
     assert any("the head has no seq" in p for p in verdict.problems), verdict.problems
-    change, state = audit.repair(GPU, head(theirs, None), verdict)
+    change, state = verdicts.repair(GPU, head(theirs, None), verdict)
     assert state == theirs and change == GPU.adopted(theirs, head(theirs, None))
     assert change.record == head(theirs, None).decode()  # type: ignore[attr-defined]
 
 
 def test_an_unreadable_head_is_kept_whole_in_the_repair() -> None:
     stored = b'{"capacity": {"prod_count_map": {"b": 8.0}}' + b" " * 5000 + b"}"
-    verdict = audit.check(GPU, stored, LIFE)
-    change, _ = audit.repair(GPU, stored, verdict)
+    verdict = verdicts.check(GPU, stored, LIFE)
+    change, _ = verdicts.repair(GPU, stored, verdict)
     assert isinstance(change, HeadRepaired) and change.found == stored.decode()
-    removed = audit.check(GPU, stored, LIFE[:5])
+    removed = verdicts.check(GPU, stored, LIFE[:5])
     assert not removed.repairable  # not ours to delete: a core write would refuse it too
 
 
 def test_a_head_left_after_removal_is_repaired_by_removing_it() -> None:
     removed = LIFE[:5]
-    verdict = audit.check(GPU, head(NodeState(capacity={"a": 4}), 5), removed)
+    verdict = verdicts.check(GPU, head(NodeState(capacity={"a": 4}), 5), removed)
     assert "the stream ends with the node removed" in verdict.problems[0]
-    assert audit.repair(GPU, None, verdict) == (HeadRepaired(found="no head", state=None), None)
+    assert verdicts.repair(GPU, None, verdict) == (HeadRepaired(found="no head", state=None), None)
 
 
 def test_a_stream_missing_events_is_not_repairable() -> None:
     missing_middle = [*LIFE[:2], *LIFE[3:]]
-    verdict = audit.check(GPU, head(NOW, 6), missing_middle)
+    verdict = verdicts.check(GPU, head(NOW, 6), missing_middle)
     assert "events 3..3 are missing" in verdict.problems
     assert not verdict.repairable
     missing_start = LIFE[2:]
-    verdict = audit.check(GPU, head(NOW, 6), missing_start)
+    verdict = verdicts.check(GPU, head(NOW, 6), missing_start)
     assert "events 1..2 are missing (and no checkpoint)" in verdict.problems
 
 
 def test_a_head_ahead_of_its_stream_is_not_repairable() -> None:
-    verdict = audit.check(GPU, head(NOW, 9), LIFE)
+    verdict = verdicts.check(GPU, head(NOW, 9), LIFE)
     assert "seq differs: head 9, stream 6" in verdict.problems
     assert not verdict.repairable
-    emptied = audit.check(GPU, head(NOW, 3), [])
+    emptied = verdicts.check(GPU, head(NOW, 3), [])
     assert emptied.problems == ["the head is at seq 3 but the stream is empty"]
     assert not emptied.repairable
 
 
 def test_a_stream_that_does_not_fold_is_reported_not_repaired() -> None:
     broken = stream(NodeAdded(capacity={}), NodeRemoved(), UsageSet(usage={"a": 1}))
-    verdict = audit.check(GPU, head(NOW, 3), broken)
+    verdict = verdicts.check(GPU, head(NOW, 3), broken)
     assert any("broken at seq 3" in p for p in verdict.problems)
     assert not verdict.repairable
 
@@ -405,7 +405,7 @@ def test_a_fold_through_negative_usage_is_never_trusted() -> None:
     """An event's delta edited from 2 to -5 folds to usage -4 at that seq: verify reports it
     and a repair would offer cards the node does not have, so there is none."""
     forged = [*LIFE[:3], replace(LIFE[3], change=UsageChanged(delta={"b": -5}))]
-    verdict = audit.check(GPU, head(NOW, 4), forged)
+    verdict = verdicts.check(GPU, head(NOW, 4), forged)
     assert any("impossible at seq 4: usage goes negative" in p for p in verdict.problems)
     assert not verdict.repairable
 
