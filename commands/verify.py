@@ -132,12 +132,43 @@ def _verify_exports(
                 found.agrees = False
 
 
-def _verify_one(store: Store[NodeState], node: str, archive: str, repair: bool) -> Verified:
+def _verify_one(
+    store: Store[NodeState], node: str, archive: str, repair: bool, directories: list[str]
+) -> Verified:
     found = Verified()
     first = _verify_head(store, node, repair, found)
     if first is not None and isinstance(first.change, Checkpoint):
         _verify_exports(store.kind, node, first, archive, repair, found)
+    _orphans(store, node, directories, repair, found)
     return found
+
+
+def _orphans(
+    store: Store[NodeState], node: str, directories: list[str], repair: bool, found: Verified
+) -> None:
+    """Note (with ``repair``: delete) the ``.partial`` exports of compactions killed before
+    their commit, whose events are all still in etcd (``ledger.orphans``): leftovers, not a
+    disagreement."""
+    from resource_extend.ledger import orphans
+
+    for directory in directories:
+        left = [partial for partial in orphans.find_in(store, directory, node) if partial.orphan]
+        if not left:
+            continue
+        names = ", ".join(partial.path.name for partial in left)
+        if repair:
+            orphans.remove(left)
+            found.findings.append(
+                f"orphaned exports (their events are in etcd) -> removed: {names}"
+            )
+            found.repaired += len(left)
+        else:
+            found.findings.append(f"orphaned exports (their events are in etcd): {names}")
+
+
+def streams_dir(session: Session) -> str:
+    """Where this host's compactions write when no archive is given (``StreamsConfig``)."""
+    return session.config.streams.destination.directory
 
 
 def _count(count: int, what: str) -> str:
@@ -196,12 +227,13 @@ def verify(
         store.budget_per_request()  # many nodes outlast one call's budget; no request may
         targets = _targets(store, nodes, every, "verify")
         exports = archive_dir(session, archive)
+        directories = list(dict.fromkeys(d for d in (exports, streams_dir(session)) if d))
         reports: list[str] = []
         total = Verified()
         failed = 0
         for node in targets:
             try:
-                found = _verify_one(store, node, exports, repair)
+                found = _verify_one(store, node, exports, repair, directories)
             except PluginError as exc:
                 found = Verified(findings=[f"cannot verify: {exc.reason}"], agrees=False)
             if found.findings:

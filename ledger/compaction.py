@@ -20,13 +20,15 @@ an unpublished temporary (``<name>.partial``). How:
 
 from __future__ import annotations
 
+import contextlib
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from resource_extend.ledger import audit, export
+from resource_extend.ledger import audit, export, orphans
 from resource_extend.ledger.config import Destination
 from resource_extend.ledger.digests import named_by_next
 from resource_extend.ledger.errors import Contention, OutcomeUnknown, PluginError, StoreError
@@ -129,6 +131,7 @@ def _replace(store: Store[Any], node: str, stream: Stream, to: Destination, verb
         store.kind, stream.events, export=""
     )  # refuses a stream with gaps
     op = new_op()
+    written = time.monotonic()
     path = export.write_partial(
         to.directory, node, stream.raw_events, stream.events, op, create=to.create
     )
@@ -137,6 +140,9 @@ def _replace(store: Store[Any], node: str, stream: Stream, to: Destination, verb
         change, export=export.location(path, archive=to.archive), tip=tip
     )
     checkpoint = store.new_event(stream.events[-1].seq, verb, change, op)
+    if time.monotonic() - written > orphans.GRACE / 2:  # another compaction may sweep it now
+        export.discard(path)
+        raise PluginError("the export took too long to write; nothing was compacted", node=node)
     try:
         won = store.replace_with_checkpoint(node, checkpoint, stream)
     except OutcomeUnknown:
@@ -148,7 +154,15 @@ def _replace(store: Store[Any], node: str, stream: Stream, to: Destination, verb
         export.discard(path)
         raise _Raced
     export.publish(path, node, store.kind.program)
+    _sweep(store, node, to.directory)
     return Compacted(first=change.first, checkpoint=checkpoint)
+
+
+def _sweep(store: Store[Any], node: str, directory: str) -> None:
+    """Delete the node's orphaned exports in ``directory`` (``ledger.orphans``): housekeeping,
+    which never fails the compaction that has committed."""
+    with contextlib.suppress(PluginError, OSError):
+        orphans.remove(orphans.find_in(store, directory, node))
 
 
 def _settle(store: Store[Any], node: str, checkpoint: Event, path: Path) -> bool:

@@ -5,7 +5,9 @@ orphan, found and removed; one killed after its commit, before the rename, leave
 
 from __future__ import annotations
 
+import os
 import signal
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -93,7 +95,17 @@ def test_an_orphan_is_found_and_removed_and_a_committed_partial_kept(
         assert (found.path, found.first, found.last, found.orphan) == (orphan, 1, 6, True)
         [named] = orphans.find_in(store, exports, "committed", grace=0)
         assert not named.orphan and named.kept.startswith("event 1 is not in etcd"), named
-        assert orphans.remove([found, named]) == [orphan]
+
+        # verify notes the orphan once it is old enough, and --repair deletes it (not the other)
+        old = time.time() - 2 * orphans.GRACE
+        os.utime(orphan, (old, old))
+        archive = ("--archive", str(exports))
+        noted = plugin.run("verify", None, "orphaned", *archive)
+        assert noted.status == 0, noted.stderr
+        assert f"orphaned exports (their events are in etcd): {orphan.name}" in noted.stdout
+        assert orphan.is_file()
+        swept = plugin.run("verify", None, "orphaned", *archive, "--repair")
+        assert swept.status == 0 and f"-> removed: {orphan.name}" in swept.stdout, swept.stdout
         assert not orphan.exists() and kept.is_file()
         assert orphans.find_in(store, exports, "orphaned", grace=0) == []
 
