@@ -70,11 +70,37 @@ def compact(
 
     None when that would shorten the stream by fewer than ``at_least`` (at least 1) events
     (auto-compaction waits for a tenth of the bound, rather than export a file per write as
-    events come of age one by one). Reads the
-    stream only as far as the cut: while young events block it, one page of ``at_least + 1``
-    events (so auto-compaction, retried after every write, stays cheap).
+    events come of age one by one). Reads the stream only as far as the cut: while young
+    events block it, one page of ``at_least + 1`` events (so auto-compaction, retried after
+    every write, stays cheap).
+
+    A cut of more than ``STEP`` events is made in steps, each its own checkpoint and export;
+    ``steps`` bounds how many this call makes (None: as many as it takes). A write's
+    compaction makes one, and the next write goes on from its checkpoint.
     """
     at_least = max(at_least, 1)  # so every compaction deletes the stream's first key
+    done: Compacted | None = None
+    while steps is None or done is None or done.steps < steps:
+        step = _step(store, node, keep=keep, to=to, min_age=min_age, at_least=at_least, verb=verb)
+        if step is None:
+            break
+        if done is not None:
+            step = msgspec.structs.replace(step, first=done.first, steps=done.steps + 1)
+        done = step
+    return done
+
+
+def _step(
+    store: Store[Any],
+    node: str,
+    *,
+    keep: int,
+    to: Destination,
+    min_age: float,
+    at_least: int,
+    verb: str,
+) -> Compacted | None:
+    """One step: at most ``STEP`` events replaced (``_to_cut``), retried on a lost race."""
     for _ in range(ATTEMPTS):
         try:
             stream = _to_cut(store, node, keep=keep, min_age=min_age, at_least=at_least)
