@@ -131,7 +131,11 @@ class Positions(Generic[S]):
             return
         start = self._start(after)
         state: S | None = None
+        expected = start
         for event in self.events(start - 1, until):
+            if event.seq != expected:
+                raise self._missing(expected, event.seq - 1)
+            expected += 1
             if event.seq == start and event.snapshot is not msgspec.UNSET:
                 state = snapshot_of(self.store.kind, event)
             else:
@@ -145,6 +149,15 @@ class Positions(Generic[S]):
                     ) from None
             if event.seq > after:
                 yield event, state
+        if expected <= min(until, self.last):
+            raise self._missing(expected, min(until, self.last))
+
+    def _missing(self, first: int, last: int) -> PluginError:
+        return PluginError(
+            f"events {first}..{last} are missing from the stream: nothing after them can be "
+            f"folded (see: {self.store.kind.program} verify {self.node})",
+            node=self.node,
+        )
 
     def _start(self, after: int) -> int:
         """Where a fold that must reach ``after + 1`` starts: the newest of the ``PROBES``

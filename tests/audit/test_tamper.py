@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.audit.helpers import G, run, take
+from tests.audit.helpers import G, delete_key, run, take
 from tests.etcdkv import Etcd
 from tests.plugin import Plugin
 
@@ -168,3 +168,16 @@ def test_verify_prints_each_streams_digest_to_keep_outside_etcd(plugin: Plugin, 
     assert result.status == 0, result.stderr
     kept = f"node n1: seq 3, digest {hashlib.sha256(stored[-1]).hexdigest()}"
     assert result.stdout.splitlines()[0] == kept
+
+
+def test_a_deleted_event_is_named_by_every_auditor_command(plugin: Plugin, etcd: Etcd) -> None:
+    """A gap in the middle of a stream is no internal error and no silent fold across it: each
+    command that would fold across it names the missing events."""
+    written(plugin, etcd)
+    delete_key(etcd, etcd.event_key("n1", 3))
+    for argv in (("show", "n1"), ("show", "n1", "--at", "5"), ("history", "n1")):
+        result = run(plugin, *argv)
+        assert result.status == 1, (argv, result.stdout)
+        assert "events 3..3 are missing from the stream" in result.stderr, (argv, result.stderr)
+    assert run(plugin, "show", "n1", "--at", "2").status == 0  # before the gap
+    assert "events 3..3 are missing" in run(plugin, "verify", "n1").stdout
