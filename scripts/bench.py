@@ -11,6 +11,7 @@ short stream. Prints a Markdown table (the README quotes it).
     scripts/bench --transport grpc   # the same, over etcd's gRPC API
     scripts/bench --resident off     # every call in its own process
     scripts/bench --soak             # 200,000 writes over 1,000 nodes: etcd's size as it goes
+    scripts/bench --long             # auditor commands on one stream of 1,000,000 events
 """
 
 from __future__ import annotations
@@ -353,7 +354,16 @@ def main() -> None:
     soak.add_argument(
         "--min-age", type=float, default=60.0, help="streams.min_age in the soak (default 60 s)"
     )
+    long = parser.add_argument_group("one long stream (instead: scripts/long.py)")
+    long.add_argument("--long", action="store_true", help="auditor commands on a long stream")
+    long.add_argument("--events", type=int, default=1_000_000, help="default 1,000,000")
     options = parser.parse_args()
+    if options.long:
+        from scripts.long import run_long
+
+        with tempfile.TemporaryDirectory() as tmp:
+            run_long(Path(tmp), options.events)
+        return
     if options.soak:
         from scripts.soak import run_soak
 
