@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -70,26 +71,71 @@ def edit_the_last(etcd: Etcd, stored: list[bytes]) -> None:
     put_event(etcd, "n1", 6, edited(stored[5], lambda d: d.update(verb="forged")))
 
 
-TAMPERING: dict[str, Callable[[Etcd, list[bytes]], None]] = {
-    "an event's delta edited": edit_a_delta,
-    "two events swapped": swap_two,
-    "an event duplicated at the next seq": duplicate_the_last,
-    "the last event edited": edit_the_last,
+def plant_a_checkpoint(etcd: Etcd, stored: list[bytes]) -> None:
+    checkpoint = {
+        "kind": "checkpoint",
+        "state": {"capacity": {G: 16}, "usage": {}},
+        "first": 1,
+        "last_at": json.loads(stored[3])["at"],
+        "export": "elsewhere:/x.jsonl",
+    }
+    put_event(etcd, "n1", 4, edited(stored[3], lambda d: d.update(change=checkpoint)))
+
+
+def move_under_another_key(etcd: Etcd, stored: list[bytes]) -> None:
+    put_event(etcd, "n1", 4, stored[2])  # event 3, as stored, under event 4's key
+
+
+CHAIN = "the chain breaks at seq"
+TAMPERING: dict[str, tuple[Callable[[Etcd, list[bytes]], None], str]] = {
+    "an event's delta edited": (edit_a_delta, f"{CHAIN} 4"),
+    "two events swapped": (swap_two, f"{CHAIN} 3"),
+    "an event duplicated at the next seq": (duplicate_the_last, f"{CHAIN} 7"),
+    "the last event edited": (edit_the_last, "event 6 is not the one the head recorded"),
+    "a checkpoint planted mid-stream": (plant_a_checkpoint, "a checkpoint in the middle"),
+    "an event under another's key": (move_under_another_key, "stored under another event's"),
 }
 
 
 @pytest.mark.parametrize("how", sorted(TAMPERING))
 def test_tampering_is_found_and_never_repaired(plugin: Plugin, etcd: Etcd, how: str) -> None:
     stored = written(plugin, etcd)
-    TAMPERING[how](etcd, stored)
+    tamper, named = TAMPERING[how]
+    tamper(etcd, stored)
     result = run(plugin, "verify", "n1")
     assert result.status == 1 and "1 of 1 node disagrees" in result.stderr, result.stderr
-    found = result.stdout
-    assert "the chain breaks at seq" in found or "is not the one the head recorded" in found, found
+    assert named in result.stdout, result.stdout
     before = etcd.revision()
     repaired = run(plugin, "verify", "n1", "--repair")
-    assert repaired.status == 1 and "not repairable" in repaired.stdout, repaired.stdout
+    assert repaired.status == 1, repaired.stdout
+    assert "not repairable" in repaired.stdout or "cannot verify" in repaired.stdout
     assert etcd.revision() == before
+
+
+def test_a_forged_checkpoint_is_found_by_its_export_and_by_the_chain(
+    plugin: Plugin, etcd: Etcd, tmp_path: Path
+) -> None:
+    """What a checkpoint says is checked against the export it names (its first seq, state
+    and tip); a forged tip also breaks the chain at the event after it."""
+    written(plugin, etcd)
+    exports = tmp_path / "exports"
+    exports.mkdir()
+    argv = ("--keep", "2", "--min-age", "0", "--export-dir", str(exports))
+    assert run(plugin, "compact", "n1", *argv).status == 0
+    key = etcd.event_key("n1", 4)
+    (checkpoint,) = [kv.value for kv in etcd.events("n1") if kv.key == key]
+    forgeries = {
+        "first": ("it goes back to seq 1, the checkpoint says 2", {"first": 2}),
+        "tip": (f"{CHAIN} 5", {"tip": "0" * 64}),
+    }
+    for field, (named, change) in forgeries.items():
+        forged = json.loads(checkpoint)
+        forged["change"].update(change)
+        put_event(etcd, "n1", 4, json.dumps(forged, separators=(",", ":")).encode())
+        result = run(plugin, "verify", "n1")
+        assert result.status == 1 and named in result.stdout, (field, result.stdout)
+    put_event(etcd, "n1", 4, checkpoint)
+    assert run(plugin, "verify", "n1").status == 0
 
 
 def test_time_never_runs_backwards_and_the_writers_clock_is_kept(
