@@ -51,6 +51,12 @@ class Kind(Protocol[S]):
         such a state is not one a repair may trust."""
         ...
 
+    def contradiction(self, change: Any) -> str | None:
+        """What makes one of the kind's changes contradict itself (a delta that is not what its
+        workloads add up to, say), or None: a stream holding one is not one a repair may
+        trust."""
+        ...
+
     def adopted(self, state: S, record: bytes) -> Change:
         """The change that takes over an upstream record as found (``record``: as stored)."""
         ...

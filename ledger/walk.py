@@ -34,8 +34,8 @@ def snapshot_of(kind: Kind[S], event: Event) -> S | None:
 class Walk(Generic[S]):
     """Checks a stream from its start, fed in order: it must begin at event 1 or at a
     checkpoint and run without gaps; each event must name its predecessor (``ledger.digests``);
-    each change must follow the state before it, never into an impossible state
-    (``Kind.invalid``); a snapshot must hold the state folded there.
+    each change must agree with itself (``Kind.contradiction``) and follow the state before it,
+    never into an impossible state (``Kind.invalid``); a snapshot must hold the state folded there.
 
     A fold that fails or an impossible state stops the fold (``broken``): what comes after it
     proves nothing, but the chain is still followed, for an edited event shows as a fold gone
@@ -85,6 +85,10 @@ class Walk(Generic[S]):
                 self._chain_broken = True
                 return
         if self.broken:
+            return
+        contradiction = self.kind.contradiction(event.change)
+        if contradiction is not None:
+            self._break(f"event {event.seq} contradicts itself: {contradiction}")
             return
         try:
             self.state = apply(self.kind, self.state, event.change)

@@ -79,6 +79,17 @@ class GpuKind(Kind[NodeState]):
                 return f"{name} goes negative: {cards.describe(negative)}"
         return None
 
+    def contradiction(self, change: Any) -> str | None:
+        if not isinstance(change, UsageChanged) or change.workloads is None:
+            return None
+        summed = cards.normalised(cards.sum_all(change.workloads))
+        if change.delta in (summed, cards.normalised(cards.negate(summed))):
+            return None
+        return (
+            f"its delta ({cards.describe(change.delta)}) is not what its workloads add up to "
+            f"({cards.describe(summed)})"
+        )
+
     def adopted(self, state: NodeState, record: bytes) -> Change:
         found = record.decode(errors="replace")
         return Adopted(capacity=state.capacity, usage=state.usage, record=found)

@@ -89,6 +89,17 @@ class StorageKind(Kind[NodeState]):
         # breaks them raises BrokenStream there.
         return None
 
+    def contradiction(self, change: Any) -> str | None:
+        if not isinstance(change, UsageChanged) or change.workloads is None:
+            return None
+        summed = arithmetic.workloads_usage(change.workloads)
+        if change.delta in (summed, arithmetic.subtract(NodeResource(), summed)):
+            return None
+        return (
+            f"its delta ({views.describe(change.delta)}) is not what its workloads add up to "
+            f"({views.describe(summed)})"
+        )
+
     def adopted(self, state: NodeState, record: bytes) -> Change:
         found = record.decode(errors="replace")
         return Adopted(capacity=state.capacity, usage=state.usage, record=found)

@@ -417,3 +417,20 @@ def test_an_export_of_unchained_v2_events_is_still_checked_by_its_fold() -> None
     checked = audit.check_export(GPU, checkpoint, name, replace_line(lines, 2, fewer))
     folded = "fold to capacity a:4, usage a:1, the checkpoint says capacity a:4, usage a:2"
     assert any(folded in p for p in checked.problems), checked.problems
+
+
+def test_an_event_whose_delta_is_not_its_workloads_sum_is_never_trusted() -> None:
+    """A usage change records the workloads it came from; one whose delta disagrees with them
+    (an edit, or a writer's bug) contradicts itself: reported at its seq, not repairable."""
+    workloads = [{"a": 1}, {"a": 2}]
+    agreeing = [
+        *LIFE[:2],
+        replace(LIFE[2], change=UsageChanged(delta={"a": 3}, workloads=workloads)),
+    ]
+    assert GPU.contradiction(agreeing[2].change) is None
+    taken_back = UsageChanged(delta={"a": -3}, workloads=workloads)
+    assert GPU.contradiction(taken_back) is None
+    lying = [*LIFE[:2], replace(LIFE[2], change=UsageChanged(delta={"a": 1}, workloads=workloads))]
+    verdict = verdicts.check(GPU, head(NOW, 3), lying)
+    said = "event 3 contradicts itself: its delta (a:1) is not what its workloads add up to (a:3)"
+    assert said in verdict.problems and not verdict.repairable
