@@ -33,6 +33,9 @@ Event = AnyEvent
 PROBES = 4
 """Snapshots looked for, newest first, in the one request that finds where a fold starts."""
 
+EVENT_WINDOW = 64
+"""Seqs looked through for the event at or after a seq, before a wider search (a gap)."""
+
 
 class Positions(Generic[S]):
     """One node's stream, read by position at one revision."""
@@ -40,44 +43,62 @@ class Positions(Generic[S]):
     def __init__(self, store: Store[S], node: str) -> None:
         self.store, self.node = store, node
         keys = store.keys
-        start, self._end = keys.event_span(node)
+        self._end = keys.event_span(node)[1]
         reply = store._txn(
             wire.TxnRequest(
                 success=[
                     store._legacy_op(node),
                     wire.get(keys.head(node)),
-                    wire.get(start, self._end, limit=1, keys_only=True),
+                    wire.get(keys.event(node, 1), keys_only=True),
                 ]
             )
         )
-        legacy, head, first = reply.ranges()
+        legacy, head, one = reply.ranges()
         if legacy.count:
             raise not_migrated(store.kind.program, node, legacy.count)
         self.revision = reply.header.revision
         self.head: bytes | None = head.kvs[0].value if head.kvs else None
-        self.first = store.keys.seq_of(node, first.kvs[0].key) if first.kvs else 0
-        """The stream's first seq (0: it is empty)."""
-        self.last = self._last() if self.first else 0
+        self.last = self._last()
         """The stream's last seq (0: it is empty)."""
+        self.first = 1 if one.kvs else self._first()
+        """The stream's first seq (0: it is empty)."""
 
     # -- ends ---------------------------------------------------------------------------------
+    # etcd counts every key a range covers, however few it returns: no range here runs to the
+    # stream's end from far before it, or a long stream would cost its length each time.
 
     def _last(self) -> int:
-        """The last seq: the head's, when its event is there and none after it (one request);
-        else found by bisection over which keys exist."""
+        """The last seq: the head's, when its event is there and none after it (one request,
+        that counts two keys); else (no head of ours: a removed node, or the upstream
+        plugin's) the last key, which costs etcd the stream's length, once."""
         seq = self._head_seq()
-        if seq is not None and seq >= self.first:
-            at, past = self._txn(self._from(seq, keys_only=True), self._from(seq + 1))
-            if at.kvs and self._seq(at.kvs[0].key) == seq and not past.kvs:
+        if seq:
+            at, past = self._txn(self._exactly(seq, keys_only=True), self._from(seq + 1))
+            if at.kvs and not past.kvs:
                 return seq
-        low, step = self.first, 1  # any(low) holds; find high with any(high) false
-        while self._any(low + step):
-            low, step = low + step, step * 2
-        high = low + step
-        while high - low > 1:
-            middle = (low + high) // 2
-            low, high = (middle, high) if self._any(middle) else (low, middle)
-        return low
+        reply = self._range(
+            wire.RangeRequest(
+                key=self.store.keys.event_span(self.node)[0],
+                range_end=self._end,
+                limit=1,
+                keys_only=True,
+                sort_order="DESCEND",
+                revision=self.revision,
+            )
+        )
+        return self._seq(reply.kvs[0].key) if reply.kvs else 0
+
+    def _first(self) -> int:
+        """The first seq, when it is not 1 (a compacted stream starts at its checkpoint): in
+        windows that double in width from seq 1, so the one that finds it holds at most about
+        as many keys as the stream, and fewer than the seq it finds."""
+        start, width = 1, EVENT_WINDOW
+        while self.last and start <= self.last:
+            keys = self._range(self._window(start, start + width, limit=1)).kvs
+            if keys:
+                return self._seq(keys[0].key)
+            start, width = start + width, width * 2
+        return 0
 
     def _head_seq(self) -> int | None:
         if self.head is None:
@@ -87,27 +108,29 @@ class Positions(Generic[S]):
         except msgspec.DecodeError:
             return None
 
-    def _any(self, seq: int) -> bool:
-        return bool(self._range(self._from(seq, keys_only=True)).kvs)
-
     # -- single events --------------------------------------------------------------------------
 
     def at_or_after(self, seq: int) -> Event | None:
-        """The first event at ``seq`` or after it (None: none)."""
-        kvs = self._range(self._from(seq)).kvs
+        """The first event at ``seq`` or after it (None: none), looked for in a window of
+        ``EVENT_WINDOW`` seqs, then (past a gap that wide) to the end."""
+        kvs = self._range(self._window(seq, seq + EVENT_WINDOW, limit=1)).kvs
+        if not kvs:
+            kvs = self._range(self._from(seq)).kvs
         return self.store._decode_event(self.node, kvs[0]) if kvs else None
 
     def seq_at(self, when: datetime) -> int | None:
         """The last event written at or before ``when`` (a checkpoint: by the time of the last
-        event it replaced); None when the first event is later."""
-        first = self.at_or_after(self.first)
+        event it replaced); None when the first is later. Bisected for: times never run
+        backwards in a stream."""
+        first = self.at_or_after(self.first) if self.first else None
         if first is None or written_at(first) > when:
             return None
         low, high = first.seq, self.last + 1  # written_at(low) <= when; none at high
         while high - low > 1:
-            event = self.at_or_after((low + high) // 2)
+            middle = (low + high) // 2
+            event = self.at_or_after(middle)
             if event is None or event.seq >= high:
-                high = (low + high) // 2
+                high = middle
             elif written_at(event) <= when:
                 low = event.seq
             else:
@@ -170,7 +193,8 @@ class Positions(Generic[S]):
             if seq > self.first
         ]
         if probes:
-            for seq, found in zip(probes, self._txn(*map(self._exactly, probes)), strict=True):
+            found_at = self._txn(*(self._exactly(seq) for seq in probes))
+            for seq, found in zip(probes, found_at, strict=True):
                 if found.kvs:
                     event = self.store._decode_event(self.node, found.kvs[0])
                     if snapshot_of(self.store.kind, event) is not None:
@@ -179,14 +203,25 @@ class Positions(Generic[S]):
 
     # -- requests -------------------------------------------------------------------------------
 
-    def _from(self, seq: int, *, keys_only: bool = False) -> wire.RangeRequest:
+    def _from(self, seq: int) -> wire.RangeRequest:
+        """Any key from ``seq`` on: for a seq near the stream's end (etcd counts what follows)."""
         key = self.store.keys.event(self.node, max(seq, 0))
         return wire.RangeRequest(
-            key=key, range_end=self._end, limit=1, keys_only=keys_only, revision=self.revision
+            key=key, range_end=self._end, limit=1, keys_only=True, revision=self.revision
         )
 
-    def _exactly(self, seq: int) -> wire.RangeRequest:
-        return wire.RangeRequest(key=self.store.keys.event(self.node, seq), revision=self.revision)
+    def _window(self, start: int, stop: int, *, limit: int = 0) -> wire.RangeRequest:
+        keys = self.store.keys
+        return wire.RangeRequest(
+            key=keys.event(self.node, max(start, 0)),
+            range_end=keys.event(self.node, stop),
+            limit=limit,
+            revision=self.revision,
+        )
+
+    def _exactly(self, seq: int, *, keys_only: bool = False) -> wire.RangeRequest:
+        key = self.store.keys.event(self.node, seq)
+        return wire.RangeRequest(key=key, keys_only=keys_only, revision=self.revision)
 
     def _range(self, request: wire.RangeRequest) -> wire.RangeResponse:
         return self.store._range(request)

@@ -17,7 +17,6 @@ in: ``ledger.compaction``).
 from __future__ import annotations
 
 import functools
-import itertools
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -49,7 +48,6 @@ from resource_extend.ledger.transport import Transport
 S = TypeVar("S", bound=msgspec.Struct)
 """The node state of the store's resource kind."""
 Event = AnyEvent
-T = TypeVar("T")
 
 EVENT_PAGE = 1000
 """Events per range request when reading a stream (keeps replies far below gRPC's 4 MiB)."""
@@ -294,19 +292,20 @@ class Store(Scans, Generic[S]):
         """The head, and the events ``after + 1`` .. ``until`` (default: the end) as pages to
         read one at a time, oldest first, all at one revision (``revision``, or by default the
         first page's): the first page comes with the head, the rest are pinned to it. Memory is
-        one page, whatever the stream's length."""
-        start = self.keys.event(node, after + 1)
-        end = (
-            self.keys.event(node, until + 1) if until is not None else self.keys.event_span(node)[1]
-        )
+        one page, whatever the stream's length.
+
+        Pages are windows of seqs (``_windows``), never a range to the stream's end: etcd counts
+        every key a range covers, so paging a long stream by open ranges would cost time in the
+        square of its length.
+        """
+        start = after + 1
+        stop = _window_end(start, min(max(first_page, 1), EVENT_PAGE), until)
         first = self._txn(
             wire.TxnRequest(
                 success=[
                     self._legacy_op(node),
                     wire.get(self.keys.head(node), revision=revision),
-                    wire.get(
-                        start, end, limit=min(max(first_page, 1), EVENT_PAGE), revision=revision
-                    ),
+                    wire.RequestOp(request_range=self._window(node, start, stop, revision)),
                 ]
             )
         )
@@ -314,24 +313,48 @@ class Store(Scans, Generic[S]):
         if legacy.count:
             raise not_migrated(self.kind.program, node, legacy.count)
         head = head_reply.kvs[0] if head_reply.kvs else None
+        revision = revision or first.header.revision
+        windows = self._windows(node, page.kvs, stop, until, revision)
         return OpenStream(
             head=head.value if head else None,
             head_revision=head.mod_revision if head else 0,
-            revision=revision or first.header.revision,
-            pages=self._event_pages(node, page, end, revision or first.header.revision),
+            revision=revision,
+            pages=(self._page(node, kvs) for kvs in windows),
         )
 
-    def _event_pages(
-        self, node: str, first: wire.RangeResponse, end: bytes, revision: int
-    ) -> Iterator[Page]:
-        """``first``, then the rest of its range to ``end`` at ``revision``, a page at a time
-        (the next page is asked for only once the one before is done with)."""
-        yield self._page(node, first.kvs)
-        if first.more and first.kvs:
-            after = first.kvs[-1].key + b"\x00"
-            rest = self._pages(after, end, limit=EVENT_PAGE, revision=revision)
-            for batch in _batched(rest, EVENT_PAGE):
-                yield self._page(node, batch)
+    def _window(self, node: str, start: int, stop: int, revision: int) -> wire.RangeRequest:
+        """The event keys of seqs ``start`` .. ``stop - 1``: at most that many keys to count."""
+        keys = self.keys
+        return wire.RangeRequest(
+            key=keys.event(node, start), range_end=keys.event(node, stop), revision=revision
+        )
+
+    def _windows(
+        self, node: str, kvs: list[wire.KeyValue], stop: int, until: int | None, revision: int
+    ) -> Iterator[list[wire.KeyValue]]:
+        """``kvs`` (the events of the window ending before seq ``stop``), then those of each
+        next window of ``EVENT_PAGE`` seqs up to ``until`` (None: the stream's end), each read
+        only once the one before is done with."""
+        while True:
+            if kvs:
+                yield kvs
+            elif until is None:  # the stream's end, or a gap a window wide: which?
+                beyond = self._range(
+                    wire.RangeRequest(
+                        key=self.keys.event(node, stop),
+                        range_end=self.keys.event_span(node)[1],
+                        limit=1,
+                        keys_only=True,
+                        revision=revision,
+                    )
+                )
+                if not beyond.kvs:
+                    return
+                stop = self.keys.seq_of(node, beyond.kvs[0].key)
+            if until is not None and stop > until:
+                return
+            start, stop = stop, _window_end(stop, EVENT_PAGE, until)
+            kvs = self._range(self._window(node, start, stop, revision)).kvs
 
     def _page(self, node: str, kvs: list[wire.KeyValue]) -> Page:
         return Page(
@@ -343,8 +366,9 @@ class Store(Scans, Generic[S]):
     def stored_events(self, node: str) -> list[bytes]:
         """The node's events exactly as stored, oldest first, none of them decoded (so one
         that cannot be read is still there to print), read at one revision."""
-        start, end = self.keys.event_span(node)
-        return [kv.value for kv in self._pages(start, end, limit=EVENT_PAGE)]
+        first = self._range(self._window(node, 1, 1 + EVENT_PAGE, 0))
+        windows = self._windows(node, first.kvs, 1 + EVENT_PAGE, None, first.header.revision)
+        return [kv.value for kvs in windows for kv in kvs]
 
     def stray_keys(self, node: str) -> list[str]:
         """Keys under the node's events prefix that are not event keys (``KeyLayout.event_span``):
@@ -669,11 +693,9 @@ def who(uid: int | None = None) -> str:
     return f"{user}@{os.uname().nodename}"  # the host name, without the socket module
 
 
-def _batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
-    """``items`` in lists of ``size`` (the last may be shorter): ``itertools.batched`` of 3.12."""
-    iterator = iter(items)
-    while batch := list(itertools.islice(iterator, size)):
-        yield batch
+def _window_end(start: int, size: int, until: int | None) -> int:
+    """Where a window of ``size`` seqs from ``start`` stops (exclusive), not past ``until``."""
+    return start + size if until is None else min(start + size, until + 1)
 
 
 def _length(first: int | None, new_first: int, last: int) -> int | None:
