@@ -20,7 +20,7 @@ from resource_extend.ledger.keys import check_node_name
 
 if TYPE_CHECKING:
     from resource_extend.ledger.positions import Positions
-    from resource_extend.ledger.store import Stream
+    from resource_extend.ledger.streams import Stream
 
 EVENT_PAGE = 1000
 """Events read at a time when looking back for the newest of some kinds."""

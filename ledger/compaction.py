@@ -33,7 +33,8 @@ from resource_extend.ledger.config import Destination
 from resource_extend.ledger.digests import named_by_next
 from resource_extend.ledger.errors import Contention, OutcomeUnknown, PluginError, StoreError
 from resource_extend.ledger.events import AnyEvent as Event
-from resource_extend.ledger.store import Store, Stream, new_op
+from resource_extend.ledger.store import Store, new_op
+from resource_extend.ledger.streams import Stream
 
 ATTEMPTS = 5
 """Compactions race only with compactions (appends never touch the keys they replace)."""

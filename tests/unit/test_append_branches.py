@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from resource_extend.ledger import compaction
-from resource_extend.ledger import store as store_module
+from resource_extend.ledger import streams as streams_module
 from resource_extend.ledger.config import Destination, EtcdConfig
 from resource_extend.ledger.errors import (
     Contention,
@@ -113,7 +113,7 @@ def head_seq(raw: bytes | None) -> int | None:
 
 def shrink_event_page(monkeypatch: pytest.MonkeyPatch, size: int) -> None:
     """Make the store read streams ``size`` events per request."""
-    monkeypatch.setattr(store_module, "EVENT_PAGE", size)
+    monkeypatch.setattr(streams_module, "EVENT_PAGE", size)
 
 
 def compact_all(etcd: MemoryEtcd, node: str, export_dir: Path) -> None:
