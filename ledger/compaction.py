@@ -33,6 +33,7 @@ from resource_extend.ledger.config import Destination
 from resource_extend.ledger.digests import named_by_next
 from resource_extend.ledger.errors import Contention, OutcomeUnknown, PluginError, StoreError
 from resource_extend.ledger.events import AnyEvent as Event
+from resource_extend.ledger.events import Checkpoint
 from resource_extend.ledger.store import Store, new_op
 from resource_extend.ledger.streams import Stream
 
@@ -101,10 +102,13 @@ def _step(
     at_least: int,
     verb: str,
 ) -> Compacted | None:
-    """One step: at most ``STEP`` events replaced (``_to_cut``), retried on a lost race."""
-    for _ in range(ATTEMPTS):
+    """One step: at most ``STEP`` events replaced (``_to_cut``), retried on a lost race (or
+    a first seq recorded by a compaction before an older release's)."""
+    for attempt in range(ATTEMPTS):
         try:
-            stream = _to_cut(store, node, keep=keep, min_age=min_age, at_least=at_least)
+            stream = _to_cut(
+                store, node, keep=keep, min_age=min_age, at_least=at_least, exact=attempt > 0
+            )
             if stream is None:
                 return None
             return _replace(store, node, stream, to, verb)
@@ -118,13 +122,13 @@ class _Raced(Exception):
 
 
 def _to_cut(
-    store: Store[Any], node: str, *, keep: int, min_age: float, at_least: int
+    store: Store[Any], node: str, *, keep: int, min_age: float, at_least: int, exact: bool
 ) -> Stream | None:
     """The events to replace, from the stream's first to the cut, read at one revision (None:
-    too few)."""
+    too few). ``exact``: find the first key by a range, rather than take the recorded first."""
     record = store.read(node, with_first=True)
     assert record.first is not None
-    first = record.first
+    first = store.first_key(node) if exact else record.first
     through = min(record.seq - keep, first + STEP - 1)
     if through - first < at_least:
         return None
@@ -142,6 +146,8 @@ def _to_cut(
             return None
     if not stream.events or stream.events[0].seq != first:
         raise _Raced  # the first event is gone since the stream's first key was read
+    if first != 1 and not isinstance(stream.events[0].change, Checkpoint) and not exact:
+        raise _Raced  # not where a stream starts: the recorded first is off; find the key
     if stream.events[-1].seq != through:
         raise PluginError(
             f"cannot compact: event {through} is missing from the stream "

@@ -61,6 +61,12 @@ class KeyLayout:
         prefix = self.events(node)
         return prefix + b"0", prefix + b":"
 
+    def first(self, node: str) -> bytes:
+        """Where compaction records its checkpoint's seq, the stream's first since: a write
+        learns its stream's length from it with a point read, not a range over the stream
+        (etcd counts every key a range covers). Outside ``event_span``: never an event."""
+        return self.events(node) + b"first"
+
     def seq_of(self, node: str, key: bytes) -> int:
         digits = key[len(self.events(node)) :]
         if not digits.isdigit():

@@ -123,15 +123,23 @@ class Store(StreamReads[S]):
 
     def _read_ops(self, node: str, with_first: bool) -> list[wire.RequestOp]:
         """The head, a count of events in release 0.1's layout (none, once migrated: an empty
-        range costs nothing), and, if asked, the stream's first key and a count of the heads.
-        etcd counts every key a range covers, so a range over the events would cost time in
-        the stream's length: its first key and the head's seq give the length instead."""
+        range costs nothing), and, if asked, where the stream starts and a count of the heads.
+
+        Where the stream starts costs two point reads, whatever its length: event 1, and the
+        seq the last compaction recorded (``KeyLayout.first``). etcd counts every key a range
+        covers, so a range for the first key would cost a long stream its length on every
+        write; the head's ``seq`` gives the end."""
         head = wire.get(self.keys.head(node))
         ops = [head, self._legacy_op(node)]
         if not with_first:
             return ops
         root = self.keys.root
-        return [*ops, self._first_op(node), wire.get(root, range_end(root), count_only=True)]
+        return [
+            *ops,
+            wire.get(self.keys.event(node, 1), keys_only=True),
+            wire.get(self.keys.first(node)),
+            wire.get(root, range_end(root), count_only=True),
+        ]
 
     def _record(self, node: str, reply: wire.TxnResponse) -> NodeRecord[S]:
         """The record from a reply to ``_read_ops``. The head's ``seq`` is where the stream
@@ -139,13 +147,13 @@ class Store(StreamReads[S]):
         free); only a node without a head of ours (removed, or the upstream plugin's) costs
         a second request to find its stream's end."""
         head_reply, legacy_reply, *extra = reply.ranges()
-        first = self._seq_at(node, extra[0]) if extra else None
-        nodes = extra[1].count if extra else None
+        nodes = extra[2].count if extra else None
         head = self._decode_head(node, head_reply.kvs[0].value) if head_reply.kvs else None
         if head is not None and head.seq is not None:
             seq = head.seq
         else:
             seq = self._seq_at(node, self._range(self._end_range(node, "DESCEND")))  # rare
+        first = self._first(node, extra[0], extra[1], seq) if extra else None
         legacy = legacy_reply.count
         if head is None:
             return NodeRecord(
@@ -168,6 +176,25 @@ class Store(StreamReads[S]):
             found=head_reply.kvs[0].value if head.seq is None else None,
             tip=tip_in_head(head_reply.kvs[0].value) if head.seq else EMPTY,
         )
+
+    def _first(
+        self, node: str, one: wire.RangeResponse, recorded: wire.RangeResponse, seq: int
+    ) -> int:
+        """Where the stream starts: event 1 if it is there, else the seq the last compaction
+        recorded, else (a stream compacted by an older release) its first key, by a range
+        that costs etcd the stream's length, once. A recorded seq is a bound, not a promise
+        (an older release's compaction leaves it behind): compaction checks it
+        (``first_key``)."""
+        if one.kvs:
+            return 1
+        value = recorded.kvs[0].value if recorded.kvs else b""
+        if value.isdigit() and 0 < int(value) <= seq:
+            return int(value)
+        return self.first_key(node) if seq else 0
+
+    def first_key(self, node: str) -> int:
+        """The stream's first seq (0: none), by a range over it: what compaction trusts."""
+        return self._seq_at(node, self._range(self._end_range(node, "ASCEND")))
 
     def _tip(self, node: str, record: NodeRecord[S]) -> Tip:
         """Where the stream ends, for the next event: from the head, or else (a head written
@@ -398,7 +425,8 @@ class Store(StreamReads[S]):
 
             compare: the stream's first event and the event at the checkpoint's seq are
                      unchanged since ``replaced`` was read
-            then:    put the checkpoint, delete every event key before it
+            then:    put the checkpoint, delete the events from the first to it, and
+                     record its seq as the stream's first (``KeyLayout.first``)
             else:    nothing
 
         Every compaction deletes or rewrites the stream's first key, so of two compactions
@@ -418,7 +446,8 @@ class Store(StreamReads[S]):
             ],
             success=[
                 wire.put(key, encode(checkpoint)),
-                wire.delete(self.keys.event_span(node)[0], range_end=key),
+                wire.delete(first_key, range_end=key),
+                wire.put(self.keys.first(node), str(checkpoint.seq).encode()),
             ],
         )
         return self._write_once(node, txn).succeeded

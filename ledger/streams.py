@@ -216,7 +216,13 @@ class StreamReads(Scans, Generic[S]):
             wire.get(end, range_end(prefix), keys_only=True),
         ]
         reply = self._txn(wire.TxnRequest(success=ranges))
-        return [kv.key.decode(errors="replace") for found in reply.ranges() for kv in found.kvs]
+        ours = self.keys.first(node)
+        return [
+            kv.key.decode(errors="replace")
+            for found in reply.ranges()
+            for kv in found.kvs
+            if kv.key != ours
+        ]
 
     def event_at(self, node: str, seq: int) -> Event | None:
         """The event stored at ``seq`` (None: no such key)."""

@@ -99,8 +99,9 @@ class Etcd:
         return found[0] if found else None
 
     def events(self, node: str, revision: int = 0) -> list[KV]:
+        """The node's event keys (numbers: not the seq its last compaction recorded)."""
         prefix = self.events_prefix(node).encode()
-        return self._kvs(self._range(prefix, prefix_end(prefix), revision))
+        return self._kvs(self._range(prefix + b"0", prefix + b":", revision))
 
     def event_docs(self, node: str) -> list[dict[str, Any]]:
         return [kv.json() for kv in self.events(node)]

@@ -118,7 +118,9 @@ def test_compact_exports_then_puts_a_checkpoint_in_one_transaction(
         assert after[key] == before[key], f"event {seq} was touched"
     head_key = etcd.head_key("n1")
     assert after[head_key] == before[head_key], "the head was touched"
-    assert len(after) == len(before) - 4
+    recorded = etcd.events_prefix("n1") + "first"  # where the stream now starts
+    assert after[recorded].value == b"5" and recorded not in before
+    assert len(after) == len(before) - 4 + 1
 
     checkpoint = after[etcd.event_key("n1", 5)].json()
     decode_event(after[etcd.event_key("n1", 5)].value)
