@@ -50,17 +50,18 @@ class Positions(Generic[S]):
                     store._legacy_op(node),
                     wire.get(keys.head(node)),
                     wire.get(keys.event(node, 1), keys_only=True),
+                    wire.get(keys.first(node)),
                 ]
             )
         )
-        legacy, head, one = reply.ranges()
+        legacy, head, one, recorded = reply.ranges()
         if legacy.count:
             raise not_migrated(store.kind.program, node, legacy.count)
         self.revision = reply.header.revision
         self.head: bytes | None = head.kvs[0].value if head.kvs else None
         self.last = self._last()
         """The stream's last seq (0: it is empty)."""
-        self.first = 1 if one.kvs else self._first()
+        self.first = 1 if one.kvs else self._first(recorded.kvs[0].value if recorded.kvs else b"")
         """The stream's first seq (0: it is empty)."""
 
     # -- ends ---------------------------------------------------------------------------------
@@ -88,10 +89,18 @@ class Positions(Generic[S]):
         )
         return self._seq(reply.kvs[0].key) if reply.kvs else 0
 
-    def _first(self) -> int:
-        """The first seq, when it is not 1 (a compacted stream starts at its checkpoint): in
-        windows that double in width from seq 1, so the one that finds it holds at most about
-        as many keys as the stream, and fewer than the seq it finds."""
+    def _first(self, recorded: bytes) -> int:
+        """The first seq, when it is not 1 (a compacted stream starts at its checkpoint): the
+        seq the last compaction recorded, when its event is there and none before it (one
+        request, that counts one key); else found in windows that double in width from seq 1,
+        so the one that finds it holds at most about as many keys as the stream, and fewer
+        than the seq it finds."""
+        if recorded.isdigit() and 0 < int(recorded) <= self.last:
+            seq = int(recorded)
+            below = self._window(0, seq, limit=1)
+            at, before = self._txn(self._exactly(seq, keys_only=True), below)
+            if at.kvs and not before.kvs:
+                return seq
         start, width = 1, EVENT_WINDOW
         while self.last and start <= self.last:
             keys = self._range(self._window(start, start + width, limit=1)).kvs
