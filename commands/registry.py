@@ -46,7 +46,7 @@ AUDITOR_COMMANDS: dict[str, str] = {
     "nodes": "resource_extend.commands.state:nodes",
     "verify": "resource_extend.commands.verify:verify",
     "export": "resource_extend.commands.history:export",
-    "compact": "resource_extend.commands.verify:compact",
+    "compact": "resource_extend.commands.compact:compact",
     "migrate": "resource_extend.commands.migrate:migrate",
     "helper": "resource_extend.commands.helper:helper",
     "footprint": "resource_extend.commands.footprint:footprint",

@@ -1,5 +1,4 @@
-"""``verify`` and ``compact``: check heads against their streams and checkpoints against their
-exports, and keep streams bounded."""
+"""``verify``: check heads against their streams and checkpoints against their exports."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ import msgspec
 
 from resource_extend.commands.archive import archive_dir, archive_option
 from resource_extend.commands.protocol import Session, click_config, respond, run
-from resource_extend.ledger import audit, export, verdicts
+from resource_extend.ledger import export, verdicts
 from resource_extend.ledger.digests import EMPTY, named_by_next, tip_of
 from resource_extend.ledger.errors import PluginError
 from resource_extend.ledger.events import AnyEvent as Event
@@ -26,7 +25,10 @@ NodeState = Any
 REPAIR_ATTEMPTS = 5
 
 
-def _targets(store: Store[NodeState], nodes: tuple[str, ...], every: bool, which: str) -> list[str]:
+def named_nodes(
+    store: Store[NodeState], nodes: tuple[str, ...], every: bool, which: str
+) -> list[str]:
+    """The nodes named, or with ``every`` all under the prefix (one or the other)."""
     if every == bool(nodes):
         raise PluginError(f"name the nodes to {which}, or pass --all (not both)")
     if every:
@@ -171,8 +173,9 @@ def streams_dir(session: Session) -> str:
     return session.config.streams.destination.directory
 
 
-def _count(count: int, what: str) -> str:
-    return f"{count} {what}{'s' * (count != 1)}"
+def plural(number: int, what: str) -> str:
+    """``1 node``, ``2 nodes``."""
+    return f"{number} {what}{'s' * (number != 1)}"
 
 
 @click.command("verify")
@@ -225,7 +228,7 @@ def verify(
     def check(session: Session) -> str:
         store = session.store
         store.budget_per_request()  # many nodes outlast one call's budget; no request may
-        targets = _targets(store, nodes, every, "verify")
+        targets = named_nodes(store, nodes, every, "verify")
         exports = archive_dir(session, archive)
         directories = list(dict.fromkeys(d for d in (exports, streams_dir(session)) if d))
         reports: list[str] = []
@@ -250,12 +253,12 @@ def verify(
             hint = "" if repair else " (--repair rewrites heads and publishes exports)"
             verb = "disagrees" if failed == 1 else "disagree"
             raise PluginError(
-                f"{failed} of {_count(len(targets), 'node')} {verb} with their streams or "
+                f"{failed} of {plural(len(targets), 'node')} {verb} with their streams or "
                 f"exports{hint}"
             )
-        summary = f"{_count(len(targets), 'node')} verified: every head agrees with its stream"
+        summary = f"{plural(len(targets), 'node')} verified: every head agrees with its stream"
         if total.exports_read:
-            summary += f", {_count(total.exports_read, 'export')} checked"
+            summary += f", {plural(total.exports_read, 'export')} checked"
         if total.exports_elsewhere:
             summary += f", {total.exports_elsewhere} elsewhere not checked"
         if total.repaired:
@@ -263,99 +266,3 @@ def verify(
         return summary
 
     run("verify", check, config=click_config(), text=True)
-
-
-@click.command("compact")
-@click.argument("nodes", nargs=-1, metavar="[NODE]...")
-@click.option("--all", "every", is_flag=True, help="Every node under the prefix.")
-@click.option(
-    "--keep",
-    type=click.IntRange(min=0),
-    required=True,
-    help="How many of the newest events stay as they are.",
-)
-@click.option(
-    "--min-age",
-    type=click.FloatRange(min=0),
-    metavar="SECONDS",
-    help=(
-        "Events younger than this, by this host's clock, stay too, with everything after them "
-        "(default: streams.min_age, itself 300 by default). A core call whose answer was lost "
-        "looks for its own event among the recent ones: compacted away, its outcome could "
-        "only be reported as unknown. 0: events of any age go."
-    ),
-)
-@click.option(
-    "--export-dir",
-    metavar="DIR",
-    help=(
-        "Where the removed events are written first, named host:path (default: the archive, "
-        "streams.archive_dir, named archive:<file>; else streams.export_dir)."
-    ),
-)
-def compact(
-    nodes: tuple[str, ...],
-    every: bool,
-    keep: int,
-    min_age: float | None,
-    export_dir: str | None,
-) -> None:
-    """Bound event streams: replace all but the newest --keep events by one checkpoint.
-
-    \b
-    For each node: the events to go are written to DIR as JSON lines
-    (<node>.<first>-<last>.<op>.jsonl, named <...>.jsonl.partial until the checkpoint is in),
-    then one transaction puts a checkpoint event, holding the full state and the export's
-    host:path, in place of the newest of them and deletes the rest.
-
-    Events younger than --min-age stay whatever --keep says, and so does everything after the
-    first of them: a core call whose answer was lost settles it by finding its own event among
-    the recent ones.
-
-    Compactions of one node may run at once (by hand, and after writes with
-    streams.max_events): of those that start from the same first event only one commits, and
-    the others start again from its checkpoint. So every removed event is in exactly one
-    export, and every export is named by a checkpoint; verify checks them back to event 1.
-
-    history, show --at and verify start from the checkpoint, or with --archive read the
-    archive back to event 1. Streams are bounded as they grow (streams.budget and
-    streams.max_events in {config}); "{prog} archive" keeps them at half their bound.
-    """
-
-    def run_compaction(session: Session) -> str:
-        from resource_extend.ledger.compaction import compact as compact_node
-        from resource_extend.ledger.config import Destination
-
-        streams = session.config.streams
-        to = Destination(export_dir) if export_dir else streams.destination
-        if not to.directory:
-            raise PluginError(
-                "no export directory: pass --export-dir, or set streams.archive_dir or "
-                "streams.export_dir"
-            )
-        age = streams.min_age if min_age is None else min_age
-        store = session.store
-        store.budget_per_request()  # many nodes outlast one call's budget; no request may
-        lines = []
-        targets = _targets(store, nodes, every, "compact")
-        failed = 0
-        for node in targets:
-            try:
-                done = compact_node(store, node, keep=keep, to=to, min_age=age)
-            except PluginError as exc:  # the others are still compacted, and all reported
-                if len(targets) == 1:
-                    raise PluginError(exc.reason, node=node) from None
-                lines.append(f"node {node}: not compacted: {exc.reason}")
-                failed += 1
-                continue
-            if done is None:
-                lines.append(f"node {node}: nothing to compact")
-                continue
-            steps = f" ({done.steps} steps, an export each)" if done.steps > 1 else ""
-            lines.append(f"node {node}: {audit.compacted_note(done.checkpoint)}{steps}")
-        if failed:
-            respond("\n".join(lines), text=True, io=session.io)
-            raise PluginError(f"{failed} of {_count(len(targets), 'node')} not compacted")
-        return "\n".join(lines)
-
-    run("compact", run_compaction, config=click_config(), text=True)

@@ -1,0 +1,106 @@
+"""``compact``: bound event streams by hand, exporting what goes."""
+
+from __future__ import annotations
+
+import click
+
+from resource_extend.commands.protocol import Session, click_config, respond, run
+from resource_extend.commands.verify import named_nodes, plural
+from resource_extend.ledger import audit
+from resource_extend.ledger.errors import PluginError
+
+
+@click.command("compact")
+@click.argument("nodes", nargs=-1, metavar="[NODE]...")
+@click.option("--all", "every", is_flag=True, help="Every node under the prefix.")
+@click.option(
+    "--keep",
+    type=click.IntRange(min=0),
+    required=True,
+    help="How many of the newest events stay as they are.",
+)
+@click.option(
+    "--min-age",
+    type=click.FloatRange(min=0),
+    metavar="SECONDS",
+    help=(
+        "Events younger than this, by this host's clock, stay too, with everything after them "
+        "(default: streams.min_age, itself 300 by default). A core call whose answer was lost "
+        "looks for its own event among the recent ones: compacted away, its outcome could "
+        "only be reported as unknown. 0: events of any age go."
+    ),
+)
+@click.option(
+    "--export-dir",
+    metavar="DIR",
+    help=(
+        "Where the removed events are written first, named host:path (default: the archive, "
+        "streams.archive_dir, named archive:<file>; else streams.export_dir)."
+    ),
+)
+def compact(
+    nodes: tuple[str, ...],
+    every: bool,
+    keep: int,
+    min_age: float | None,
+    export_dir: str | None,
+) -> None:
+    """Bound event streams: replace all but the newest --keep events by one checkpoint.
+
+    \b
+    For each node: the events to go are written to DIR as JSON lines
+    (<node>.<first>-<last>.<op>.jsonl, named <...>.jsonl.partial until the checkpoint is in),
+    then one transaction puts a checkpoint event, holding the full state and the export's
+    host:path, in place of the newest of them and deletes the rest.
+
+    Events younger than --min-age stay whatever --keep says, and so does everything after the
+    first of them: a core call whose answer was lost settles it by finding its own event among
+    the recent ones.
+
+    Compactions of one node may run at once (by hand, and after writes with
+    streams.max_events): of those that start from the same first event only one commits, and
+    the others start again from its checkpoint. So every removed event is in exactly one
+    export, and every export is named by a checkpoint; verify checks them back to event 1.
+
+    history, show --at and verify start from the checkpoint, or with --archive read the
+    archive back to event 1. Streams are bounded as they grow (streams.budget and
+    streams.max_events in {config}); "{prog} archive" keeps them at half their bound.
+    """
+
+    def run_compaction(session: Session) -> str:
+        from resource_extend.ledger.compaction import compact as compact_node
+        from resource_extend.ledger.config import Destination
+
+        streams = session.config.streams
+        to = Destination(export_dir) if export_dir else streams.destination
+        if not to.directory:
+            raise PluginError(
+                "no export directory: pass --export-dir, or set streams.archive_dir or "
+                "streams.export_dir"
+            )
+        age = streams.min_age if min_age is None else min_age
+        store = session.store
+        store.budget_per_request()  # many nodes outlast one call's budget; no request may
+        lines = []
+        targets = named_nodes(store, nodes, every, "compact")
+        failed = 0
+        for node in targets:
+            try:
+                done = compact_node(store, node, keep=keep, to=to, min_age=age)
+            except PluginError as exc:  # the others are still compacted, and all reported
+                if len(targets) == 1:
+                    raise PluginError(exc.reason, node=node) from None
+                lines.append(f"node {node}: not compacted: {exc.reason}")
+                failed += 1
+                continue
+            if done is None:
+                lines.append(f"node {node}: nothing to compact")
+                continue
+            steps = f" ({done.steps} steps, an export each)" if done.steps > 1 else ""
+            lines.append(f"node {node}: {audit.compacted_note(done.checkpoint)}{steps}")
+        if failed:
+            respond("\n".join(lines), text=True, io=session.io)
+            raise PluginError(f"{failed} of {plural(len(targets), 'node')} not compacted")
+        return "\n".join(lines)
+
+    run("compact", run_compaction, config=click_config(), text=True)
