@@ -158,16 +158,29 @@ def before_first(first: Event, point: Point) -> PluginError:
 
 def stream_gaps(events: list[Event]) -> list[str]:
     """What is missing from a stream: it must start at 1 or at a checkpoint, and have no gaps."""
-    problems = []
-    if events and events[0].seq != 1 and not isinstance(events[0].change, Checkpoint):
-        problems.append(f"events 1..{events[0].seq - 1} are missing (and no checkpoint)")
+    problems = start_problems(events[0]) if events else []
     for before, after in pairwise(events):
-        if after.seq <= before.seq:
-            problems.append(f"seq {after.seq} follows seq {before.seq}")
-        elif after.seq != before.seq + 1:
-            problems.append(f"events {before.seq + 1}..{after.seq - 1} are missing")
-        if isinstance(after.change, Checkpoint):
-            problems.append(f"a checkpoint in the middle of the stream, at seq {after.seq}")
+        problems += order_problems(before, after)
+    return problems
+
+
+def start_problems(first: Event) -> list[str]:
+    """What is wrong with ``first`` as a stream's first event (it is event 1, or a checkpoint)."""
+    if first.seq != 1 and not isinstance(first.change, Checkpoint):
+        return [f"events 1..{first.seq - 1} are missing (and no checkpoint)"]
+    return []
+
+
+def order_problems(before: Event, after: Event) -> list[str]:
+    """What is wrong with ``after`` following ``before`` in a stream: a seq out of order, missing
+    seqs between them, or a checkpoint (which only ever starts a stream)."""
+    problems = []
+    if after.seq <= before.seq:
+        problems.append(f"seq {after.seq} follows seq {before.seq}")
+    elif after.seq != before.seq + 1:
+        problems.append(f"events {before.seq + 1}..{after.seq - 1} are missing")
+    if isinstance(after.change, Checkpoint):
+        problems.append(f"a checkpoint in the middle of the stream, at seq {after.seq}")
     return problems
 
 

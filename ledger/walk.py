@@ -12,9 +12,9 @@ from typing import Generic, TypeVar
 
 import msgspec
 
-from resource_extend.ledger.audit import BrokenStream, apply
+from resource_extend.ledger.audit import BrokenStream, apply, order_problems, start_problems
 from resource_extend.ledger.digests import CHAINED_FROM, named_by_next
-from resource_extend.ledger.events import AnyEvent, Checkpoint
+from resource_extend.ledger.events import AnyEvent
 from resource_extend.ledger.kinds import Kind
 
 S = TypeVar("S", bound=msgspec.Struct)
@@ -68,10 +68,8 @@ class Walk(Generic[S]):
         self.last, self.last_raw = event, stored or b""
         if before is None:
             self.first = event
-            if event.seq != 1 and not isinstance(event.change, Checkpoint):
-                self._gap(f"events 1..{event.seq - 1} are missing (and no checkpoint)")
-        else:
-            self._order(before, event)
+        for problem in start_problems(event) if before is None else order_problems(before, event):
+            self._gap(problem)
         if self._chain_broken:
             return
         if stored is not None and before is not None and self._gapless and event.v >= CHAINED_FROM:
@@ -104,14 +102,6 @@ class Walk(Generic[S]):
                 f"the snapshot in event {event.seq} is not the state folded there "
                 f"({self._described()})"
             )
-
-    def _order(self, before: Event, event: Event) -> None:
-        if event.seq <= before.seq:
-            self._gap(f"seq {event.seq} follows seq {before.seq}")
-        elif event.seq != before.seq + 1:
-            self._gap(f"events {before.seq + 1}..{event.seq - 1} are missing")
-        if isinstance(event.change, Checkpoint):
-            self._gap(f"a checkpoint in the middle of the stream, at seq {event.seq}")
 
     def _gap(self, problem: str) -> None:
         self.problems.append(problem)

@@ -72,6 +72,22 @@ class NodeRemoved(Change, tag="node_removed"):
     pass
 
 
+def workloads_contradiction(
+    change: Any, add_up: Callable[[Any], R], negate: Callable[[R], R], describe: Callable[[R], str]
+) -> str | None:
+    """``Kind.contradiction`` for a usage change that names its workloads: its delta must be
+    what they add up to (``add_up``), taken or given back (``negate``)."""
+    if not isinstance(change, UsageChanged) or change.workloads is None:
+        return None
+    summed = add_up(change.workloads)
+    if change.delta in (summed, negate(summed)):
+        return None
+    return (
+        f"its delta ({describe(change.delta)}) is not what its workloads add up to "
+        f"({describe(summed)})"
+    )
+
+
 def summary(
     change: Any, describe: Callable[[Any], str], signed: Callable[[Any], str]
 ) -> str | None:

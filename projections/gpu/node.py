@@ -11,7 +11,9 @@ from resource_extend.ledger.audit import BrokenStream
 from resource_extend.ledger.events import AnyEvent, Change, EventCodec
 from resource_extend.ledger.kinds import Head as HeadRecord
 from resource_extend.ledger.kinds import Kind, field_differences
+from resource_extend.projections.changes import workloads_contradiction
 from resource_extend.projections.gpu import cards
+from resource_extend.projections.gpu.cards import Cards
 from resource_extend.projections.gpu.events import (
     EVENTS,
     Adopted,
@@ -80,15 +82,13 @@ class GpuKind(Kind[NodeState]):
         return None
 
     def contradiction(self, change: Any) -> str | None:
-        if not isinstance(change, UsageChanged) or change.workloads is None:
-            return None
-        summed = cards.normalised(cards.sum_all(change.workloads))
-        if change.delta in (summed, cards.normalised(cards.negate(summed))):
-            return None
-        return (
-            f"its delta ({cards.describe(change.delta)}) is not what its workloads add up to "
-            f"({cards.describe(summed)})"
-        )
+        def add_up(workloads: list[Cards]) -> Cards:
+            return cards.normalised(cards.sum_all(workloads))
+
+        def negate(summed: Cards) -> Cards:
+            return cards.normalised(cards.negate(summed))
+
+        return workloads_contradiction(change, add_up, negate, cards.describe)
 
     def adopted(self, state: NodeState, record: bytes) -> Change:
         found = record.decode(errors="replace")

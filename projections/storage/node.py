@@ -11,6 +11,7 @@ from resource_extend.ledger.audit import BrokenStream
 from resource_extend.ledger.errors import InvalidRequest
 from resource_extend.ledger.events import AnyEvent, EventCodec
 from resource_extend.ledger.kinds import Head, Kind, field_differences
+from resource_extend.projections.changes import workloads_contradiction
 from resource_extend.projections.storage import arithmetic, views
 from resource_extend.projections.storage.events import (
     EVENTS,
@@ -90,15 +91,10 @@ class StorageKind(Kind[NodeState]):
         return None
 
     def contradiction(self, change: Any) -> str | None:
-        if not isinstance(change, UsageChanged) or change.workloads is None:
-            return None
-        summed = arithmetic.workloads_usage(change.workloads)
-        if change.delta in (summed, arithmetic.subtract(NodeResource(), summed)):
-            return None
-        return (
-            f"its delta ({views.describe(change.delta)}) is not what its workloads add up to "
-            f"({views.describe(summed)})"
-        )
+        def negate(summed: NodeResource) -> NodeResource:
+            return arithmetic.subtract(NodeResource(), summed)
+
+        return workloads_contradiction(change, arithmetic.workloads_usage, negate, views.describe)
 
     def adopted(self, state: NodeState, record: bytes) -> Change:
         found = record.decode(errors="replace")
