@@ -288,12 +288,7 @@ class Store(StreamReads[S]):
                     )
                 fresh = self._migrated(node, self._record(node, reply), with_length)
                 if fresh.head_revision and fresh.head_revision == record.head_revision:
-                    raise StoreError(  # no writer moved the head: the next key is a squatter
-                        f"event {record.seq + 1} already exists, though the head says the "
-                        f"stream ends at {record.seq}: a key written outside the plugin "
-                        f"('{self.kind.program} verify {node}' shows it); nothing was written",
-                        node=node,
-                    )
+                    raise self._not_where_the_head_says(node, record.seq)  # no writer moved it
                 record = fresh
                 time.sleep(_jitter(min(0.002 * 2**attempt, 0.05)))
             except OutcomeUnknown:
@@ -315,6 +310,22 @@ class Store(StreamReads[S]):
         raise Contention(
             f"contention: other writers changed the node first {self._config.max_attempts} "
             "times (etcd.max_attempts); nothing was written",
+            node=node,
+        )
+
+    def _not_where_the_head_says(self, node: str, seq: int) -> StoreError:
+        """Why an append failed though no writer moved the head: a key squats the next seq, or
+        the stream does not reach the head's seq (appending there would leave a gap for good).
+        Either was written outside the plugin."""
+        squatter = self._range(wire.RangeRequest(key=self.keys.event(node, seq + 1))).kvs
+        found = (
+            f"event {seq + 1} already exists"
+            if squatter
+            else f"event {seq}, the last, is missing from the stream"
+        )
+        return StoreError(
+            f"{found}, though the head says the stream ends at {seq}: written outside the "
+            f"plugin ('{self.kind.program} verify {node}' shows it); nothing was written",
             node=node,
         )
 
@@ -478,11 +489,14 @@ class Store(StreamReads[S]):
             last = events[-1]
             head = self.kind.write_head(after, last.seq)
             head_op = wire.put(head_key, with_tip(head, tip_of(last, encode(last))))
+        compare = [
+            wire.unchanged_since(head_key, head_revision),
+            wire.unchanged_since(self.keys.event(node, events[0].seq), 0),  # next key free
+        ]
+        if events[0].seq > 1:  # and the stream reaches the seq before it: no gap left behind
+            compare.append(wire.exists(self.keys.event(node, events[0].seq - 1)))
         return wire.TxnRequest(
-            compare=[
-                wire.unchanged_since(head_key, head_revision),
-                wire.unchanged_since(self.keys.event(node, events[0].seq), 0),  # next key free
-            ],
+            compare=compare,
             success=[
                 head_op,
                 *(wire.put(self.keys.event(node, e.seq), encode(e)) for e in events),

@@ -110,6 +110,11 @@ def unchanged_since(key: bytes, mod_revision: int) -> Compare:
     return Compare(key=key, target="VERSION", version=0)
 
 
+def exists(key: bytes) -> Compare:
+    """The key exists (it has a version)."""
+    return Compare(key=key, target="VERSION", result="GREATER", version=0)
+
+
 # -- replies ----------------------------------------------------------------------------------
 
 

@@ -227,3 +227,17 @@ def test_a_deleted_event_is_named_by_every_auditor_command(plugin: Plugin, etcd:
         assert "events 3..3 are missing from the stream" in result.stderr, (argv, result.stderr)
     assert run(plugin, "show", "n1", "--at", "2").status == 0  # before the gap
     assert "events 3..3 are missing" in run(plugin, "verify", "n1").stdout
+
+
+def test_a_head_ahead_of_its_stream_fails_writes_rather_than_leave_a_gap(
+    plugin: Plugin, etcd: Etcd
+) -> None:
+    """The head says the stream ends at seq 3, but event 3 is gone: appending event 4 would
+    leave a gap for good, so the write is refused, naming it, and writes nothing."""
+    written(plugin, etcd, "n1", 2)
+    delete_key(etcd, etcd.event_key("n1", 3))
+    before = etcd.revision()
+    result = plugin.run(*take("n1", {G: 1}))
+    assert result.status == 1 and "contention" not in result.stderr, result.stderr
+    assert "event 3, the last, is missing from the stream, though the head says" in result.stderr
+    assert etcd.revision() == before
