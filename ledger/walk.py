@@ -46,7 +46,6 @@ class Walk(Generic[S]):
     def __init__(self, kind: Kind[S]) -> None:
         self.kind = kind
         self.state: S | None = None
-        self.count = 0
         self.first: Event | None = None
         self.last: Event | None = None
         self.last_raw = b""
@@ -64,14 +63,13 @@ class Walk(Generic[S]):
 
     def _follow(self, event: Event, stored: bytes | None) -> None:
         before, before_raw = self.last, self.last_raw
-        self.count += 1
         self.last, self.last_raw = event, stored or b""
         if before is None:
             self.first = event
-        for problem in start_problems(event) if before is None else order_problems(before, event):
-            self._gap(problem)
         if self._chain_broken:
             return
+        for problem in start_problems(event) if before is None else order_problems(before, event):
+            self._gap(problem)
         if stored is not None and before is not None and self._gapless and event.v >= CHAINED_FROM:
             expected = named_by_next(before, before_raw)
             if event.prev != expected:
