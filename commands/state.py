@@ -76,7 +76,7 @@ def show(node: str, at: str | None, archive: str | None, as_json_output: bool) -
         view = session.view
         if as_json_output:
             return {**view.state_json(after), "seq": event.seq}
-        when = audit.rfc3339(event.at)
+        when = audit.rfc3339(audit.written_at(event))  # a checkpoint: its last event's
         return columns(
             [
                 ("SEQ", "AT (UTC)", *view.DETAIL_HEADERS),
