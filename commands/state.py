@@ -7,18 +7,17 @@ from typing import TYPE_CHECKING, Any
 import click
 import msgspec
 
-from resource_extend.commands.archive import archive_option
+from resource_extend.commands.archive import archive_dir, archive_option
 from resource_extend.commands.history import (
     NOT_ADOPTED,
     POINT_HELP,
     columns,
-    life_of,
     positions_of,
-    reaches_archive,
 )
 from resource_extend.commands.protocol import Session, click_config, run
 from resource_extend.ledger import audit
 from resource_extend.ledger.errors import PluginError
+from resource_extend.ledger.events import AnyEvent as Event
 from resource_extend.ledger.events import Checkpoint, HeadRepaired
 from resource_extend.ledger.kinds import Kind
 from resource_extend.projections.changes import NodeRemoved
@@ -57,12 +56,9 @@ def show(node: str, at: str | None, archive: str | None, as_json_output: bool) -
         if first is None:
             raise PluginError(NOT_ADOPTED)
         seq = seq_of(positions, point)
-        if seq is None and reaches_archive(session, first, first.seq, archive):
+        if seq is None:
             assert point is not None
-            event, after = audit.state_at(session.kind, life_of(session, node, archive), point)
-        elif seq is None:
-            assert point is not None
-            raise audit.before_first(first, point)
+            event, after = archived(session, first, point, archive)
         else:
             found = list(positions.rows(seq - 1, seq))
             if not found:
@@ -85,6 +81,25 @@ def show(node: str, at: str | None, archive: str | None, as_json_output: bool) -
         )
 
     run("show", state, config=click_config(), text=not as_json_output)
+
+
+def archived(
+    session: Session, first: Event, point: audit.Point, archive: str | None
+) -> tuple[Event, Any]:
+    """The event at ``point``, before the stream's ``first``, and the state after it, from the
+    archive (``--archive``, which must hold it, or ``streams.archive_dir``, read if it does);
+    else the error that says where it went."""
+    exports = archive_dir(session, archive)
+    if not exports or not isinstance(first.change, Checkpoint):
+        raise audit.before_first(first, point)
+    from resource_extend.ledger.chain import state_in_archive
+
+    try:
+        return state_in_archive(session.kind, first, exports, point)
+    except PluginError:
+        if archive:
+            raise
+        raise audit.before_first(first, point) from None
 
 
 def seq_of(positions: Positions[Any], point: audit.Point | None) -> int | None:

@@ -68,6 +68,26 @@ def whole_life(kind: Kind[Any], events: list[Event], archive_dir: str) -> list[E
     return life
 
 
+def state_in_archive(
+    kind: Kind[Any], checkpoint: Event, archive_dir: str, point: audit.Point
+) -> tuple[Event, Any]:
+    """The event at ``point`` (before ``checkpoint``, a stream's first) and the state after
+    it, from the export that holds it: the exports are walked back from the newest, one in
+    memory at a time, and only that one is folded (from the checkpoint it starts with). An
+    export that cannot be read or does not check out is an error that names it."""
+    for link in walk(kind, checkpoint, archive_dir):
+        if link.checked is None or link.checked.problems:
+            raise PluginError(f"{link.what} {_why(link)}")
+        events = link.checked.events
+        start = events[0]
+        oldest = not isinstance(start.change, Checkpoint)
+        if oldest or (
+            point >= start.seq if isinstance(point, int) else audit.written_at(start) <= point
+        ):
+            return audit.state_at(kind, events, point)
+    raise AssertionError("a walk ends at an export that does not check out, or at event 1")
+
+
 def _why(link: Link) -> str:
     found = link.found
     if link.checked is not None:

@@ -162,3 +162,24 @@ def test_the_recorded_first_is_a_hint_compaction_checks(
     ok_text(run(plugin, "compact", "n1", "--keep", "1", *argv))
     assert [kv.json()["seq"] for kv in etcd.events("n1")] == [299, 300]
     assert "3 exports checked" in ok_text(run(plugin, "verify", "n1"))  # each event once
+
+
+def test_show_at_an_archived_point_reads_only_the_export_that_holds_it(
+    plugin: Plugin, store: Store[NodeState], tmp_path: Path
+) -> None:
+    """Back from the newest, one export at a time: a point in the newest export is answered
+    though an older one is damaged; a point in the damaged one names it."""
+    archive = tmp_path / "archive"
+    archive.mkdir(mode=0o700)
+    write_streams(plugin, {"archive_dir": str(archive), "budget": 0, "max_events": 0})
+    grow(store, "n1", LENGTH)
+    ok_text(run(plugin, "compact", "n1", "--keep", "10", "--min-age", "0"))
+    oldest, newest = sorted(archive.iterdir())
+    assert ".000000005000-000000005490." in newest.name
+    oldest.write_text("{}\n")
+
+    given = ("--archive", str(archive))
+    assert shown(plugin, "n1", "--at", "5200", *given)["usage"] == usage(5200)
+    assert shown(plugin, "n1", "--at", stamp(at(5200)), *given)["seq"] == 5200
+    damaged = run(plugin, "show", "n1", "--at", "100", *given)
+    assert damaged.status == 1 and oldest.name in damaged.stderr, damaged.stderr
