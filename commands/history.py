@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import timedelta
+import collections
+import itertools
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -103,33 +105,10 @@ def positions_of(session: Session, node: str) -> Positions[Any]:
     return found
 
 
-def life_of(session: Session, node: str, archive: str | None) -> list[Event]:
-    """The node's events, all in memory; with an archive, from event 1
-    (``ledger.chain.whole_life``). An archive named by ``--archive`` must hold them all; the
-    config's is read if it does, and otherwise the stream is shown from its checkpoint, which
-    says where the rest went."""
-    events = stream_of(session, node).events
-    exports = archive_dir(session, archive)
-    if not exports or not events or not isinstance(events[0].change, Checkpoint):
-        return events
-    from resource_extend.ledger.chain import whole_life
-
-    try:
-        return whole_life(session.kind, events, exports)
-    except PluginError:
-        if archive:
-            raise
-        return events
-
-
-def reaches_archive(session: Session, first: Event, seq: int, archive: str | None) -> bool:
+def reaches_archive(first: Event, seq: int) -> bool:
     """Whether a read that goes back to ``seq`` needs the archive: the stream starts with a
-    checkpoint at or after it, and there is an archive to read (``life_of``)."""
-    return (
-        isinstance(first.change, Checkpoint)
-        and seq <= first.seq
-        and bool(archive_dir(session, archive))
-    )
+    checkpoint at or after it."""
+    return isinstance(first.change, Checkpoint) and seq <= first.seq
 
 
 def window(
@@ -168,19 +147,59 @@ def newest(
     return found[limit - 1] if len(found) >= limit else low
 
 
-def _in_memory(
+def archived_rows(
     session: Session,
-    events: list[Event],
-    start: audit.Point | None,
-    end: audit.Point | None,
-    kinds: tuple[str, ...],
-    limit: int | None,
+    positions: Positions[Any],
+    checkpoint: Event,
+    exports: str,
+    select: Selection,
 ) -> list[tuple[Event, Any]]:
-    """``history``'s rows from a whole life read into memory (the archive's events, then the
-    stream's)."""
-    rows = list(zip(events, audit.states(session.kind, events), strict=True))
-    rows = [(e, s) for e, s in rows if _within(e, start, end) and (not kinds or e.kind in kinds)]
-    return rows[-limit:] if limit is not None else rows
+    """``history``'s rows when they reach back past the stream's ``checkpoint``: the archive's
+    exports, read back only as far as ``--since`` needs (``ledger.chain.exports_back_to``),
+    then the stream after the checkpoint, a page at a time."""
+    from resource_extend.ledger.chain import exports_back_to
+
+    since, reach = select.since, select.reach
+
+    def far_enough(first: Event) -> bool:
+        if reach is not None and first.seq < reach:
+            return True
+        if since is None:
+            return False
+        return first.seq < since if isinstance(since, int) else audit.written_at(first) < since
+
+    files = exports_back_to(session.kind, checkpoint, exports, far_enough)
+    archived = (
+        (event, state)
+        for events in files
+        for index, (event, state) in enumerate(
+            zip(events, audit.states(session.kind, events), strict=True)
+        )
+        if index or not isinstance(event.change, Checkpoint)  # stands for the file before
+    )
+    life = itertools.chain(archived, positions.rows(checkpoint.seq, select.high))
+    return select.newest(event_state for event_state in life if select.wants(event_state[0]))
+
+
+class Selection(msgspec.Struct, frozen=True):
+    """What ``history`` selects: points, kinds, how many of the newest, and the stream's last
+    seq it reaches."""
+
+    since: audit.Point | None
+    until: audit.Point | None
+    kinds: tuple[str, ...]
+    limit: int | None
+    high: int
+    reach: int | None = None
+    """The oldest seq wanted, when the seqs say (``--limit`` without ``--kind``)."""
+
+    def wants(self, event: Event) -> bool:
+        return _within(event, self.since, self.until) and (
+            not self.kinds or event.kind in self.kinds
+        )
+
+    def newest(self, rows: Iterable[tuple[Event, Any]]) -> list[tuple[Event, Any]]:
+        return list(collections.deque(rows, maxlen=self.limit))
 
 
 @click.command("history")
@@ -235,9 +254,18 @@ def history(
             low = (
                 newest(positions, low, high, kinds, limit) if kinds else max(low, high - limit + 1)
             )
-        if reaches_archive(session, first, low, archive):
-            rows = _in_memory(session, life_of(session, node, archive), start, end, kinds, limit)
-        else:
+        rows = None
+        exports = archive_dir(session, archive)
+        if exports and reaches_archive(first, low):
+            by_seq = limit is not None and not kinds and not isinstance(end, datetime)
+            reach = high - limit + 1 if by_seq and limit is not None else None
+            select = Selection(start, end, kinds, limit, high, reach)
+            try:
+                rows = archived_rows(session, positions, first, exports, select)
+            except PluginError:
+                if archive:  # named by hand: it must hold the chain
+                    raise
+        if rows is None:
             if end is not None and isinstance(first.change, Checkpoint) and high < first.seq:
                 raise PluginError(f"nothing left up to {until}: {audit.compacted_note(first)}")
             rows = [

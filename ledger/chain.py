@@ -3,13 +3,14 @@
 A compacted stream starts with a checkpoint naming the export of the events it replaced; that
 export starts with event 1 or with the previous checkpoint, which names the export before it.
 :func:`walk` follows the chain, checking each file against the checkpoint that names it
-(``audit.check_export``); :func:`whole_life` joins the files and the live stream into the
-node's every event, each once, which ``history`` and ``show --at`` read.
+(``audit.check_export``); :func:`exports_back_to` reads the files as far back as ``history``
+needs them, and :func:`state_in_archive` folds only the one that holds the point ``show --at``
+asks for.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import msgspec
@@ -50,22 +51,21 @@ def walk(kind: Kind[Any], checkpoint: Event, archive_dir: str = "") -> Iterator[
         current = checked.previous
 
 
-def whole_life(kind: Kind[Any], events: list[Event], archive_dir: str) -> list[Event]:
-    """``events`` (a live stream) preceded by every event its checkpoints replaced, read from
-    their exports: the node's whole life, from event 1, each event once (a checkpoint whose
-    events are there stands aside for them). An export that cannot be read or does not check
-    out is an error that names it."""
-    if not events or not isinstance(events[0].change, Checkpoint):
-        return events
+def exports_back_to(
+    kind: Kind[Any], checkpoint: Event, archive_dir: str, far_enough: Callable[[Event], bool]
+) -> list[list[Event]]:
+    """The events of the exports behind ``checkpoint`` (a stream's first), oldest first, back
+    to the first whose own first event is ``far_enough`` (or to event 1). Each file starts with
+    event 1 or the checkpoint that stands for the file before it. An export that cannot be
+    read or does not check out is an error that names it."""
     files: list[list[Event]] = []
-    for link in walk(kind, events[0], archive_dir):
+    for link in walk(kind, checkpoint, archive_dir):
         if link.checked is None or link.checked.problems:
             raise PluginError(f"{link.what} {_why(link)}")
         files.append(link.checked.events)
-    life: list[Event] = []
-    for part in [*reversed(files), events]:
-        life += part[1:] if life and isinstance(part[0].change, Checkpoint) else part
-    return life
+        if far_enough(link.checked.events[0]):
+            break
+    return files[::-1]
 
 
 def state_in_archive(

@@ -164,11 +164,11 @@ def test_the_recorded_first_is_a_hint_compaction_checks(
     assert "3 exports checked" in ok_text(run(plugin, "verify", "n1"))  # each event once
 
 
-def test_show_at_an_archived_point_reads_only_the_export_that_holds_it(
+def test_archived_points_read_only_the_exports_that_hold_them(
     plugin: Plugin, store: Store[NodeState], tmp_path: Path
 ) -> None:
-    """Back from the newest, one export at a time: a point in the newest export is answered
-    though an older one is damaged; a point in the damaged one names it."""
+    """Back from the newest, one export at a time: a point (or a history) in the newest export
+    is answered though an older one is damaged; one that reaches the damaged one names it."""
     archive = tmp_path / "archive"
     archive.mkdir(mode=0o700)
     write_streams(plugin, {"archive_dir": str(archive), "budget": 0, "max_events": 0})
@@ -183,3 +183,14 @@ def test_show_at_an_archived_point_reads_only_the_export_that_holds_it(
     assert shown(plugin, "n1", "--at", stamp(at(5200)), *given)["seq"] == 5200
     damaged = run(plugin, "show", "n1", "--at", "100", *given)
     assert damaged.status == 1 and oldest.name in damaged.stderr, damaged.stderr
+
+    # history reads the archive back only as far as its selection reaches
+    def seqs_of(*argv: str) -> list[int]:
+        return [e["seq"] for e in ok_json(run(plugin, "history", "n1", *given, "--json", *argv))]
+
+    assert seqs_of("--since", "5200") == list(range(5200, LENGTH + 1))
+    assert seqs_of("--since", stamp(at(5200))) == list(range(5200, LENGTH + 1))
+    assert seqs_of("--limit", "400") == list(range(LENGTH - 399, LENGTH + 1))
+    assert seqs_of("--since", "5200", "--until", "5210") == list(range(5200, 5211))
+    whole = run(plugin, "history", "n1", *given)
+    assert whole.status == 1 and oldest.name in whole.stderr, whole.stderr
