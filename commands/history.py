@@ -22,10 +22,7 @@ from resource_extend.ledger.keys import check_node_name
 
 if TYPE_CHECKING:
     from resource_extend.ledger.positions import Positions
-    from resource_extend.ledger.streams import Stream
 
-EVENT_PAGE = 1000
-"""Events read at a time when looking back for the newest of some kinds."""
 
 POINT_HELP = "a seq (42) or an RFC 3339 time (2026-11-29T03:00:00Z; no offset means UTC)"
 
@@ -82,16 +79,6 @@ NOT_ADOPTED = (
 )
 
 
-def stream_of(session: Session, node: str) -> Stream:
-    """The node's head and events (none for an upstream record not adopted yet); an error if
-    the plugin has never known the node."""
-    session.node = check_node_name(node)
-    stream = session.store.read_stream(node)
-    if not stream.events and stream.head is None:
-        raise PluginError("no events: the plugin has never known this node")
-    return stream
-
-
 def positions_of(session: Session, node: str) -> Positions[Any]:
     """The node's stream, to read by position (empty for an upstream record not adopted
     yet); an error if the plugin has never known the node."""
@@ -135,14 +122,14 @@ def newest(
 ) -> int:
     """The first seq of the newest ``limit`` events of ``kinds`` in ``low`` .. ``high``, read
     backwards a page at a time, keeping only their seqs."""
-    found: list[int] = []
+    from resource_extend.ledger.streams import EVENT_PAGE
+
+    found: list[int] = []  # newest first: each page is older than the one before
     page_end = high
     while page_end >= low and len(found) < limit:
         page_start = max(low, page_end - EVENT_PAGE + 1)
-        for event in positions.events(page_start - 1, page_end):
-            if event.kind in kinds:
-                found.append(event.seq)
-        found.sort(reverse=True)
+        page = [e.seq for e in positions.events(page_start - 1, page_end) if e.kind in kinds]
+        found += reversed(page)
         page_end = page_start - 1
     return found[limit - 1] if len(found) >= limit else low
 
@@ -299,7 +286,7 @@ def export(node: str) -> None:
         session.node = check_node_name(node)
         stored = session.store.stored_events(node)  # as stored: one bad event is printed too
         if not stored:
-            stream_of(session, node)  # the reason: never known, or upstream's not adopted
+            positions_of(session, node)  # the reason: never known, or upstream's not adopted
             raise PluginError(NOT_ADOPTED)
         return json_lines(stored).decode(errors="replace").rstrip("\n")
 

@@ -77,16 +77,7 @@ class Positions(Generic[S]):
             at, past = self._txn(self._exactly(seq, keys_only=True), self._from(seq + 1))
             if at.kvs and not past.kvs:
                 return seq
-        reply = self._range(
-            wire.RangeRequest(
-                key=self.store.keys.event_span(self.node)[0],
-                range_end=self._end,
-                limit=1,
-                keys_only=True,
-                sort_order="DESCEND",
-                revision=self.revision,
-            )
-        )
+        reply = self._range(self.store._end_range(self.node, "DESCEND", revision=self.revision))
         return self._seq(reply.kvs[0].key) if reply.kvs else 0
 
     def _first(self, recorded: bytes) -> int:

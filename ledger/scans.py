@@ -74,11 +74,21 @@ class Scans(Connection):
         return wire.RequestOp(request_range=self._end_range(node, order))
 
     def _end_range(
-        self, node: str, order: Literal["ASCEND", "DESCEND"], *, keys_only: bool = True
+        self,
+        node: str,
+        order: Literal["ASCEND", "DESCEND"],
+        *,
+        keys_only: bool = True,
+        revision: int = 0,
     ) -> wire.RangeRequest:
         start, end = self.keys.event_span(node)
         return wire.RangeRequest(
-            key=start, range_end=end, limit=1, keys_only=keys_only, sort_order=order
+            key=start,
+            range_end=end,
+            limit=1,
+            keys_only=keys_only,
+            sort_order=order,
+            revision=revision,
         )
 
     def _seq_at(self, node: str, reply: wire.RangeResponse) -> int:

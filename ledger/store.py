@@ -391,13 +391,13 @@ class Store(StreamReads[S]):
         changes: list[Change] = [change]
         if record.upstream and record.state is not None and record.found is not None:
             changes.insert(0, self.kind.adopted(record.state, record.found))
-        events = []
+        events: list[Event] = []
         state = record.state
         for i, each in enumerate(changes, start=1):
+            if events:  # the event before names it (an adoption's, only)
+                tip = tip_of(events[-1], encode(events[-1]))
             state = apply(self.kind, state, each)
-            event = self.new_event(record.seq + i, verb, each, op, after=tip, state=state)
-            tip = tip_of(event, encode(event))
-            events.append(event)
+            events.append(self.new_event(record.seq + i, verb, each, op, after=tip, state=state))
         return events, state
 
     def new_event(
@@ -483,12 +483,13 @@ class Store(StreamReads[S]):
         with_first: bool = False,
     ) -> wire.TxnRequest:
         head_key = self.keys.head(node)
+        stored = [encode(event) for event in events]  # each encoded once, on the hot path
         if after is None:
             head_op = wire.delete(head_key)
         else:
             last = events[-1]
             head = self.kind.write_head(after, last.seq)
-            head_op = wire.put(head_key, with_tip(head, tip_of(last, encode(last))))
+            head_op = wire.put(head_key, with_tip(head, tip_of(last, stored[-1])))
         compare = [
             wire.unchanged_since(head_key, head_revision),
             wire.unchanged_since(self.keys.event(node, events[0].seq), 0),  # next key free
@@ -499,7 +500,10 @@ class Store(StreamReads[S]):
             compare=compare,
             success=[
                 head_op,
-                *(wire.put(self.keys.event(node, e.seq), encode(e)) for e in events),
+                *(
+                    wire.put(self.keys.event(node, e.seq), value)
+                    for e, value in zip(events, stored, strict=True)
+                ),
             ],
             failure=self._read_ops(node, with_first),
         )
