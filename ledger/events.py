@@ -83,6 +83,9 @@ class Event(msgspec.Struct, Generic[C], kw_only=True):
     """The node record as written with this event, on every ``SNAPSHOT_EVERY``-th seq (from
     v3; absent elsewhere, and when the node was removed): a reader starts its fold there
     instead of at the stream's start. It is part of the event as stored, so chained."""
+    retries: int | msgspec.UnsetType = msgspec.UNSET
+    """How many compare-and-swaps the call lost to other writers before this event landed
+    (absent: none; from 0.6, v3 still: a reader that does not know it passes it by)."""
 
     @property
     def kind(self) -> str:

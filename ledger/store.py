@@ -16,6 +16,7 @@ in: ``ledger.compaction``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import time
@@ -25,7 +26,7 @@ from typing import Generic, TypeVar
 
 import msgspec
 
-from resource_extend.ledger import migration, wire
+from resource_extend.ledger import migration, tallies, wire
 from resource_extend.ledger.audit import apply, fold
 from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.connection import Ambiguous, OutOfTime
@@ -247,6 +248,7 @@ class Store(StreamReads[S]):
         # there (None when another process read it).
         sent_after: int | None = resume.after if resume else None
         sent_base: NodeRecord[S] | None = None
+        lost = 0  # compare-and-swaps lost to other writers: the event records them
         for attempt in range(self._config.max_attempts):
             try:
                 if sent_after is not None:
@@ -265,7 +267,7 @@ class Store(StreamReads[S]):
                         nodes=record.nodes,
                     )
                 tip = self._tip(node, record)
-                events, after = self._events_for(record, tip, verb, op, change)
+                events, after = self._events_for(record, tip, verb, op, change, lost)
                 try:
                     txn = self._append_txn(
                         node, record.head_revision, events, after, with_first=with_length
@@ -290,6 +292,7 @@ class Store(StreamReads[S]):
                 if fresh.head_revision and fresh.head_revision == record.head_revision:
                     raise self._not_where_the_head_says(node, record.seq)  # no writer moved it
                 record = fresh
+                lost += 1
                 time.sleep(_jitter(min(0.002 * 2**attempt, 0.05)))
             except OutcomeUnknown:
                 raise
@@ -301,17 +304,34 @@ class Store(StreamReads[S]):
                         node=node,
                     ) from None
                 if attempt and isinstance(exc, OutOfTime):
-                    raise Contention(
+                    raise self._gave_up(
+                        node,
+                        verb,
                         f"contention: other writers changed the node first {attempt} times "
                         f"and etcd.timeout ({self._config.timeout:g}s) ran out",
-                        node=node,
                     ) from None
                 raise
-        raise Contention(
+        raise self._gave_up(
+            node,
+            verb,
             f"contention: other writers changed the node first {self._config.max_attempts} "
             "times (etcd.max_attempts); nothing was written",
-            node=node,
         )
+
+    def _gave_up(self, node: str, verb: str, reason: str) -> Contention:
+        """The write's Contention, counted first where exporters see it (``ledger.tallies``)."""
+        at = datetime.now(timezone.utc)
+        failure = tallies.Failure(node=node, at=at, by=self._by, reason=reason)
+        self._deadline = max(self._deadline, time.monotonic() + tallies.GRACE)
+        # What the caller must hear is the failure itself, counted or not.
+        with contextlib.suppress(StoreError):
+            self._write_once(node, tallies.record(self.keys.prefix, self.kind.name, verb, failure))
+        return Contention(reason, node=node)
+
+    def write_failures(self) -> dict[str, int]:
+        """How many writes of this kind gave up, by verb (``ledger.tallies``)."""
+        reply = self._range(tallies.read(self.keys.prefix, self.kind.name))
+        return tallies.counts(self.keys.prefix, self.kind.name, reply.kvs)
 
     def _not_where_the_head_says(self, node: str, seq: int) -> StoreError:
         """Why an append failed though no writer moved the head: a key squats the next seq, or
@@ -384,10 +404,10 @@ class Store(StreamReads[S]):
         )
 
     def _events_for(
-        self, record: NodeRecord[S], tip: Tip, verb: str, op: str, change: Change
+        self, record: NodeRecord[S], tip: Tip, verb: str, op: str, change: Change, lost: int
     ) -> tuple[list[Event], S | None]:
         """The events that append ``change`` (after an adoption, for an upstream head), and
-        the state after them."""
+        the state after them; ``change``'s records the ``lost`` compare-and-swaps before it."""
         changes: list[Change] = [change]
         if record.upstream and record.state is not None and record.found is not None:
             changes.insert(0, self.kind.adopted(record.state, record.found))
@@ -398,6 +418,8 @@ class Store(StreamReads[S]):
                 tip = tip_of(events[-1], encode(events[-1]))
             state = apply(self.kind, state, each)
             events.append(self.new_event(record.seq + i, verb, each, op, after=tip, state=state))
+        if lost:
+            events[-1].retries = lost
         return events, state
 
     def new_event(

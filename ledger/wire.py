@@ -126,6 +126,8 @@ class KeyValue(_Message):
     key: bytes
     value: bytes = b""
     mod_revision: int = 0
+    version: int = 0
+    """How many times the key was written since it was created."""
 
 
 class RangeResponse(_Message):
