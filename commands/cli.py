@@ -15,27 +15,64 @@ import click
 
 from resource_extend.commands.program import current
 from resource_extend.commands.protocol import Verb
-from resource_extend.commands.registry import AUDITOR_COMMANDS, CORE_VERBS, load
+from resource_extend.commands.registry import CORE_VERBS, load, people_commands
 
 
 class LazyGroup(click.Group):
     """A group whose subcommands are imported on first use (click's lazy-loading pattern)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(CORE_VERBS) + list(AUDITOR_COMMANDS)
+        return sorted(CORE_VERBS) + list(people_commands(current().name))
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         loaded = load(cmd_name)
         command = loaded.command() if isinstance(loaded, Verb) else loaded
-        assert command is None or isinstance(command, click.Command)
-        if command is not None and command.help:
-            # The shared commands' help is written once, naming {prog} and {config}: a copy
-            # shows this program's, the command itself stays as written.
-            filled = current().fill(command.help)
-            if filled != command.help:
-                command = copy.copy(command)
-                command.help = filled
+        if command is None:
+            return None
+        assert isinstance(command, click.Command)
+        # A copy: the shared commands' help is written once, naming {prog} and {config}, and
+        # each command takes --config after its name as well; the command stays as written.
+        command = copy.copy(command)
+        command.params = [*command.params, _config_after_verb()]
+        if command.help:
+            command.help = current().fill(command.help)
         return command
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args and not ctx.resilient_parsing:  # a bare "resource-gpu" (not completion):
+            # a few lines, not the whole manual as an error
+            click.echo(current().fill(SHORT_USAGE))
+            ctx.exit(0)
+        return super().parse_args(ctx, args)
+
+
+SHORT_USAGE = """Usage: {prog} [--config PATH] COMMAND [ARGS]...
+
+Core runs one verb per call ({prog} VERB < request.json); people run the rest:
+  {prog} nodes             every node, its state and stream length
+  {prog} doctor            what is wrong with this host's set-up, and how to fix it
+Run "{prog} --help" for every command, "{prog} COMMAND --help" for one."""
+
+
+def _config_after_verb() -> click.Option:
+    """``--config`` after the command's name: ``{prog} show n1 --config gpu.yaml``."""
+
+    def remember(ctx: click.Context, _: click.Parameter, value: str | None) -> None:
+        if value is None:
+            return
+        root = ctx.find_root().params
+        if root.get("config") not in (None, value):
+            raise click.UsageError(f"--config given twice: {root['config']!r} and {value!r}")
+        root["config"] = value
+
+    return click.Option(
+        ["--config"],
+        metavar="PATH",
+        expose_value=False,
+        is_eager=True,
+        callback=remember,
+        help=current().fill(CONFIG_HELP),
+    )
 
 
 HELP = """{summary}, on an event-sourced ledger in etcd.
@@ -63,7 +100,25 @@ Auditors and operators:
   {prog} archive --archive DIR [--every S]   old events out of etcd, into one directory
 history, show and verify read that directory with --archive DIR: a node's life from event 1.
 POINT is a seq or an RFC 3339 time. Run "{prog} COMMAND --help" for each.
+
+\b
+Operators:
+  {prog} doctor [--json]                 check the config, etcd, the prefix and the helper
+  {prog} exporter --listen ADDR          serve /metrics to Prometheus{detect}
+
+\b
+Exit status: 0 success; 1 a failure, said in one line on stderr (bad input, an unknown
+node, not enough resources, etcd unreachable; nothing was written); 2 a usage error
+(an unknown command or option); 70 an internal error (a bug: set RESOURCE_GPU_DEBUG=1
+for its traceback). verify and doctor exit 1 when they find a problem.
+
+\b
+Shell completion (bash; zsh and fish likewise):
+  eval "$(_{PROG}_COMPLETE=bash_source {prog})"
 """
+
+DETECT_LINE = """
+  {prog} detect                          this host's GPUs, as add-node takes them"""
 
 
 CONFIG_HELP = "Config file (default: $ERU_RESOURCE_CONFIG_PATH, else ./{config})."
@@ -75,21 +130,53 @@ CONFIG_HELP = "Config file (default: $ERU_RESOURCE_CONFIG_PATH, else ./{config})
     metavar="PATH",
     help=CONFIG_HELP,
 )
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=lambda ctx, _, value: _print_version(ctx) if value else None,
+    help="Print the version and exit.",
+)
 def cli(config: str | None) -> None:
     pass
+
+
+def _print_version(ctx: click.Context) -> None:
+    from importlib import metadata
+
+    from resource_extend.commands.program import DISTRIBUTION
+
+    try:
+        version = metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        version = "unknown (not installed)"
+    click.echo(f"{current().name} {version} ({DISTRIBUTION})")
+    ctx.exit(0)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI: click's usage errors become one line too, like every failure."""
     program = current()
-    cli.help = HELP.format(prog=program.name, kind=program.kind, summary=program.summary)
+    detect = (
+        DETECT_LINE.format(prog=program.name) if "detect" in people_commands(program.name) else ""
+    )
+    cli.help = HELP.format(
+        prog=program.name,
+        PROG=program.name.upper().replace("-", "_"),
+        kind=program.kind,
+        summary=program.summary,
+        detect=detect,
+    )
     (config,) = (p for p in cli.params if isinstance(p, click.Option) and p.name == "config")
     config.help = program.fill(CONFIG_HELP)
     prog = program.name
     try:
         status = cli.main(args=argv, prog_name=prog, standalone_mode=False)
     except click.UsageError as exc:
-        sys.stderr.write(f"{prog}: {exc.format_message()} (see '{prog} --help')\n")
+        where = exc.ctx.command_path if exc.ctx is not None else prog
+        message = exc.format_message().rstrip(".")
+        sys.stderr.write(f"{where}: {message} (see '{where} --help')\n")
         raise SystemExit(exc.exit_code) from None
     except click.ClickException as exc:
         sys.stderr.write(f"{prog}: {exc.format_message()}\n")

@@ -47,11 +47,16 @@ def main(argv: list[str] | None = None, program: str = "resource-gpu") -> None:
 
 
 def _config_option(args: list[str]) -> tuple[str | None, list[str]]:
-    """``--config PATH`` or ``--config=PATH`` ahead of the verb, and what follows it."""
+    """``--config PATH`` (or ``--config=PATH``) ahead of the verb or after it, and the rest:
+    core's ``VERB`` alone, or anything else for the CLI."""
     if len(args) >= 2 and args[0] == "--config":
         return args[1], args[2:]
     if args and args[0].startswith("--config="):
         return args[0].removeprefix("--config="), args[1:]
+    if len(args) == 3 and args[1] == "--config":
+        return args[2], args[:1]
+    if len(args) == 2 and args[1].startswith("--config="):
+        return args[1].removeprefix("--config="), args[:1]
     return None, args
 
 

@@ -145,7 +145,7 @@ def read_request(request_type: type[R], io: CallIO | None = None) -> R:
     if len(raw) > MAX_REQUEST_BYTES:
         raise PluginError(f"request is larger than {MAX_REQUEST_BYTES} bytes")
     if not raw.strip():
-        raw = b"{}"
+        raise PluginError("the request is empty: pipe one JSON object on stdin")
     try:
         return program_package().decode(raw, request_type)  # type: ignore[no-any-return]
     except msgspec.ValidationError as exc:

@@ -51,20 +51,32 @@ AUDITOR_COMMANDS: dict[str, str] = {
     "helper": "resource_extend.commands.helper:helper",
     "footprint": "resource_extend.commands.footprint:footprint",
     "archive": "resource_extend.commands.archive:archive",
+    "doctor": "resource_extend.commands.doctor:doctor",
+    "exporter": "resource_extend.commands.exporter:exporter",
 }
 """Commands for people (auditors, operators); not offered to core."""
+
+PROGRAM_COMMANDS: dict[str, dict[str, str]] = {
+    "resource-gpu": {"detect": "resource_extend.commands.detect:detect"},
+}
+"""Commands for people that only one of the two programs has (``resource-gpu detect``)."""
 
 COMMANDS = {**CORE_VERBS, **HIDDEN_VERBS, **AUDITOR_COMMANDS}
 
 
+def people_commands(program: str) -> dict[str, str]:
+    """The commands for people ``program`` offers: the shared ones, then its own."""
+    return {**AUDITOR_COMMANDS, **PROGRAM_COMMANDS.get(program, {})}
+
+
 def load(name: str) -> Any:
     """The subcommand called ``name`` (a core verb or a click command), or None."""
-    target = COMMANDS.get(name)
+    from resource_extend.commands.program import current
+
+    target = COMMANDS.get(name) or PROGRAM_COMMANDS.get(current().name, {}).get(name)
     if target is None:
         return None
     import importlib
-
-    from resource_extend.commands.program import current
 
     module, attribute = target.split(":")
     if module.startswith("."):

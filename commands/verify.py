@@ -43,6 +43,9 @@ class Verified(msgspec.Struct):
     """What to report (empty when all is well): disagreements, repairs, notes."""
     agrees: bool = True
     """No disagreement is left (there was none, or it was repaired)."""
+    known: bool = True
+    """The node has a head or events: one that has neither is not a disagreement, and
+    ``--repair`` has nothing to repair."""
     repaired: int = 0
     exports_read: int = 0
     exports_elsewhere: int = 0
@@ -59,8 +62,7 @@ def _verify_head(store: Store[NodeState], node: str, repair: bool, found: Verifi
         for page in opened.pages:
             walk.feed(page.events, page.raw)
         if opened.head is None and walk.last is None:
-            found.findings.append("unknown: no head and no events")
-            found.agrees = False
+            found.known = False
             return None
         if walk.last is not None:
             found.tip = f"seq {walk.last.seq}, digest {named_by_next(walk.last, walk.last_raw)}"
@@ -207,7 +209,8 @@ def verify(
     \b
     Prints one line per node that disagrees, saying what differs with both values:
       node n1: usage differs: head <the record's usage>, stream <what the events fold to>
-    Exit status: 0 when every head agrees (or was repaired), 1 otherwise.
+    Exit status: 0 when every head agrees (or was repaired), 1 otherwise, and 1 for a named
+    node that does not exist (no head and no events: said so, not counted as disagreeing).
 
     A compacted stream starts with a checkpoint naming its export: archive:<file> in the
     archive (read with --archive, or streams.archive_dir), or host:path. When that file is
@@ -234,11 +237,15 @@ def verify(
         reports: list[str] = []
         total = Verified()
         failed = 0
+        unknown: list[str] = []
         for node in targets:
             try:
                 found = _verify_one(store, node, exports, repair, directories)
             except PluginError as exc:
                 found = Verified(findings=[f"cannot verify: {exc.reason}"], agrees=False)
+            if not found.known:
+                unknown.append(node)
+                continue
             if found.findings:
                 reports.append(f"node {node}: {'; '.join(found.findings)}")
             if digests and found.tip:
@@ -249,14 +256,27 @@ def verify(
             total.exports_elsewhere += found.exports_elsewhere
         if reports:
             respond("\n".join(reports), text=True, io=session.io)
+        verified = len(targets) - len(unknown)
+        problems = []
         if failed:
             hint = "" if repair else " (--repair rewrites heads and publishes exports)"
-            verb = "disagrees" if failed == 1 else "disagree"
-            raise PluginError(
-                f"{failed} of {plural(len(targets), 'node')} {verb} with their streams or "
-                f"exports{hint}"
+            disagree = (
+                "disagrees with its stream or exports"
+                if failed == 1
+                else ("disagree with their streams or exports")
             )
-        summary = f"{plural(len(targets), 'node')} verified: every head agrees with its stream"
+            problems.append(f"{failed} of {plural(verified, 'node')} {disagree}{hint}")
+        if unknown:
+            shown = ", ".join(unknown[:5]) + (
+                f" and {len(unknown) - 5} more" if unknown[5:] else ""
+            )
+            problems.append(
+                f"no such {'node' if len(unknown) == 1 else 'nodes'} under the prefix (no head, "
+                f"no events): {shown}"
+            )
+        if problems:
+            raise PluginError("; ".join(problems))
+        summary = f"{plural(verified, 'node')} verified: every head agrees with its stream"
         if total.exports_read:
             summary += f", {plural(total.exports_read, 'export')} checked"
         if total.exports_elsewhere:

@@ -130,12 +130,30 @@ class SchedulerConfig(msgspec.Struct, kw_only=True):
     """resource-storage: the most plans one placement enumerates (core's default, 10000)."""
 
 
+MAX_PRODUCT_LENGTH = 256
+"""As long as a product in a card map may be (``projections.gpu.resources``)."""
+
+
 class Config(msgspec.Struct, kw_only=True):
     etcd: EtcdConfig
     streams: StreamsConfig = msgspec.field(default_factory=StreamsConfig)
     scheduler: SchedulerConfig = msgspec.field(default_factory=SchedulerConfig)
     resident: bool = True
     """Serve core's calls from a warm resident helper (``commands.residentd``)."""
+    products: dict[str, Annotated[str, msgspec.Meta(max_length=MAX_PRODUCT_LENGTH)]] = (
+        msgspec.field(default_factory=dict)
+    )
+    """resource-gpu detect: a card's name as the driver reports it -> its product."""
+
+    def __post_init__(self) -> None:
+        for name, product in self.products.items():
+            if not name.strip():
+                raise ValueError("products: a reported card name is blank")
+            if not product.strip() or not product.isprintable():
+                raise ValueError(
+                    f"products: {name!r} maps to {product!r}, which is not a product name "
+                    "(blank, or with control characters)"
+                )
 
 
 _loaded: dict[str, tuple[bytes, str, Config]] = {}
@@ -181,11 +199,11 @@ def load(
     resident helper off (with the helper on, calls run in-process only until it is up).
     """
     path = config_path(explicit, default)
-    data = _read(path)
+    data = _read(path, explicit)
     try:
         base = os.path.dirname(os.path.abspath(path))
     except OSError:  # a relative path, and the working directory is gone
-        raise _not_found(path) from None
+        raise _not_found(path, explicit) from None
     cached = _loaded.get(path)
     if cached is not None and cached[:2] == (data, base):
         return cached[2]
@@ -263,11 +281,11 @@ def _anchored(config: Config, base: str | None) -> Config:
     )
 
 
-def _read(path: str) -> bytes:
+def _read(path: str, explicit: str | None) -> bytes:
     try:
         return read_small_file(path, MAX_CONFIG_BYTES)
     except FileNotFoundError:
-        raise _not_found(path) from None
+        raise _not_found(path, explicit) from None
     except OSError as exc:
         raise PluginError(f"cannot read config file {path!r}: {exc.strerror or exc}") from None
     except UnfitFile as exc:
@@ -278,14 +296,24 @@ def _read(path: str) -> bytes:
         raise PluginError(f"cannot read config file {path!r}: {exc}") from None
 
 
-def _not_found(path: str) -> PluginError:
-    gone = ""
+def _not_found(path: str, explicit: str | None) -> PluginError:
+    """Where the file was looked for, and why there."""
+    if explicit:
+        why = "named by --config"
+    elif os.environ.get(ENV_VAR):
+        why = f"named by ${ENV_VAR}"
+    else:
+        why = f"the default: neither --config nor ${ENV_VAR} named one"
+    where = path
     if not os.path.isabs(path):
         try:
-            os.getcwd()
+            where = os.path.join(os.getcwd(), path)
         except OSError:
-            gone = " (the working directory no longer exists)"
-    return PluginError(f"config file {path!r} not found{gone} (pass --config or set {ENV_VAR})")
+            where = f"{path} in a working directory that no longer exists"
+    return PluginError(
+        f"config file {path!r} not found: looked at {where} ({why}); pass --config PATH or "
+        f"set {ENV_VAR}"
+    )
 
 
 def _one_line(exc: BaseException) -> str:

@@ -1,5 +1,6 @@
-"""Just enough HTTP/1.1 to POST JSON to etcd's gateway: one keep-alive connection, requests sent
-one at a time, replies read by Content-Length or chunked transfer coding (RFC 9112).
+"""Just enough HTTP/1.1 to POST JSON to etcd's gateway (and GET its ``/version``): one keep-alive
+connection, requests sent one at a time, replies read by Content-Length or chunked transfer
+coding (RFC 9112).
 
 Why not ``http.client``: importing it pulls in ``email`` and ``ssl``, about 14 ms, more than
 half of what a whole plugin call may cost. This module speaks plain HTTP over ``_socket``, the C
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import ssl
+    from datetime import datetime
 
 MAX_HEADER_BYTES = 64 * 1024
 
@@ -23,10 +25,25 @@ class HTTPError(OSError):
 
 
 class Response:
-    def __init__(self, status: int, reason: str, body: bytes) -> None:
+    def __init__(
+        self, status: int, reason: str, body: bytes, headers: dict[str, str] | None = None
+    ) -> None:
         self.status = status
         self.reason = reason
         self.body = body
+        self.headers = headers or {}
+        """The reply's header fields, by lower-cased name (the last of a repeated one)."""
+
+    def date(self) -> datetime | None:
+        """When the server says it answered (its ``Date`` field, to the second, in UTC);
+        None when it sent none or one that is not an HTTP date."""
+        from email.utils import parsedate_to_datetime  # only doctor asks: not on a call's path
+
+        try:
+            when = parsedate_to_datetime(self.headers.get("date", ""))
+        except (TypeError, ValueError, IndexError):
+            return None
+        return when if when.tzinfo is not None else None
 
 
 class Connection:
@@ -48,12 +65,25 @@ class Connection:
 
     def post(self, path: str, body: bytes, headers: dict[str, str]) -> Response:
         """Send one request and read its whole reply; closes the connection on any failure."""
+        return self._exchange("POST", path, body, headers)
+
+    def get(self, path: str, headers: dict[str, str] | None = None) -> Response:
+        """``post``, for a GET (no body): etcd's ``/version``."""
+        return self._exchange("GET", path, None, headers or {})
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _exchange(
+        self, method: str, path: str, body: bytes | None, headers: dict[str, str]
+    ) -> Response:
         try:
             sock = self._connect()
             host = f"[{self.host}]" if ":" in self.host else self.host  # an IPv6 address
-            head = [f"POST {path} HTTP/1.1", f"Host: {host}:{self.port}"]
+            head = [f"{method} {path} HTTP/1.1", f"Host: {host}:{self.port}"]
             head += [f"{name}: {value}" for name, value in headers.items()]
-            head.append(f"Content-Length: {len(body)}")
+            if body is not None:
+                head.append(f"Content-Length: {len(body)}")
+            body = body or b""
             sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
             return self._read_response()
         except (OSError, ValueError) as exc:
@@ -61,8 +91,6 @@ class Connection:
             if isinstance(exc, OSError):
                 raise
             raise HTTPError(f"malformed HTTP reply: {exc}") from None
-
-    # -- internals ----------------------------------------------------------------------------
 
     def _connect(self) -> _socket.socket:
         if self._sock is None:
@@ -121,7 +149,7 @@ class Connection:
             body = self._exactly(int(headers.get("content-length", "0")))
         if headers.get("connection", "").lower() == "close":
             self.close()
-        return Response(code, reason[0] if reason else "", body)
+        return Response(code, reason[0] if reason else "", body, headers)
 
     def _chunked(self) -> bytes:
         parts = []

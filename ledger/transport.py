@@ -154,6 +154,16 @@ class HttpTransport:
         raw = self._post(endpoint, self.PATHS[type(request)], _encoder.encode(request), timeout)
         return _decode(raw, reply)
 
+    def get(self, endpoint: int, path: str, timeout: float) -> http11.Response:
+        """GET ``path`` (etcd's ``/version``, which needs no token) and return the whole reply,
+        whatever its status, header fields included (``doctor`` reads the server's ``Date``)."""
+        connection = self._connection(endpoint, timeout)
+        try:
+            return connection.get(path)
+        except OSError as exc:
+            self.drop(endpoint)
+            raise Unavailable(_describe_os_error(exc)) from None
+
     def drop(self, endpoint: int) -> None:
         connection = self._connections.pop(endpoint, None)
         self._tokens.pop(endpoint, None)

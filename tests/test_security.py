@@ -125,6 +125,13 @@ def test_tls_with_a_certificate_from_another_ca_is_refused(
 
 @pytest.fixture
 def auth_etcd(tmp_path: Path) -> Iterator[Member]:
+    member = start_auth_member(tmp_path)
+    yield member
+    member.kill()
+
+
+def start_auth_member(tmp_path: Path) -> Member:
+    """A member with auth on: user eru (password eru-secret) may read and write /test-*."""
     member = start_member(tmp_path)
     ctl = [etcdctl_binary(), f"--endpoints={member.client_url}"]
     for args in (
@@ -136,8 +143,7 @@ def auth_etcd(tmp_path: Path) -> Iterator[Member]:
         ["auth", "enable"],
     ):
         subprocess.run([*ctl, *args], check=True, capture_output=True)
-    yield member
-    member.kill()
+    return member
 
 
 def test_user_and_password(auth_etcd: Member, tmp_path: Path) -> None:

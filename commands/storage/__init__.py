@@ -7,6 +7,7 @@ TYPE_CHECKING = False  # not typing's: every call imports this package
 if TYPE_CHECKING:
     from typing import Any
 
+    from resource_extend.commands.exporter_view import KindGauges
     from resource_extend.commands.views import KindView
     from resource_extend.ledger.kinds import Kind
 
@@ -41,6 +42,13 @@ def metrics_descriptions() -> list[Any]:
     from resource_extend.projections.storage.metrics import DESCRIPTIONS
 
     return list(DESCRIPTIONS)
+
+
+def exporter_gauges() -> KindGauges:
+    """The gauges ``{prog} exporter`` serves per node (``projections.storage.metrics``)."""
+    from resource_extend.projections.storage import metrics
+
+    return metrics
 
 
 def decode(raw: bytes, request_type: type[Any]) -> Any:

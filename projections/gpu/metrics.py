@@ -5,7 +5,18 @@ from __future__ import annotations
 from resource_extend.projections.gpu.node import NodeState
 from resource_extend.projections.metrics import Metric, MetricDescription, statsd_safe
 
-__all__ = ["DESCRIPTIONS", "LABELS", "Metric", "MetricDescription", "node_metrics", "statsd_safe"]
+__all__ = [
+    "DESCRIPTIONS",
+    "GAUGES",
+    "LABELS",
+    "Gauge",
+    "Metric",
+    "MetricDescription",
+    "Sample",
+    "gauges",
+    "node_metrics",
+    "statsd_safe",
+]
 
 LABELS = ["podname", "nodename", "product"]
 
@@ -28,3 +39,27 @@ def node_metrics(podname: str, nodename: str, state: NodeState) -> list[Metric]:
         )
         metrics.append(Metric("gpu_used", labels, f"{base}.used", str(state.usage.get(product, 0))))
     return metrics
+
+
+# -- the exporter's gauges (``resource-gpu exporter``) -----------------------------------------
+
+Gauge = tuple[str, str, tuple[str, ...]]
+"""An exporter gauge: its name after the program's prefix, its help, its labels (``node``,
+which the exporter adds, aside)."""
+Sample = tuple[str, tuple[str, ...], float]
+"""One value of a gauge: the gauge's name, its labels' values in order, the value."""
+
+GAUGES: tuple[Gauge, ...] = (
+    ("capacity_cards", "GPU cards the node has, per product.", ("product",)),
+    ("used_cards", "GPU cards workloads hold on the node, per product.", ("product",)),
+)
+
+
+def gauges(state: NodeState) -> list[Sample]:
+    """The node's ``GAUGES``: per product in its capacity or usage, cards had and cards used."""
+    products = sorted(state.capacity.keys() | state.usage.keys())
+    had: list[Sample] = [
+        ("capacity_cards", (p,), float(state.capacity.get(p, 0))) for p in products
+    ]
+    used: list[Sample] = [("used_cards", (p,), float(state.usage.get(p, 0))) for p in products]
+    return had + used

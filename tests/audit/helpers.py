@@ -186,7 +186,10 @@ def usage_error(result: Result) -> str:
     assert result.stdout == ""
     lines = result.stderr.splitlines()
     assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("resource-gpu: "), lines[0]
+    # "resource-gpu history: No such option ... (see 'resource-gpu history --help')"
+    assert re.match(
+        r"resource-gpu( [a-z-]+)?: .* \(see 'resource-gpu( [a-z-]+)? --help'\)$", lines[0]
+    )
     return lines[0]
 
 

@@ -160,8 +160,27 @@ def test_names_and_all_together_or_neither_is_an_error(plugin: Plugin) -> None:
         assert "--all" in error_line(result, "verify")
 
 
-def test_a_node_never_known_is_reported_not_verified(plugin: Plugin) -> None:
+def test_a_node_never_known_is_said_so_not_counted_as_disagreeing(
+    plugin: Plugin, etcd: Etcd
+) -> None:
+    """A mistyped name is not a disagreement --repair could fix: verify says there is no such
+    node (exit 1), and counts only the nodes it verified."""
     plugin.add("n1", {G: 1})
-    result = run(plugin, "verify", "n1", "nosuch")
-    lines = report(result, 1, 2)
-    assert lines == {"nosuch": "node nosuch: unknown: no head and no events"}
+    plugin.add("n2", {G: 1})
+    for repair in ((), ("--repair",)):
+        result = run(plugin, "verify", "n1", "nosuch", *repair)
+        assert result.stdout == ""
+        assert error_line(result, "verify") == (
+            "resource-gpu verify: no such node under the prefix (no head, no events): nosuch"
+        )
+    put_head(etcd, "n2", head({G: 8}, {}, 1))
+    result = run(plugin, "verify", "n1", "n2", "nosuch", "other")
+    assert (result.status, result.stdout) == (
+        1,
+        f"node n2: capacity differs: head {G}:8, stream {G}:1\n",
+    )
+    assert result.stderr.strip() == (
+        "resource-gpu verify: 1 of 2 nodes disagrees with its stream or exports (--repair "
+        "rewrites heads and publishes exports); no such nodes under the prefix (no head, no "
+        "events): nosuch, other"
+    )

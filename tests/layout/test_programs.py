@@ -8,11 +8,12 @@ import pytest
 from resource_extend.commands import program
 from resource_extend.commands.protocol import Verb
 from resource_extend.commands.registry import (
-    AUDITOR_COMMANDS,
     COMMANDS,
     CORE_VERBS,
     HIDDEN_VERBS,
+    PROGRAM_COMMANDS,
     load,
+    people_commands,
 )
 
 
@@ -26,8 +27,11 @@ def test_every_verb_is_served_by_each_program(name: str) -> None:
             module = loaded.handler.__module__
             shared = module == "resource_extend.commands.meta"
             assert shared or module.startswith(serving.verbs + "."), (verb, module)
-        for command in AUDITOR_COMMANDS:
+        for command in people_commands(name):
             assert load(command) is not None
+        others = set().union(*PROGRAM_COMMANDS.values()) - set(people_commands(name))
+        for command in others:  # another program's own (resource-storage has no detect)
+            assert load(command) is None, (name, command)
 
 
 @pytest.mark.parametrize("name", sorted(program.PROGRAMS))
@@ -73,7 +77,7 @@ def test_each_programs_help_names_itself_and_its_own_config(
     for name in order:
         serving = program.PROGRAMS[name]
         other = program.GPU if serving is program.STORAGE else program.STORAGE
-        for command in ((), *((c,) for c in (*CORE_VERBS, *AUDITOR_COMMANDS))):
+        for command in ((), *((c,) for c in (*CORE_VERBS, *people_commands(name)))):
             _help(name, *command)
             text = capsys.readouterr().out
             assert "{prog}" not in text and "{config}" not in text, (name, command, text)

@@ -1,0 +1,303 @@
+"""``doctor``'s etcd checks: every ``etcd.machines`` endpoint on its own, not through the
+fail-over connection (reachable; TLS with the configured ca/cert/key; the credentials accepted;
+the server's version; the prefix readable), the cluster's alarms, and this host's clock
+against etcd's.
+
+The clock is read from the ``Date`` of etcd's answer to ``GET /version`` on its HTTP gateway
+(the client port serves it beside gRPC, so with ``etcd.transport: grpc`` too); the rest goes
+through the configured transport, as the plugin's own calls do.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+
+import msgspec
+
+from resource_extend.commands.doctor_checks import Finding, fail, not_checked, ok, warn
+from resource_extend.commands.program import current
+from resource_extend.ledger import wire
+from resource_extend.ledger.config import Config, EtcdConfig
+from resource_extend.ledger.errors import StoreError
+from resource_extend.ledger.keys import KeyLayout, range_end
+from resource_extend.ledger.transport import (
+    HttpTransport,
+    Refused,
+    Transport,
+    Unavailable,
+    open_transport,
+)
+
+MIN_VERSION = (3, 4)
+"""The oldest etcd the plugins support: its JSON gateway serves ``/v3/`` from 3.4 on (3.3
+named it ``/v3beta/``)."""
+WARN_SKEW = 1.0
+"""Seconds of clock difference with etcd past which doctor warns."""
+FAIL_SKEW = 60.0
+"""Seconds past which it fails: event times a minute off mislead ``history --since`` and
+``show --at``, and eat into the margin ``streams.min_age`` leaves compaction."""
+CALL_SECONDS = 30.0
+"""How long core lets a call run: a lost answer's retry looks for its event up to this late."""
+
+TLS_SIGNS = ("TLS", "SSL", "certificate", "handshake", "etcd.ca", "etcd.cert", "etcd.key")
+AUTH_SIGNS = ("authentication failed", "unauthenticated", "user name", "invalid auth token")
+REACH_FIX = (
+    "start etcd there, or correct the etcd.machines entry {entry!r} (a client URL, "
+    "http(s)://host:port, of a running member)"
+)
+TLS_FIX = (
+    "set etcd.ca to the CA that signed etcd's certificate (and etcd.cert/etcd.key to a client "
+    "certificate etcd's --trusted-ca-file trusts, if it asks for one); the URL's host must be "
+    "one etcd's certificate names"
+)
+AUTH_FIX = (
+    "set etcd.auth.username and etcd.auth.password to a user etcd knows, whose role may read "
+    "and write {prefix}/resource/ and {prefix}/resource-events/ (etcdctl role "
+    "grant-permission ROLE --prefix=true readwrite {prefix}/)"
+)
+CLOCK_FIX = (
+    "synchronise the clocks of this host and etcd's hosts (NTP: timedatectl set-ntp true, or "
+    "chrony), then run again"
+)
+
+
+class EtcdFindings(msgspec.Struct):
+    """What later checks need to know of etcd: whether any endpoint answered."""
+
+    reachable: bool = False
+
+
+class Probe(msgspec.Struct):
+    """One endpoint, checked."""
+
+    index: int
+    where: str
+    finding: Finding
+    answered: bool = False
+    """It answered every request: later checks may use it."""
+    offset: float | None = None
+    """Seconds etcd's clock is at least ahead (+) or behind (-) this host's; None: not read."""
+
+
+class _Version(msgspec.Struct):
+    etcdserver: str = ""
+
+
+def check_etcd(config: Config, probed: EtcdFindings) -> list[Finding]:
+    """Each endpoint, then the alarms (asked of the first that answered), then the clock."""
+    settings = config.etcd
+    root = KeyLayout(settings.prefix, current().kind).root
+    probes = [probe(settings, index, root) for index in range(len(settings.machines))]
+    answering = [p for p in probes if p.answered]
+    probed.reachable = bool(answering)
+    findings = [p.finding for p in probes]
+    if answering:
+        findings.append(check_alarms(settings, answering[0].index))
+    else:
+        findings.append(not_checked("etcd alarms", "no etcd endpoint passed its check"))
+    offsets = [(p.where, p.offset) for p in probes if p.offset is not None]
+    findings.append(judge_clock(offsets, config.streams.min_age))
+    return findings
+
+
+def _single(settings: EtcdConfig, index: int) -> EtcdConfig:
+    """The settings with only endpoint ``index``: a transport that cannot fail over."""
+    return msgspec.structs.replace(settings, machines=[settings.machines[index]])
+
+
+def probe(settings: EtcdConfig, index: int, root: bytes) -> Probe:
+    """Check one endpoint: ``GET /version`` on its HTTP gateway (reachable, TLS, version, the
+    clock), then, through the configured transport, its status (the credentials) and a count
+    of the heads under the prefix (permission to read it)."""
+    entry = settings.machines[index]
+    single = _single(settings, index)
+    endpoint = single.endpoints[0]
+    where = endpoint.address
+    check = f"etcd {where}"
+    gateway = HttpTransport(single)
+    calls: Transport | None = None
+    found = Probe(index, where, ok(check, ""))
+    version = ""
+    gateway_failure = ""
+    try:
+        try:
+            sent = time.time()
+            reply = gateway.get(0, "/version", settings.timeout)
+            received = time.time()
+            if reply.status == 200:
+                version = msgspec.json.decode(reply.body, type=_Version).etcdserver
+            date = reply.date()
+            if date is not None:
+                found.offset = clock_offset(date, sent, received)
+        except (Unavailable, StoreError, msgspec.DecodeError) as exc:
+            if settings.transport == "http":
+                raise
+            gateway_failure = str(exc)
+        calls = gateway if settings.transport == "http" else open_transport(single)
+        status = calls.send(0, wire.StatusRequest(), wire.StatusResponse, settings.timeout)
+        heads = wire.RangeRequest(key=root, range_end=range_end(root), count_only=True)
+        counted = calls.send(0, heads, wire.RangeResponse, settings.timeout)
+    except Unavailable as exc:
+        found.finding = _unreachable(check, entry, str(exc))
+        return found
+    except Refused as exc:
+        found.finding = _refused(check, settings, str(exc))
+        return found
+    except (StoreError, msgspec.DecodeError) as exc:
+        reason = exc.reason if isinstance(exc, StoreError) else f"not etcd's answer: {exc}"
+        fix = TLS_FIX if _tls(reason) else "do what the message says"
+        found.finding = fail(check, reason, fix)
+        return found
+    finally:
+        gateway.close()
+        if calls is not None and calls is not gateway:
+            calls.close()
+    found.answered = True
+    found.finding = _answered(check, settings, endpoint.tls, version or status.version, counted)
+    if gateway_failure:
+        found.finding = msgspec.structs.replace(
+            found.finding,
+            message=f"{found.finding.message}; its HTTP gateway did not answer "
+            f"({gateway_failure}): clock not read there",
+        )
+    return found
+
+
+def _answered(
+    check: str, settings: EtcdConfig, tls: bool, version: str, counted: wire.RangeResponse
+) -> Finding:
+    over = "gRPC" if settings.transport == "grpc" else "HTTP"
+    who = f"user {settings.auth.username}" if settings.auth.username else "no auth"
+    message = (
+        f"answers over {over} ({'TLS' if tls else 'no TLS'}, {who}): etcd "
+        f"{version or '(version not said)'}; {counted.count} node records under "
+        f"{settings.prefix}"
+    )
+    if _older(version, MIN_VERSION):
+        oldest = ".".join(map(str, MIN_VERSION))
+        return warn(
+            check,
+            f"{message}; etcd {version} is older than {oldest}, the oldest the plugins support",
+            f"upgrade etcd to {oldest} or later (its JSON gateway serves /v3/ from {oldest})",
+        )
+    return ok(check, message)
+
+
+def _unreachable(check: str, entry: str, reason: str) -> Finding:
+    reason = reason.removeprefix("unavailable: ")
+    if _tls(reason):
+        return fail(check, f"TLS handshake failed: {reason}", TLS_FIX)
+    return fail(check, f"unreachable: {reason}", REACH_FIX.format(entry=entry))
+
+
+def _refused(check: str, settings: EtcdConfig, reason: str) -> Finding:
+    prefix = settings.prefix.rstrip("/")
+    if any(sign in reason for sign in AUTH_SIGNS):
+        user = settings.auth.username
+        message = (
+            f"credentials refused for user {user!r}: {reason}"
+            if user
+            else f"etcd wants credentials and etcd.auth sets none: {reason}"
+        )
+        return fail(check, message, AUTH_FIX.format(prefix=prefix))
+    if "permission_denied" in reason or "permission denied" in reason:
+        user = settings.auth.username or "(none)"
+        message = f"user {user} may not read {settings.prefix}: {reason}"
+        return fail(check, message, AUTH_FIX.format(prefix=prefix))
+    if _tls(reason):
+        return fail(check, f"TLS failed: {reason}", TLS_FIX)
+    return fail(check, f"etcd refused: {reason}", "see etcd's log on that host")
+
+
+def _tls(reason: str) -> bool:
+    return any(sign in reason for sign in TLS_SIGNS)
+
+
+def _older(version: str, oldest: tuple[int, int]) -> bool:
+    """Whether ``version`` (``3.5.1``) is older than ``oldest``; False when it cannot tell."""
+    parts = version.split(".")[:2]
+    if len(parts) < 2 or not all(part.isdigit() for part in parts):
+        return False
+    return (int(parts[0]), int(parts[1])) < oldest
+
+
+def check_alarms(settings: EtcdConfig, index: int) -> Finding:
+    """The cluster's raised alarms, asked of endpoint ``index``."""
+    check = "etcd alarms"
+    transport = open_transport(_single(settings, index))
+    try:
+        answer = transport.send(0, wire.AlarmRequest(), wire.AlarmResponse, settings.timeout)
+    except (Unavailable, Refused) as exc:
+        return warn(
+            check,
+            f"not checked: etcd did not list its alarms ({exc})",
+            "as etcd's root user: etcdctl alarm list",
+        )
+    finally:
+        transport.close()
+    raised = sorted({member.alarm for member in answer.alarms} - {"NONE"})
+    if not raised:
+        return ok(check, "none raised")
+    if "NOSPACE" in raised:
+        return fail(
+            check,
+            f"raised: {', '.join(raised)}: etcd's database reached its quota "
+            "(--quota-backend-bytes) and it refuses every write, core's included",
+            "free space, then disarm: etcdctl compact REVISION; etcdctl defrag (each member); "
+            "etcdctl alarm disarm ({prog} footprint shows the plugin's share)",
+        )
+    return fail(
+        check,
+        f"raised: {', '.join(raised)}",
+        "see etcd's log; CORRUPT: restore that member from a snapshot (etcd's disaster "
+        "recovery guide), then etcdctl alarm disarm",
+    )
+
+
+def clock_offset(date: datetime, sent: float, received: float) -> float:
+    """How far etcd's clock is at least ahead (+) or behind (-) this host's, from the ``Date``
+    of a reply sent at ``sent`` and received at ``received`` (this host's times): the date is
+    the second etcd answered in, truncated, so its clock read somewhere in ``[date, date + 1)``
+    while ours read somewhere in ``[sent, received]``. 0 when the two may agree."""
+    server = date.timestamp()
+    if server > received:
+        return server - received
+    if server + 1 < sent:
+        return server + 1 - sent
+    return 0.0
+
+
+def fail_after(min_age: float) -> float:
+    """The clock difference that matters: ``FAIL_SKEW``, or less when ``streams.min_age``
+    leaves less than that beyond a core call (compaction here keeps events younger than
+    ``min_age`` by this host's clock against the times in the events)."""
+    margin = min_age - CALL_SECONDS
+    return min(FAIL_SKEW, margin) if margin > WARN_SKEW else FAIL_SKEW
+
+
+def judge_clock(offsets: list[tuple[str, float]], min_age: float) -> Finding:
+    """The worst clock difference measured, against the thresholds."""
+    check = "clock"
+    if not offsets:
+        return not_checked(check, "no etcd endpoint's HTTP gateway answered with a Date")
+    where, worst = max(offsets, key=lambda found: abs(found[1]))
+    skew = abs(worst)
+    if skew <= WARN_SKEW:
+        return ok(check, f"this host's clock agrees with etcd's to within a second ({where})")
+    direction = "behind" if worst > 0 else "ahead of"
+    message = (
+        f"this host's clock is at least {skew:.1f} s {direction} etcd's at {where}: events "
+        "written here carry times that far off"
+    )
+    limit = fail_after(min_age)
+    if skew < limit:
+        return warn(check, f"{message} (fails from {limit:g} s)", CLOCK_FIX)
+    return fail(
+        check,
+        f"{message}; from {limit:g} s it matters: history --since/--until and show --at pick "
+        "events by those times, and compaction on this host judges streams.min_age "
+        f"({min_age:g} s, less core's {CALL_SECONDS:g} s for a call) by its own clock against "
+        "them, so it could remove an event a retried call still looks for",
+        CLOCK_FIX,
+    )

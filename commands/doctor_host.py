@@ -1,0 +1,262 @@
+"""``doctor``'s look at this host: the resident helper (running, which code, its socket's owner
+and mode) and, for resource-gpu, the NVIDIA driver and container runtime.
+
+The Docker daemon's config is read from ``/etc/docker/daemon.json``, or the file
+``$RESOURCE_GPU_DOCKER_DAEMON_JSON`` names; the docker CLI is never run.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from typing import TYPE_CHECKING, Any
+
+from resource_extend.commands.doctor_checks import Finding, fail, ok, warn
+from resource_extend.commands.program import current
+
+if TYPE_CHECKING:
+    from resource_extend.ledger.config import Config
+
+DAEMON_JSON = "/etc/docker/daemon.json"
+NVIDIA_SMI_SECONDS = 15.0
+"""How long nvidia-smi may take to answer (a hung driver never does)."""
+RUNTIME_TOOLS = ("nvidia-container-runtime", "nvidia-ctk")
+RUNTIME_FIX = (
+    "install the NVIDIA Container Toolkit if it is missing, then: nvidia-ctk runtime configure "
+    "--runtime=docker; systemctl restart docker"
+)
+STOP_FIX = "{prog} helper --stop --all (the next core call starts a fresh helper)"
+
+
+def check_helper(explicit: str | None, config: Config | None) -> list[Finding]:
+    """The runtime directory, every socket in it, and the helper for this config."""
+    from resource_extend.commands import helper, resident, rundir
+
+    check = "helper"
+    try:
+        directory, path = rundir.open_private(create=False)
+    except rundir.Untrusted as exc:
+        return [
+            fail(
+                check,
+                f"the helper's runtime directory cannot be trusted: {exc}",
+                "make it yours and private (chmod 700), or point $XDG_RUNTIME_DIR at a "
+                "directory that is",
+            )
+        ]
+    except OSError:
+        return [ok(check, f"none running ({_wanted(config)}); no runtime directory yet")]
+    findings: list[Finding] = []
+    try:
+        names = sorted(name for name in os.listdir(path) if name.endswith(".sock"))
+        for name in names:
+            findings += _socket_findings(directory, os.path.join(path, name), name)
+    finally:
+        os.close(directory)
+    config_file = resident.config_file(explicit)
+    ours = resident.socket_name(config_file) if config_file else None
+    code = resident.code_identity()
+    seen = [helper.look(name) for name in names if not _is_failed(findings, name)]
+    try:
+        found = None
+        for one in seen:
+            status = one.status
+            if one.link is None:
+                findings.append(
+                    warn(f"{check} {one.name}", "a stale socket: nobody listens", STOP_FIX)
+                )
+            elif one.name == ours and status is not None:
+                found = status
+            elif status is not None and status.get("code") != code:
+                findings.append(_old_code(one.name, status, code))
+        findings.insert(0, _ours(check, found, config, config_file, code))
+    finally:
+        for one in seen:
+            if one.link is not None:
+                one.link.close()
+    return findings
+
+
+def _wanted(config: Config | None) -> str:
+    from resource_extend.commands import resident
+
+    if resident.turned_off():
+        return f"${current().env('RESIDENT')} turns it off"
+    if config is None:
+        return "the config is not valid"
+    return "the config wants one" if config.resident else "the config says resident: false"
+
+
+def _ours(
+    check: str,
+    status: dict[str, Any] | None,
+    config: Config | None,
+    config_file: str | None,
+    code: str,
+) -> Finding:
+    if status is None:
+        starts = " (the next core call starts one)" if config and config.resident else ""
+        shown = config_file or "this config"
+        return ok(check, f"none running for {shown}: {_wanted(config)}{starts}")
+    return ok(
+        check,
+        f"running for {status.get('config')}: pid {status.get('pid')}, {current().name} "
+        f"{status.get('version')}, code {status.get('code')} (this installation's: {code})",
+    )
+
+
+def _old_code(name: str, status: dict[str, Any], code: str) -> Finding:
+    return warn(
+        f"helper {name}",
+        f"pid {status.get('pid')} serves {status.get('config')} with other code: "
+        f"{current().name} {status.get('version')}, code {status.get('code')}, not this "
+        f"installation's {code} (left running by an upgrade; calls no longer reach it, and it "
+        "exits when idle)",
+        STOP_FIX,
+    )
+
+
+def _is_failed(findings: list[Finding], name: str) -> bool:
+    return any(found.check == f"helper {name}" and found.status == "fail" for found in findings)
+
+
+def _socket_findings(directory: int, path: str, name: str) -> list[Finding]:
+    """A socket in the runtime directory: this user's, and writable by nobody else."""
+    check = f"helper {name}"
+    try:
+        found = os.stat(name, dir_fd=directory, follow_symlinks=False)
+    except FileNotFoundError:
+        return []  # a helper that just exited took it away
+    mode = stat.S_IMODE(found.st_mode)
+    if not stat.S_ISSOCK(found.st_mode):
+        return [warn(check, f"{path} is not a socket", f"remove it: rm {path}")]
+    if found.st_uid != os.getuid():
+        return [
+            fail(
+                check,
+                f"{path} belongs to uid {found.st_uid}, not this user ({os.getuid()}): "
+                "another user's process could answer core's calls",
+                f"remove it (rm {path}) and find out who made it",
+            )
+        ]
+    if mode & 0o022:
+        return [
+            fail(
+                check,
+                f"{path} is writable by {_who(mode)} (mode {mode:04o}): a helper's socket "
+                "is 0600, for this user alone",
+                f"{STOP_FIX}; or chmod 600 {path}",
+            )
+        ]
+    return []
+
+
+def _who(mode: int) -> str:
+    return " and ".join(
+        who for who, bit in (("its group", 0o020), ("every user", 0o002)) if mode & bit
+    )
+
+
+def check_gpu_host() -> list[Finding]:
+    """The NVIDIA driver (``nvidia-smi`` answers), then the container runtime; a host with no
+    ``nvidia-smi`` is not a GPU host, and has nothing to check."""
+    import shutil
+
+    check = "gpu driver"
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return [ok(check, "not a GPU host: no nvidia-smi on PATH")]
+    answered = _run_smi(smi)
+    if isinstance(answered, str):
+        return [
+            fail(
+                check,
+                f"{smi} failed: {answered}",
+                "load or install the NVIDIA driver until nvidia-smi lists the GPUs (after a "
+                "driver upgrade: reboot; see dmesg | grep -i nvidia)",
+            )
+        ]
+    cards = [line.split(",") for line in answered if line.strip()]
+    drivers = sorted({card[-1].strip() for card in cards})
+    names = sorted({card[0].strip() for card in cards})
+    found = ok(
+        check,
+        f"nvidia-smi answers: {len(cards)} GPUs ({', '.join(names) or 'none'}), driver "
+        f"{', '.join(drivers) or 'unknown'}",
+    )
+    tools = [tool for tool in RUNTIME_TOOLS if shutil.which(tool)]
+    path = os.environ.get(current().env("DOCKER_DAEMON_JSON")) or DAEMON_JSON
+    text, unreadable = _read_text(path)
+    return [found, container_runtime(tools, path, text, unreadable)]
+
+
+def _run_smi(smi: str) -> list[str] | str:
+    """nvidia-smi's lines (one a GPU: ``name, driver``), or why it failed."""
+    import subprocess
+
+    query = [smi, "--query-gpu=name,driver_version", "--format=csv,noheader"]
+    try:
+        done = subprocess.run(
+            query, capture_output=True, timeout=NVIDIA_SMI_SECONDS, stdin=subprocess.DEVNULL
+        )
+    except subprocess.TimeoutExpired:
+        return f"no answer in {NVIDIA_SMI_SECONDS:g} s"
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    output = (done.stdout + done.stderr).decode(errors="replace")
+    if done.returncode != 0:
+        first = next((line.strip() for line in output.splitlines() if line.strip()), "")
+        return f"exit status {done.returncode}: {first or 'no output'}"
+    return done.stdout.decode(errors="replace").splitlines()
+
+
+def _read_text(path: str) -> tuple[str | None, str]:
+    """The file's text (None when it does not exist), or why it cannot be read."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as file:
+            return file.read(1024 * 1024), ""
+    except FileNotFoundError:
+        return None, ""
+    except OSError as exc:
+        return None, exc.strerror or str(exc)
+
+
+def container_runtime(
+    tools: list[str], path: str, text: str | None, unreadable: str = ""
+) -> Finding:
+    """Pure: the NVIDIA container runtime, from the tools on PATH and Docker's daemon.json."""
+    import json
+
+    check = "nvidia container runtime"
+    if not tools:
+        return warn(
+            check,
+            f"neither {' nor '.join(RUNTIME_TOOLS)} is on PATH: containers get no GPUs",
+            RUNTIME_FIX,
+        )
+    if unreadable:
+        return warn(
+            check,
+            f"cannot read {path}: {unreadable}",
+            "run doctor as a user who may read it (or point "
+            f"${current().env('DOCKER_DAEMON_JSON')} at a copy)",
+        )
+    if text is None:
+        return warn(check, f"{path} does not exist: Docker has no nvidia runtime", RUNTIME_FIX)
+    try:
+        daemon = json.loads(text)
+    except ValueError as exc:
+        return fail(
+            check,
+            f"{path} is not valid JSON ({exc}): Docker will not start with it",
+            f"correct it (python3 -m json.tool {path} shows where), then {RUNTIME_FIX}",
+        )
+    runtimes = daemon.get("runtimes") if isinstance(daemon, dict) else None
+    if not isinstance(runtimes, dict) or "nvidia" not in runtimes:
+        return warn(check, f'{path} registers no "nvidia" runtime', RUNTIME_FIX)
+    default = daemon.get("default-runtime") == "nvidia"
+    return ok(
+        check,
+        f"{', '.join(tools)} on PATH; {path} registers the nvidia runtime"
+        f"{' (the default)' if default else ''}",
+    )

@@ -1,0 +1,156 @@
+"""``doctor``'s look at the prefix: records the upstream plugin wrote that no write has adopted
+yet, streams still in release 0.1's layout, and heads that disagree with their streams.
+
+The listing is what ``nodes`` reads (one paged range over the heads, one keys-only range over
+the streams); the drift check is ``verify``'s comparison of a head with the fold of its stream
+(``ledger.verdicts``), read-only, on at most ``DRIFT_NODES`` nodes (a random sample when there
+are more) whose streams hold at most ``DRIFT_EVENTS`` events each.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from resource_extend.commands.doctor_checks import Finding, fail, ok, warn
+from resource_extend.ledger.errors import PluginError
+from resource_extend.ledger.store import Store
+
+if TYPE_CHECKING:
+    from resource_extend.ledger.scans import NodeKeys
+
+DRIFT_NODES = 50
+"""The most nodes whose heads doctor compares with their streams (``verify --all``: every one)."""
+DRIFT_EVENTS = 2000
+"""The longest stream doctor folds (a longer one is left to ``verify NODE``)."""
+SHOWN = 5
+"""Node names a message lists before "and N more"."""
+
+
+def check_prefix(explicit: str | None) -> list[Finding]:
+    from resource_extend.commands.protocol import Session
+
+    session = Session(explicit)
+    try:
+        store = session.store
+        store.budget_per_request()  # the listing and the folds outlast one call's budget
+        known, heads = store.survey()
+        upstream = _unadopted(store, heads, known)
+        legacy = sorted(name for name, keys in known.items() if keys.legacy)
+        candidates = sorted(
+            name for name, keys in known.items() if not keys.legacy and name not in upstream
+        )
+        where = store.keys.root.decode(errors="replace")
+        return [
+            _upstream_finding(upstream, where),
+            _legacy_finding(legacy),
+            _drift_finding(store, candidates, len(heads)),
+        ]
+    finally:
+        session.close()
+
+
+def _unadopted(store: Store[Any], heads: dict[str, bytes], known: dict[str, NodeKeys]) -> list[str]:
+    """The heads the upstream plugin wrote that have no stream (no ``seq``: not adopted)."""
+    upstream = []
+    for name, raw in sorted(heads.items()):
+        try:
+            if not known[name].stream and store.kind.read_head(raw).seq is None:
+                upstream.append(name)
+        except msgspec.DecodeError:
+            pass  # an unreadable head: the drift check reports it
+    return upstream
+
+
+def _names(names: list[str]) -> str:
+    shown = ", ".join(names[:SHOWN])
+    return shown + (f" and {len(names) - SHOWN} more" if len(names) > SHOWN else "")
+
+
+def _upstream_finding(upstream: list[str], where: str) -> Finding:
+    check = "upstream records"
+    if not upstream:
+        return ok(check, f"every node record under {where} has its stream")
+    return warn(
+        check,
+        f"{len(upstream)} node records the upstream plugin wrote have no stream yet: "
+        f"{_names(upstream)}. Their history starts with core's next write to each, which "
+        "adopts the record as found; until then history and show have nothing of them",
+        "nothing to repair: core's next write to each node adopts it. If the upstream plugin "
+        "still writes to this prefix, stop it: one plugin per prefix",
+    )
+
+
+def _legacy_finding(legacy: list[str]) -> Finding:
+    check = "0.1 streams"
+    if not legacy:
+        return ok(check, "no stream is left in release 0.1's layout")
+    return fail(
+        check,
+        f"{len(legacy)} nodes still keep their events in release 0.1's layout: "
+        f"{_names(legacy)}. history, show and verify refuse them, and a write to one with a "
+        "long stream fails",
+        "{prog} migrate (it may run while core calls the plugin), then {prog} verify --all",
+    )
+
+
+def _drift_finding(store: Store[Any], candidates: list[str], records: int) -> Finding:
+    """Compare heads with their streams, on a bounded sample."""
+    from resource_extend.ledger import verdicts
+    from resource_extend.ledger.walk import Walk
+
+    check = "drift"
+    if not candidates:
+        return ok(check, f"no streams to compare ({records} node records)")
+    sample = candidates
+    if len(candidates) > DRIFT_NODES:
+        import random
+
+        sample = sorted(random.sample(candidates, DRIFT_NODES))
+    bounds = store.stream_bounds(sample)
+    long = [name for name in sample if bounds[name].count > DRIFT_EVENTS]
+    disagree: list[str] = []
+    for name in sample:
+        if name in long:
+            continue
+        try:
+            opened = store.open_stream(name)
+            walk: Walk[Any] = Walk(store.kind)
+            for page in opened.pages:
+                walk.feed(page.events, page.raw)
+            problems = verdicts.judge(opened.head, walk).problems
+        except PluginError as exc:
+            problems = [f"cannot read: {exc.reason}"]
+        if problems:
+            disagree.append(f"{name} ({'; '.join(problems)})")
+    folded = len(sample) - len(long)
+    scope = (
+        f"all {folded} nodes"
+        if len(sample) == len(candidates)
+        else f"a random {folded} of {len(candidates)} nodes ({{prog}} verify --all checks "
+        "every one)"
+    )
+    skipped = (
+        f"; not folded here, streams longer than {DRIFT_EVENTS} events: {_names(long)} "
+        "({prog} verify NODE checks one)"
+        if long
+        else ""
+    )
+    if not disagree:
+        return ok(check, _filled(f"heads agree with their streams: {scope}{skipped}"))
+    return fail(
+        check,
+        _filled(
+            f"{len(disagree)} heads disagree with their streams (checked {scope}): "
+            f"{'; '.join(disagree[:SHOWN])}{'; ...' if len(disagree) > SHOWN else ''}{skipped}"
+        ),
+        "{prog} verify --all shows every disagreement; {prog} verify --all --repair rewrites "
+        "each head from its stream (a whole stream only), recorded as an event",
+    )
+
+
+def _filled(text: str) -> str:
+    from resource_extend.commands.program import current
+
+    return current().fill(text)

@@ -1,0 +1,168 @@
+"""``exporter``: the ledger's state and activity for Prometheus, on ``/metrics``."""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+import click
+
+from resource_extend.commands.protocol import (
+    Session,
+    click_config,
+    program_package,
+    report_failure,
+    respond,
+    run,
+)
+from resource_extend.ledger.errors import PluginError
+
+INSTALL_HINT = "pip install 'resource-extend[exporter]' (or pip install prometheus-client)"
+
+
+@click.command("exporter")
+@click.option(
+    "--listen",
+    default="127.0.0.1:9464",
+    show_default=True,
+    metavar="HOST:PORT",
+    help="Where to serve /metrics: HOST:PORT, [IPv6]:PORT, or :PORT for every address.",
+)
+@click.option(
+    "--every",
+    type=click.FloatRange(min=0.1),
+    default=15.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Read etcd every SECONDS (scrapes are answered from the last read).",
+)
+@click.option(
+    "--stale-after",
+    type=click.FloatRange(min=0.1),
+    metavar="SECONDS",
+    help="Stop serving node series read longer ago than this (default: twice --every).",
+)
+@click.option(
+    "--verify-every",
+    type=click.FloatRange(min=0),
+    default=300.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Pause between two verify passes over every stream (0: no verify, no drift gauge).",
+)
+def exporter(listen: str, every: float, stale_after: float | None, verify_every: float) -> None:
+    """Serve the ledger's metrics to Prometheus on http://HOST:PORT/metrics, until stopped
+    (SIGTERM or SIGINT: the server closes, the background jobs end, exit status 0).
+
+    \b
+      {prog} exporter                             # 127.0.0.1:9464, etcd read every 15 s
+      {prog} exporter --listen :9464 --every 30   # every address; a read every 30 s
+      {prog} exporter --verify-every 0            # no verify passes (no drift gauge)
+      curl -s http://127.0.0.1:9464/metrics
+
+    \b
+    Metrics, <p> standing for resource_gpu_ (resource-gpu) or resource_storage_:
+      <p>capacity_cards, <p>used_cards {node,product}              resource-gpu
+      <p>volume_capacity_bytes, <p>volume_used_bytes {node,volume}  resource-storage
+      <p>storage_capacity_bytes, <p>storage_used_bytes {node}
+      <p>disk_capacity_iops, <p>disk_used_iops,
+      <p>disk_capacity_bytes_per_second, <p>disk_used_bytes_per_second
+                                               {node,device,direction}
+      <p>stream_events {node}                  events its stream holds in etcd
+      <p>last_event_age_seconds {node}         seconds since its last event
+      <p>nodes                                 nodes with a record
+      <p>drifted_nodes                         heads that disagree with their stream
+      <p>appends_total {verb}                  events appended (since the exporter started)
+      <p>cas_retries_total {verb}              compare-and-swaps they lost first
+      <p>write_failures_total {verb}           writes that gave up (counted in etcd)
+      <p>etcd_up                               1 when the last read of etcd worked
+      <p>last_refresh_timestamp_seconds, <p>refresh_duration_seconds,
+      <p>last_verify_timestamp_seconds, <p>verify_duration_seconds
+
+    A background job reads etcd every --every seconds: one paged range over every node's
+    record, two point reads a node for its stream's length, and the events appended since
+    the last read (only for the nodes whose record moved; in windows of seqs, never a range
+    over a whole stream). A scrape costs etcd nothing: it is answered from that read, in
+    memory. Appends and lost compare-and-swaps are counted from the events themselves (each
+    names its verb, and the compare-and-swaps it lost), from the exporter's start; writes
+    that gave up are counted in etcd by their writers, so every exporter sees them all.
+
+    Another job walks every stream as "{prog} verify --all" does (its checks of exports
+    aside), --verify-every seconds after its last pass ended: drifted_nodes is what the last
+    pass found, and "{prog} verify --all" names them.
+
+    While etcd cannot be read, etcd_up is 0 and one line on stderr says so; node series,
+    drifted_nodes and the write failures are served until they are --stale-after old, then
+    dropped (never served as current) until etcd is read again. It starts with etcd away
+    too. On start one line on stdout names the URL served; on stop, one line says so.
+    """
+    stopping = threading.Event()
+
+    def serve(session: Session) -> str:
+        try:
+            import prometheus_client  # noqa: F401  (the [exporter] extra)
+        except ImportError:
+            raise PluginError(f"prometheus-client is not installed: {INSTALL_HINT}") from None
+        from resource_extend.commands import exporter_serve as http
+        from resource_extend.commands.exporter_refresh import Refresher
+        from resource_extend.commands.exporter_view import prefix_of, view_families
+        from resource_extend.commands.program import current
+
+        stale = 2 * every if stale_after is None else stale_after
+        if stale < every:
+            raise PluginError(
+                f"--stale-after {stale:g} is shorter than --every {every:g}: every series "
+                "would go stale between two reads"
+            )
+        address = http.parse_listen(listen)
+        config = session.config
+        prefix, kind_gauges = prefix_of(current().name), program_package().exporter_gauges()
+
+        def report(line: str, failure: bool) -> None:
+            if failure:
+                report_failure("exporter", None, line, session.io)
+            else:
+                respond(line, text=True, io=session.io)
+
+        refresher = Refresher(
+            config.etcd,
+            session.kind,
+            kind_gauges,
+            lambda view: http.render(view_families(view, prefix, kind_gauges)),
+            report,
+        )
+        server = http.listen(address, http.metrics_app(lambda: refresher.status, prefix, stale))
+        jobs = [
+            threading.Thread(target=server.serve_forever, name="http", daemon=True),
+            threading.Thread(
+                target=refresher.refresh_every, args=(every, stopping), name="refresh", daemon=True
+            ),
+        ]
+        if verify_every > 0:
+            jobs.append(
+                threading.Thread(
+                    target=refresher.verify_every,
+                    args=(verify_every, stopping),
+                    name="verify",
+                    daemon=True,
+                )
+            )
+        for job in jobs:
+            job.start()
+        served = http.bound(server, address)
+        respond(f"serving {served.url}", text=True, io=session.io)
+        try:
+            while not stopping.wait(1.0):
+                pass
+        finally:
+            stopping.set()
+            server.shutdown()
+            server.server_close()
+            for job in jobs:
+                job.join(timeout=config.etcd.timeout + 1)
+        return f"stopped serving {served.url}"
+
+    # The first SIGTERM or SIGINT stops it: the server closes, each job ends its request.
+    for stop in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(stop, lambda *_: stopping.set())
+    run("exporter", serve, config=click_config(), text=True)

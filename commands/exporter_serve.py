@@ -1,0 +1,162 @@
+"""The exporter's HTTP side: ``GET /metrics`` in Prometheus' text format, rendered with
+prometheus-client from the status the refresher keeps in memory, so a scrape never waits on
+etcd. A view's node series are rendered once, when it is read; a scrape renders only what
+changes with time (ages, ``etcd_up``, the counters) and joins the two.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable, Iterable, Iterator
+from socketserver import ThreadingMixIn
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+import msgspec
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from resource_extend.commands.exporter_view import Family, Status, fresh, scrape_families
+from resource_extend.ledger.errors import PluginError
+
+DEFAULT_LISTEN = "127.0.0.1:9464"
+"""Loopback, on the port registered for Prometheus exporters' examples."""
+
+TEXT_FORMAT = "text/plain; version=0.0.4; charset=utf-8"
+"""What ``generate_latest`` writes: the text format every Prometheus reads."""
+
+StartResponse = Callable[[str, list[tuple[str, str]]], Any]
+App = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
+
+
+class Address(msgspec.Struct, frozen=True):
+    host: str
+    port: int
+
+    @property
+    def text(self) -> str:
+        """``host:port``, an IPv6 address in brackets."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.text}/metrics"
+
+
+def parse_listen(text: str) -> Address:
+    """``HOST:PORT``, ``[IPv6]:PORT`` or ``:PORT`` (every IPv4 address); port 0 picks a free
+    one. Otherwise a PluginError saying what is wrong."""
+    host, colon, port = text.rpartition(":")
+    bracketed = host.startswith("[") and host.endswith("]")
+    host = host[1:-1] if bracketed else host
+    why = ""
+    if not colon or not port:
+        why = "no port"
+    elif not (port.isascii() and port.isdigit()):
+        why = f"the port {port!r} is not a number"
+    elif int(port) > 65535:
+        why = f"the port {port} is out of range (0-65535)"
+    elif ":" in host and not bracketed:
+        why = "an IPv6 address goes in brackets"
+    elif not host.isprintable() or any(c in host for c in " /[]"):
+        why = f"{host!r} is not a host name or address"
+    if why:
+        raise PluginError(
+            f"--listen {text!r}: {why}; expected HOST:PORT, such as 127.0.0.1:9464, "
+            "[::1]:9464, or :9464 for every address"
+        )
+    return Address(host or "0.0.0.0", int(port))
+
+
+class _Families:
+    """A prometheus-client collector of :class:`Family` values."""
+
+    def __init__(self, families: list[Family]) -> None:
+        self._families = families
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        for family in self._families:
+            metric: GaugeMetricFamily | CounterMetricFamily
+            if family.type == "counter":
+                metric = CounterMetricFamily(family.name, family.help, labels=family.labels)
+            else:
+                metric = GaugeMetricFamily(family.name, family.help, labels=family.labels)
+            for labels, value in family.points:
+                metric.add_metric(labels, value)
+            yield metric
+
+
+def render(families: list[Family]) -> bytes:
+    """``families`` in Prometheus' text format (prometheus-client's ``generate_latest``)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Families(families))
+    return generate_latest(registry)
+
+
+def metrics_app(status: Callable[[], Status], prefix: str, stale_after: float) -> App:
+    """The WSGI app: ``/metrics`` serves ``status()`` (read once a scrape), ``/`` says where
+    to look; anything else is 404."""
+
+    def app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        path, method = environ.get("PATH_INFO", ""), environ.get("REQUEST_METHOD", "GET")
+        if method not in ("GET", "HEAD"):
+            start_response("405 Method Not Allowed", [("Allow", "GET, HEAD")])
+            return [b""]
+        if path == "/":
+            start_response("200 OK", [("Content-Type", "text/plain; charset=utf-8")])
+            return [b"metrics are at /metrics\n"]
+        if path != "/metrics":
+            start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
+            return [b"not found: metrics are at /metrics\n"]
+        current, now = status(), time.monotonic()
+        dynamic = scrape_families(
+            current, prefix, now=now, now_wall=time.time(), stale_after=stale_after
+        )
+        body = render(dynamic)
+        if fresh(current, now, stale_after):
+            body += current.rendered
+        headers = [("Content-Type", TEXT_FORMAT), ("Content-Length", str(len(body)))]
+        start_response("200 OK", headers)
+        return [b"" if method == "HEAD" else body]
+
+    return app
+
+
+class _Server(ThreadingMixIn, WSGIServer):
+    """One thread a scrape: a slow client never holds up the next."""
+
+    daemon_threads = True
+
+
+class _Server6(_Server):
+    address_family = socket.AF_INET6
+
+
+class _Quiet(WSGIRequestHandler):
+    """No access log on stderr (stderr is for failures)."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def listen(address: Address, app: App) -> WSGIServer:
+    """A server bound to ``address`` (not serving yet: ``serve_forever``); a PluginError in
+    one line when the address cannot be bound."""
+    server_class = _Server6 if ":" in address.host else _Server
+    try:
+        return make_server(
+            address.host, address.port, app, server_class=server_class, handler_class=_Quiet
+        )
+    except (OSError, UnicodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise PluginError(f"cannot listen on {address.text}: {reason}") from None
+
+
+def bound(server: WSGIServer, address: Address) -> Address:
+    """The address ``server`` listens on (its port, when 0 was asked for)."""
+    return Address(address.host, int(server.server_address[1]))

@@ -1,0 +1,470 @@
+"""``doctor``: each finding made to fail for real (a missing or invalid config, a closed port,
+TLS against the wrong CA, a wrong password, a clock an hour off behind a proxy, an upstream
+record, a drifted head, a 0.1 stream, a helper socket open to others, a helper running other
+code, a driver that fails, Docker without the nvidia runtime), and a set-up with nothing wrong
+exiting 0.
+
+Every doctor run here is hermetic: PATH holds only the test's own stand-in programs, and the
+runtime directory and Docker's daemon.json are the test's own.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import http.client
+import json
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from resource_extend.commands.doctor_etcd import clock_offset, fail_after, judge_clock
+from resource_extend.commands.doctor_host import container_runtime
+from tests.audit.helpers import G, added, event, head, plant, put_head
+from tests.etcd_server import Member, free_port
+from tests.etcdkv import Etcd, upstream_head
+from tests.plugin import Plugin
+from tests.test_security import TLSFiles, start_auth_member, start_member
+
+Finding = dict[str, str]
+NVIDIA = {"runtimes": {"nvidia": {"path": "nvidia-container-runtime", "runtimeArgs": []}}}
+SMI_OK = "#!/bin/sh\necho 'NVIDIA H200, 550.54.15'\necho 'NVIDIA H200, 550.54.15'\n"
+SMI_BROKEN = (
+    "#!/bin/sh\necho \"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA "
+    'driver." >&2\nexit 9\n'
+)
+
+
+# -- running doctor -----------------------------------------------------------------------------
+
+
+class Host:
+    """What doctor sees of this host, the test's own: its PATH (stand-in programs only), its
+    runtime directory and Docker's daemon.json."""
+
+    def __init__(self, root: Path) -> None:
+        self.bin = root / "bin"
+        self.bin.mkdir()
+        self.run = root / "run"
+        self.run.mkdir(mode=0o700)
+        self.daemon_json = root / "daemon.json"
+
+    def program(self, name: str, script: str = "#!/bin/sh\nexit 0\n") -> None:
+        path = self.bin / name
+        path.write_text(script)
+        path.chmod(0o755)
+
+    def gpu_host(self, *, smi: str = SMI_OK, daemon: Any = NVIDIA) -> None:
+        """A GPU host with the container toolkit: nvidia-smi, nvidia-ctk, a daemon.json."""
+        self.program("nvidia-smi", smi)
+        self.program("nvidia-ctk")
+        self.daemon_json.write_text(json.dumps(daemon))
+
+    def env(self) -> dict[str, str]:
+        return {
+            "PATH": str(self.bin),
+            "XDG_RUNTIME_DIR": str(self.run),
+            "RESOURCE_GPU_DOCKER_DAEMON_JSON": str(self.daemon_json),
+        }
+
+    def own_runtime_dir(self) -> Path:
+        directory = self.run / f"resource-gpu-{os.getuid()}"
+        directory.mkdir(mode=0o700, exist_ok=True)
+        return directory
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> Host:
+    return Host(tmp_path)
+
+
+def doctor(plugin: Plugin, host: Host, *, env: dict[str, str] | None = None) -> list[Finding]:
+    """Run ``doctor --json``; its findings. Exit 0 exactly when none fails; a failure also
+    says so in one line on stderr, with no traceback."""
+    result = plugin.run("doctor", None, "--json", env={**host.env(), **(env or {})})
+    findings: list[Finding] = json.loads(result.stdout)
+    assert "Traceback" not in result.stderr, result.stderr
+    for found in findings:
+        assert set(found) == {"check", "status", "message", "fix"}, found
+        assert found["status"] in ("ok", "warn", "fail"), found
+        assert bool(found["fix"]) == (found["status"] != "ok"), found
+    failed = [found["check"] for found in findings if found["status"] == "fail"]
+    if failed:
+        assert result.status == 1, result
+        (line,) = result.stderr.splitlines()
+        assert line.startswith("resource-gpu doctor: "), line
+        assert all(check in line for check in failed), line
+    else:
+        assert (result.status, result.stderr) == (0, ""), result
+    return findings
+
+
+def finding(findings: list[Finding], check: str) -> Finding:
+    (found,) = [found for found in findings if found["check"] == check]
+    return found
+
+
+def statuses(findings: list[Finding]) -> dict[str, str]:
+    return {found["check"]: found["status"] for found in findings}
+
+
+def endpoint_check(url: str) -> str:
+    return "etcd " + url.split("://", 1)[1]
+
+
+# -- all well -------------------------------------------------------------------------------------
+
+
+def test_nothing_wrong_exits_0_with_every_finding_ok(plugin: Plugin, host: Host) -> None:
+    host.gpu_host()
+    plugin.add("n1", {G: 2})
+    findings = doctor(plugin, host)
+    assert [found["check"] for found in findings] == [
+        "config",
+        *(endpoint_check(url) for url in plugin.endpoints),
+        "etcd alarms",
+        "clock",
+        "upstream records",
+        "0.1 streams",
+        "drift",
+        "helper",
+        "gpu driver",
+        "nvidia container runtime",
+    ]
+    assert set(statuses(findings).values()) == {"ok"}, findings
+    assert str(plugin.config) in finding(findings, "config")["message"]
+    assert "etcd 3." in finding(findings, endpoint_check(plugin.endpoints[0]))["message"]
+    assert "2 GPUs (NVIDIA H200), driver 550.54.15" in finding(findings, "gpu driver")["message"]
+
+
+def test_the_table_has_a_fix_under_each_finding_not_ok(plugin: Plugin, host: Host) -> None:
+    closed = f"http://127.0.0.1:{free_port()}"
+    plugin.write_config(machines=[*plugin.endpoints, closed], timeout=2)
+    result = plugin.run("doctor", None, env=host.env())
+    assert result.status == 1
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["STATUS", "CHECK", "MESSAGE"]
+    row = next(i for i, line in enumerate(lines) if line.startswith("fail"))
+    assert lines[row].split()[:3] == ["fail", "etcd", closed.split("://")[1]]
+    assert lines[row + 1].strip().startswith("fix: start etcd there")
+    assert not any(line.strip().startswith("fix:") for line in lines[1:row])  # all ok above
+    assert "resource-gpu doctor: 1 of" in result.stderr
+
+
+def test_resource_storage_has_no_gpu_checks(storage: Plugin, host: Host) -> None:
+    host.gpu_host(smi=SMI_BROKEN)
+    result = storage.run("doctor", None, "--json", env=host.env())
+    assert result.status == 0, result
+    checks = [found["check"] for found in json.loads(result.stdout)]
+    assert "gpu driver" not in checks and "helper" in checks
+
+
+# -- the config -----------------------------------------------------------------------------------
+
+
+def test_a_missing_config_fails_and_etcd_is_not_checked(plugin: Plugin, host: Host) -> None:
+    missing = plugin.workdir / "nowhere.yaml"
+    findings = doctor(plugin, host, env={"ERU_RESOURCE_CONFIG_PATH": str(missing)})
+    config = finding(findings, "config")
+    assert config["status"] == "fail"
+    assert str(missing) in config["message"] and "not found" in config["message"]
+    assert "$ERU_RESOURCE_CONFIG_PATH" in config["message"]
+    assert "--config" in config["fix"] and "ERU_RESOURCE_CONFIG_PATH" in config["fix"]
+    for check in ("etcd", "prefix"):
+        assert finding(findings, check)["status"] == "warn"
+        assert finding(findings, check)["message"] == "not checked: no valid config"
+    assert finding(findings, "helper")["status"] == "ok"  # the other checks still ran
+
+
+def test_an_invalid_config_fails_naming_the_file_and_the_fault(plugin: Plugin, host: Host) -> None:
+    plugin.config.write_text("etcd:\n  machines: []\n")
+    config = finding(doctor(plugin, host), "config")
+    assert config["status"] == "fail"
+    assert str(plugin.config) in config["message"] and "etcd.machines" in config["message"]
+
+
+# -- etcd -----------------------------------------------------------------------------------------
+
+
+def test_an_unreachable_endpoint_fails_on_its_own(plugin: Plugin, host: Host) -> None:
+    closed = f"http://127.0.0.1:{free_port()}"
+    plugin.write_config(machines=[*plugin.endpoints, closed], timeout=2)
+    findings = doctor(plugin, host)
+    found = finding(findings, endpoint_check(closed))
+    assert found["status"] == "fail" and "unreachable" in found["message"]
+    assert repr(closed) in found["fix"]
+    assert finding(findings, endpoint_check(plugin.endpoints[0]))["status"] == "ok"
+    assert statuses(findings)["drift"] == "ok"  # the prefix is read through the other one
+
+
+def test_no_endpoint_answering_leaves_the_prefix_unchecked(plugin: Plugin, host: Host) -> None:
+    closed = f"http://127.0.0.1:{free_port()}"
+    plugin.write_config(machines=[closed], timeout=2)
+    found = statuses(doctor(plugin, host))
+    assert found[endpoint_check(closed)] == "fail"
+    assert found["etcd alarms"] == found["clock"] == found["prefix"] == "warn"
+
+
+def test_tls_against_the_wrong_ca_fails(tmp_path: Path, host: Host) -> None:
+    files = TLSFiles(tmp_path)
+    member = start_member(
+        tmp_path,
+        scheme="https",
+        health_context=files.client_context(),
+        extra_args=["--cert-file", files.server_cert, "--key-file", files.server_key],
+    )
+    try:
+        (tmp_path / "other").mkdir()
+        stranger = TLSFiles(tmp_path / "other")
+        plugin = Plugin([member.client_url], tmp_path, timeout=2, ca=stranger.ca_file)
+        found = finding(doctor(plugin, host), endpoint_check(member.client_url))
+        assert found["status"] == "fail" and "TLS" in found["message"], found
+        assert "etcd.ca" in found["fix"]
+        plugin.write_config(timeout=2, ca=files.ca_file)  # the right CA: all is well
+        found = finding(doctor(plugin, host), endpoint_check(member.client_url))
+        assert found["status"] == "ok" and "(TLS, no auth)" in found["message"], found
+    finally:
+        member.kill()
+
+
+@pytest.fixture
+def auth_member(tmp_path: Path) -> Iterator[Member]:
+    member = start_auth_member(tmp_path)
+    yield member
+    member.kill()
+
+
+def test_a_wrong_password_fails(auth_member: Member, tmp_path: Path, host: Host) -> None:
+    url = auth_member.client_url
+    plugin = Plugin([url], tmp_path, timeout=2, auth={"username": "eru", "password": "wrong"})
+    findings = doctor(plugin, host)
+    found = finding(findings, endpoint_check(url))
+    assert found["status"] == "fail" and "credentials refused" in found["message"], found
+    assert "etcd.auth.password" in found["fix"]
+    assert statuses(findings)["prefix"] == "warn"  # not checked
+    plugin.write_config(timeout=2, auth={"username": "eru", "password": "eru-secret"})
+    found = finding(doctor(plugin, host), endpoint_check(url))
+    assert found["status"] == "ok" and "user eru" in found["message"], found
+
+
+class SkewedProxy:
+    """A small HTTP/1.1 proxy in front of etcd whose answers carry a ``Date`` ``skew`` seconds
+    off this host's clock: doctor reads the clock through its real parsing path."""
+
+    def __init__(self, target: str, skew: float) -> None:
+        host, port = target.split("://", 1)[1].rsplit(":", 1)
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def date_time_string(self, timestamp: float | None = None) -> str:
+                return email.utils.formatdate(time.time() + skew, usegmt=True)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def forward(self, method: str) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+                upstream = http.client.HTTPConnection(host, int(port), timeout=10)
+                try:
+                    upstream.request(method, self.path, body=body, headers=headers)
+                    reply = upstream.getresponse()
+                    data = reply.read()
+                finally:
+                    upstream.close()
+                self.send_response(reply.status)
+                self.send_header("Content-Type", reply.getheader("Content-Type") or "text/plain")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                self.forward("GET")
+
+            def do_POST(self) -> None:
+                self.forward("POST")
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+
+@pytest.mark.parametrize(("skew", "status"), [(3600, "fail"), (-10, "warn"), (0, "ok")])
+def test_clock_skew_against_etcd(skew: float, status: str, plugin: Plugin, host: Host) -> None:
+    proxy = SkewedProxy(plugin.endpoints[0], skew)
+    try:
+        plugin.write_config(machines=[proxy.url], transport="http")
+        clock = finding(doctor(plugin, host), "clock")
+    finally:
+        proxy.close()
+    assert clock["status"] == status, clock
+    if skew:
+        direction = "behind" if skew > 0 else "ahead of"
+        assert f" s {direction} etcd's at 127.0.0.1:" in clock["message"], clock
+        assert "NTP" in clock["fix"]
+    if status == "fail":
+        assert "streams.min_age (300 s" in clock["message"], clock
+
+
+# -- the prefix -----------------------------------------------------------------------------------
+
+
+def test_an_upstream_record_not_adopted_warns(plugin: Plugin, etcd: Etcd, host: Host) -> None:
+    plugin.add("n1", {G: 2})
+    etcd.put_upstream_head("go-1", upstream_head({G: 8}, {G: 2}))
+    findings = doctor(plugin, host)
+    found = finding(findings, "upstream records")
+    assert found["status"] == "warn" and "go-1" in found["message"], found
+    assert statuses(findings)["drift"] == "ok"  # not a disagreement
+    grow = {"nodename": "go-1", "resource_request": {"prod_count_map": {G: 1}}}
+    plugin.ok("set-node-resource-capacity", {**grow, "delta": True, "incr": True})
+    assert finding(doctor(plugin, host), "upstream records")["status"] == "ok"  # adopted
+
+
+def test_a_drifted_head_fails(plugin: Plugin, etcd: Etcd, host: Host) -> None:
+    plugin.add("n1", {G: 2})
+    plugin.add("n2", {G: 2})
+    put_head(etcd, "n2", head({G: 2}, {G: 1}, 1))  # usage the stream never recorded
+    found = finding(doctor(plugin, host), "drift")
+    assert found["status"] == "fail", found
+    assert "1 heads disagree" in found["message"] and "n2 (usage differs" in found["message"]
+    assert "all 2 nodes" in found["message"]
+    assert "resource-gpu verify --all --repair" in found["fix"]
+
+
+def test_a_0_1_stream_fails(plugin: Plugin, etcd: Etcd, host: Host) -> None:
+    plant(etcd, "old", [event(1, added({G: 4}))], head({G: 4}, {}, 1), legacy=True)
+    found = finding(doctor(plugin, host), "0.1 streams")
+    assert found["status"] == "fail" and "old" in found["message"], found
+    assert found["fix"].startswith("resource-gpu migrate")
+    assert plugin.run("migrate", None).status == 0
+    assert finding(doctor(plugin, host), "0.1 streams")["status"] == "ok"
+
+
+# -- the resident helper --------------------------------------------------------------------------
+
+
+def test_a_helper_socket_open_to_others_fails(plugin: Plugin, host: Host) -> None:
+    path = host.own_runtime_dir() / "0badc0de.sock"
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        stale.bind(str(path))  # nobody listens: a dead helper's socket
+        path.chmod(0o600)
+        found = finding(doctor(plugin, host), "helper 0badc0de.sock")
+        assert (found["status"], found["message"]) == ("warn", "a stale socket: nobody listens")
+        path.chmod(0o666)
+        found = finding(doctor(plugin, host), "helper 0badc0de.sock")
+    finally:
+        stale.close()
+    assert found["status"] == "fail", found
+    assert "writable by its group and every user (mode 0666)" in found["message"]
+    assert "helper --stop --all" in found["fix"] and "chmod 600" in found["fix"]
+
+
+def test_a_helper_running_other_code_warns(plugin: Plugin, host: Host) -> None:
+    """A helper an upgrade left behind answers its status with another installation's code."""
+    path = host.own_runtime_dir() / "0ldc0de0.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    path.chmod(0o600)
+    listener.listen(4)
+    status = {"pid": os.getpid(), "version": "0.5.0", "code": "0ldc0de0", "config": "x.yaml"}
+
+    def answer() -> None:
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            with connection:
+                connection.recv(1024)
+                body = json.dumps(status).encode()
+                connection.sendall(b"S %d\n" % len(body) + body)
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    try:
+        found = finding(doctor(plugin, host), "helper 0ldc0de0.sock")
+    finally:
+        listener.shutdown(socket.SHUT_RDWR)
+        listener.close()
+        thread.join()
+    assert found["status"] == "warn", found
+    assert "resource-gpu 0.5.0, code 0ldc0de0, not this installation's" in found["message"]
+    assert found["fix"].startswith("resource-gpu helper --stop --all")
+
+
+# -- the GPU host ---------------------------------------------------------------------------------
+
+
+def test_a_driver_that_fails_fails(plugin: Plugin, host: Host) -> None:
+    host.gpu_host(smi=SMI_BROKEN)
+    findings = doctor(plugin, host)
+    found = finding(findings, "gpu driver")
+    assert found["status"] == "fail", found
+    assert "exit status 9: NVIDIA-SMI has failed" in found["message"]
+    assert "NVIDIA driver" in found["fix"]
+    assert "nvidia container runtime" not in statuses(findings)
+
+
+def test_no_nvidia_smi_is_not_a_gpu_host(plugin: Plugin, host: Host) -> None:
+    found = finding(doctor(plugin, host), "gpu driver")
+    assert found == {
+        "check": "gpu driver",
+        "status": "ok",
+        "message": "not a GPU host: no nvidia-smi on PATH",
+        "fix": "",
+    }
+
+
+def test_docker_without_the_nvidia_runtime_warns(plugin: Plugin, host: Host) -> None:
+    host.gpu_host(daemon={"log-driver": "json-file"})
+    found = finding(doctor(plugin, host), "nvidia container runtime")
+    assert found["status"] == "warn", found
+    assert f'{host.daemon_json} registers no "nvidia" runtime' in found["message"]
+    assert "nvidia-ctk runtime configure --runtime=docker" in found["fix"]
+
+
+# -- the pure parts -------------------------------------------------------------------------------
+
+
+def test_clock_offset_counts_only_what_the_date_proves() -> None:
+    date = email.utils.parsedate_to_datetime("Tue, 01 Dec 2026 11:00:00 GMT")
+    at = date.timestamp()
+    assert clock_offset(date, at + 0.2, at + 0.4) == 0  # within the second the Date names
+    assert clock_offset(date, at + 0.8, at + 1.0) == 0
+    assert clock_offset(date, at + 11.0, at + 11.5) == pytest.approx(-10.0)  # etcd behind
+    assert clock_offset(date, at - 5.5, at - 5.0) == pytest.approx(5.0)  # etcd ahead
+
+
+def test_the_skew_that_fails_follows_streams_min_age() -> None:
+    assert fail_after(300) == 60
+    assert fail_after(60) == 30  # min_age less core's 30 s call
+    assert fail_after(0) == 60
+    assert judge_clock([("a", 0.9)], 300).status == "ok"
+    assert judge_clock([("a", 30.0)], 60).status == "fail"
+    assert judge_clock([("a", 29.0)], 60).status == "warn"
+
+
+def test_daemon_json_that_is_not_json_fails() -> None:
+    found = container_runtime(["nvidia-ctk"], "/etc/docker/daemon.json", "{runtimes:")
+    assert found.status == "fail" and "not valid JSON" in found.message
+    found = container_runtime([], "/etc/docker/daemon.json", json.dumps(NVIDIA))
+    assert found.status == "warn" and "nvidia-ctk" in found.message
