@@ -186,7 +186,10 @@ class MemoryEtcd:
         shown = found[: request.limit] if request.limit else found
         kvs = [
             wire.KeyValue(
-                key=k, value=b"" if request.keys_only else v.value or b"", mod_revision=v.mod
+                key=k,
+                value=b"" if request.keys_only else v.value or b"",
+                mod_revision=v.mod,
+                version=v.version,
             )
             for k, v in shown
         ]

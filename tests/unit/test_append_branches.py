@@ -308,11 +308,14 @@ def test_exhausting_max_attempts_is_contention() -> None:
     theirs = rival(etcd, forever=True)
     decide, seen = recording(usage_change({CARD: 1}))
 
+    store = make_store(etcd, max_attempts=3)
     with pytest.raises(Contention):
-        make_store(etcd, max_attempts=3).append(NODE, "take", decide)
+        store.append(NODE, "take", decide)
 
-    assert len(theirs) == len(seen) == 3  # one lost race per attempt
+    assert len(seen) == 3  # one lost race per attempt ...
+    assert len(theirs) == 4  # ... and the rival's fourth lands before the failure is tallied
     assert ops(stream_of(etcd)) == [*ops(added), *theirs]
+    assert store.write_failures() == {"take": 1}
 
 
 # -- fail-over --------------------------------------------------------------------------------
