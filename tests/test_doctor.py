@@ -1,8 +1,8 @@
 """``doctor``: each finding made to fail for real (a missing or invalid config, a closed port,
 TLS against the wrong CA, a wrong password, a clock an hour off behind a proxy, an upstream
-record, a drifted head, a 0.1 stream, a helper socket open to others, a helper running other
-code, a driver that fails, Docker without the nvidia runtime), and a set-up with nothing wrong
-exiting 0.
+record, a drifted head, a 0.1 stream, etcd out of space, a helper socket open to others or
+another user's, a helper running other code, a driver that fails, Docker without the nvidia
+runtime), and a set-up with nothing wrong exiting 0.
 
 Every doctor run here is hermetic: PATH holds only the test's own stand-in programs, and the
 runtime directory and Docker's daemon.json are the test's own.
@@ -15,6 +15,7 @@ import http.client
 import json
 import os
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -27,9 +28,10 @@ import pytest
 from resource_extend.commands.doctor_etcd import clock_offset, fail_after, judge_clock
 from resource_extend.commands.doctor_host import container_runtime
 from tests.audit.helpers import G, added, event, head, plant, put_head
-from tests.etcd_server import Member, free_port
+from tests.etcd_server import Member, etcdctl_binary, free_port
 from tests.etcdkv import Etcd, upstream_head
 from tests.plugin import Plugin
+from tests.resident.test_access import needs_root, stranger
 from tests.test_security import TLSFiles, start_auth_member, start_member
 
 Finding = dict[str, str]
@@ -253,6 +255,47 @@ def test_a_wrong_password_fails(auth_member: Member, tmp_path: Path, host: Host)
     assert found["status"] == "ok" and "user eru" in found["message"], found
 
 
+@pytest.fixture
+def small_member(tmp_path: Path) -> Iterator[Member]:
+    """A member whose database may grow to 256 KiB: a few large values fill it."""
+    member = start_member(tmp_path, extra_args=["--quota-backend-bytes", str(256 * 1024)])
+    yield member
+    member.kill()
+
+
+def fill(member: Member) -> str:
+    """Put 64 KiB values until etcd refuses one (and raises NOSPACE); its refusal."""
+    ctl = [etcdctl_binary(), f"--endpoints={member.client_url}"]
+    for i in range(64):
+        put = subprocess.run(
+            [*ctl, "put", f"/filler/{i}"], input="x" * 65536, capture_output=True, text=True
+        )
+        if put.returncode:
+            return put.stderr
+    raise AssertionError("etcd took 4 MiB under a 256 KiB quota")
+
+
+def test_etcd_out_of_space_fails(small_member: Member, tmp_path: Path, host: Host) -> None:
+    """The NOSPACE alarm, raised by etcd itself: doctor names it and how to clear it, and a
+    write meanwhile fails in one line and changes nothing."""
+    plugin = Plugin([small_member.client_url], tmp_path, timeout=2)
+    try:
+        plugin.add("n1", {G: 2})
+        assert finding(doctor(plugin, host), "etcd alarms")["status"] == "ok"
+        assert "database space exceeded" in fill(small_member)
+        found = finding(doctor(plugin, host), "etcd alarms")
+        assert found["status"] == "fail", found
+        assert found["message"].startswith("raised: NOSPACE: "), found
+        assert "--quota-backend-bytes" in found["message"]
+        assert "etcdctl alarm disarm" in found["fix"] and "resource-gpu footprint" in found["fix"]
+        grow = {"nodename": "n1", "resource_request": {"prod_count_map": {G: 1}}}
+        line = plugin.fails("set-node-resource-capacity", {**grow, "delta": True, "incr": True})
+        assert "n1" in line, line
+        assert [e["seq"] for e in plugin.history("n1")] == [1]  # nothing written
+    finally:
+        plugin.stop_helper()
+
+
 class SkewedProxy:
     """A small HTTP/1.1 proxy in front of etcd whose answers carry a ``Date`` ``skew`` seconds
     off this host's clock: doctor reads the clock through its real parsing path."""
@@ -376,6 +419,25 @@ def test_a_helper_socket_open_to_others_fails(plugin: Plugin, host: Host) -> Non
     assert found["status"] == "fail", found
     assert "writable by its group and every user (mode 0666)" in found["message"]
     assert "helper --stop --all" in found["fix"] and "chmod 600" in found["fix"]
+
+
+@needs_root
+def test_a_helper_socket_of_another_user_fails(plugin: Plugin, host: Host) -> None:
+    """A socket in this user's runtime directory that another user owns (made while the
+    directory was open, say): its process could answer core's calls."""
+    path = host.own_runtime_dir() / "5eedc0de.sock"
+    planted = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        planted.bind(str(path))
+        path.chmod(0o600)
+        uid, gid = stranger()
+        os.chown(path, uid, gid)
+        found = finding(doctor(plugin, host), "helper 5eedc0de.sock")
+    finally:
+        planted.close()
+    assert found["status"] == "fail", found
+    assert f"belongs to uid {uid}, not this user ({os.getuid()})" in found["message"], found
+    assert f"rm {path}" in found["fix"]
 
 
 def test_a_helper_running_other_code_warns(plugin: Plugin, host: Host) -> None:
