@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from resource_extend.ledger.config import Config
     from resource_extend.ledger.events import Change
     from resource_extend.ledger.kinds import Kind
-    from resource_extend.ledger.store import Appended, Resume, Store, WriteHook
+    from resource_extend.ledger.outcomes import Appended
+    from resource_extend.ledger.store import Resume, Store, WriteHook
 
 EXIT_FAILURE = 1
 EXIT_INTERNAL = 70

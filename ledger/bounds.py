@@ -23,7 +23,8 @@ from resource_extend.ledger.errors import PluginError
 if TYPE_CHECKING:
     from resource_extend.ledger.config import StreamsConfig
     from resource_extend.ledger.events import Change
-    from resource_extend.ledger.store import Appended, Resume, Store
+    from resource_extend.ledger.outcomes import Appended
+    from resource_extend.ledger.store import Resume, Store
 
 EVENT_BYTES = 512
 """Bytes an event is counted as against the budget: its key and value in etcd. A GPU event

@@ -95,7 +95,7 @@ class Connection:
         # Leave time to fail over: one endpoint may use its share of the budget, not all of it.
         return max(min(remaining, self._config.timeout / len(self._endpoints)), 0.05)
 
-    def _txn(self, request: wire.TxnRequest, *, write: bool = False) -> wire.TxnResponse:
+    def txn(self, request: wire.TxnRequest, *, write: bool = False) -> wire.TxnResponse:
         try:
             return self._send(request, wire.TxnResponse, write=write)
         except EtcdFull:
@@ -113,13 +113,13 @@ class Connection:
             asked = op.request_range
             if revision and not asked.revision:
                 asked = msgspec.structs.replace(asked, revision=revision)
-            answer = self._range(asked)
+            answer = self.read_range(asked)
             revision = revision or answer.header.revision
             responses.append(wire.ResponseOp(response_range=answer))
         header = wire.Header(revision=revision)
         return wire.TxnResponse(header=header, succeeded=True, responses=responses)
 
-    def _range(self, request: wire.RangeRequest) -> wire.RangeResponse:
+    def read_range(self, request: wire.RangeRequest) -> wire.RangeResponse:
         return self._send(request, wire.RangeResponse)
 
     def _pages(
@@ -128,7 +128,7 @@ class Connection:
         """Every key from ``start`` to ``end``, in plain ranges of ``limit`` keys, all read at
         ``revision`` (0: the first page's)."""
         while True:
-            page = self._range(
+            page = self.read_range(
                 wire.RangeRequest(key=start, range_end=end, limit=limit, revision=revision)
             )
             yield from page.kvs
@@ -186,14 +186,14 @@ class Connection:
 
     # -- reads --------------------------------------------------------------------------------
 
-    def _read_all(self, requests: list[wire.TxnRequest]) -> list[wire.TxnResponse]:
+    def read_all(self, requests: list[wire.TxnRequest]) -> list[wire.TxnResponse]:
         """Read-only transactions, several in flight at once over their own connections (etcd
         serves them in parallel); in order."""
         if len(requests) < 2 * READERS:
-            return [self._txn(request) for request in requests]
+            return [self.txn(request) for request in requests]
 
         def txn(request: wire.TxnRequest) -> Callable[[Connection], wire.TxnResponse]:
-            return lambda reader: reader._txn(request)
+            return lambda reader: reader.txn(request)
 
         return self._in_parallel([txn(request) for request in requests])
 

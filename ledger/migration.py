@@ -44,7 +44,7 @@ def move_batch(conn: Connection, keys: KeyLayout, node: str) -> int:
     were moved (0: none are left; a move that lost a race or its answer moves 0 and is tried
     again by the caller)."""
     old = keys.legacy_events(node)
-    page = conn._range(wire.RangeRequest(key=old, range_end=range_end(old), limit=BATCH))
+    page = conn.read_range(wire.RangeRequest(key=old, range_end=range_end(old), limit=BATCH))
     if not page.kvs:
         return 0
     first, last = page.kvs[0], page.kvs[-1]
@@ -65,7 +65,7 @@ def move_batch(conn: Connection, keys: KeyLayout, node: str) -> int:
         failure=[wire.get(first.key, keys_only=True), wire.get(new(first), keys_only=True)],
     )
     try:
-        reply = conn._txn(txn, write=True)
+        reply = conn.txn(txn, write=True)
     except Ambiguous:
         return 0  # read again: either it moved, or the compare still holds
     if reply.succeeded:
@@ -109,7 +109,7 @@ def legacy_count(conn: Connection, keys: KeyLayout, node: str) -> int:
     """How many of the node's events are in 0.1's layout."""
     old = keys.legacy_events(node)
     request = wire.RangeRequest(key=old, range_end=range_end(old), count_only=True)
-    return conn._range(request).count
+    return conn.read_range(request).count
 
 
 def not_migrated(program: str, node: str, count: int, why: str = "") -> PluginError:

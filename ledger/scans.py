@@ -64,16 +64,16 @@ class Scans(Connection):
         The last costs a scan of the whole stream (etcd sorts a descending range before it
         applies the limit), so writes take the stream's end from the head instead.
         """
-        last = self._end_range(node, "DESCEND", keys_only=not tail)
+        last = self.end_range(node, "DESCEND", keys_only=not tail)
         return [self._first_op(node), wire.RequestOp(request_range=last)]
 
     def _first_op(self, node: str) -> wire.RequestOp:
         return self._end_op(node, "ASCEND")
 
     def _end_op(self, node: str, order: Literal["ASCEND", "DESCEND"]) -> wire.RequestOp:
-        return wire.RequestOp(request_range=self._end_range(node, order))
+        return wire.RequestOp(request_range=self.end_range(node, order))
 
-    def _end_range(
+    def end_range(
         self,
         node: str,
         order: Literal["ASCEND", "DESCEND"],
@@ -91,7 +91,7 @@ class Scans(Connection):
             revision=revision,
         )
 
-    def _seq_at(self, node: str, reply: wire.RangeResponse) -> int:
+    def seq_at(self, node: str, reply: wire.RangeResponse) -> int:
         return self.keys.seq_of(node, reply.kvs[0].key) if reply.kvs else 0
 
     def raw_heads(self, nodes: Iterable[str]) -> dict[str, bytes]:
@@ -107,7 +107,7 @@ class Scans(Connection):
         if len(names) <= MAX_TXN_OPS:
             return self._point_heads(names)
         root, end = self.keys.root, range_end(self.keys.root)
-        probe = self._range(wire.RangeRequest(key=root, range_end=end, count_only=True))
+        probe = self.read_range(wire.RangeRequest(key=root, range_end=end, count_only=True))
         revision = probe.header.revision
         if probe.count > SCAN_WHEN * len(names):
             return self._point_heads(names, revision)
@@ -137,9 +137,9 @@ class Scans(Connection):
             ops = [wire.get(self.keys.head(node), revision=revision) for node in batch]
             return wire.TxnRequest(success=ops)
 
-        first = self._txn(request(batches[0], revision))
+        first = self.txn(request(batches[0], revision))
         revision = revision or first.header.revision  # (the header has etcd's current one)
-        replies = [first, *self._read_all([request(b, revision) for b in batches[1:]])]
+        replies = [first, *self.read_all([request(b, revision) for b in batches[1:]])]
         heads: dict[str, bytes] = {}
         for batch, reply in zip(batches, replies, strict=True):
             for node, found in zip(batch, reply.ranges(), strict=True):
@@ -196,7 +196,7 @@ class Scans(Connection):
         start, end = root, range_end(root)
         previous = None
         while True:
-            reply = self._range(
+            reply = self.read_range(
                 wire.RangeRequest(key=start, range_end=end, limit=KEY_PAGE, keys_only=True)
             )
             for kv in reply.kvs:
@@ -229,14 +229,14 @@ class Scans(Connection):
                 ops += [length, *self._end_ops(node, tail=node in tails)]
             requests.append(wire.TxnRequest(success=ops))
         bounds: dict[str, StreamBounds] = {}
-        for i, reply in enumerate(self._read_all(requests)):
+        for i, reply in enumerate(self.read_all(requests)):
             ranges = reply.ranges()
             for j, node in enumerate(names[i * per_txn : (i + 1) * per_txn]):
                 count, first, last = ranges[3 * j : 3 * j + 3]
                 bounds[node] = StreamBounds(
                     count=count.count,
-                    first=self._seq_at(node, first),
-                    last=self._seq_at(node, last),
+                    first=self.seq_at(node, first),
+                    last=self.seq_at(node, last),
                     tail=last.kvs[0].value if node in tails and last.kvs else None,
                 )
         return bounds

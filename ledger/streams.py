@@ -66,7 +66,7 @@ class StreamReads(Scans, Generic[S]):
 
     kind: Kind[S]
 
-    def _legacy_op(self, node: str) -> wire.RequestOp:
+    def legacy_op(self, node: str) -> wire.RequestOp:
         old = self.keys.legacy_events(node)
         return wire.get(old, range_end(old), limit=1, keys_only=True)
 
@@ -135,10 +135,10 @@ class StreamReads(Scans, Generic[S]):
         """
         start = after + 1
         stop = _window_end(start, min(max(first_page, 1), EVENT_PAGE), until)
-        first = self._txn(
+        first = self.txn(
             wire.TxnRequest(
                 success=[
-                    self._legacy_op(node),
+                    self.legacy_op(node),
                     wire.get(self.keys.head(node), revision=revision),
                     wire.RequestOp(request_range=self._window(node, start, stop, revision)),
                 ]
@@ -174,7 +174,7 @@ class StreamReads(Scans, Generic[S]):
             if kvs:
                 yield kvs
             elif until is None:  # the stream's end, or a gap a window wide: which?
-                beyond = self._range(
+                beyond = self.read_range(
                     wire.RangeRequest(
                         key=self.keys.event(node, stop),
                         range_end=self.keys.event_span(node)[1],
@@ -189,11 +189,11 @@ class StreamReads(Scans, Generic[S]):
             if until is not None and stop > until:
                 return
             start, stop = stop, _window_end(stop, EVENT_PAGE, until)
-            kvs = self._range(self._window(node, start, stop, revision)).kvs
+            kvs = self.read_range(self._window(node, start, stop, revision)).kvs
 
     def _page(self, node: str, kvs: list[wire.KeyValue]) -> Page:
         return Page(
-            events=[self._decode_event(node, kv) for kv in kvs],
+            events=[self.decode_event(node, kv) for kv in kvs],
             raw=[kv.value for kv in kvs],
             revisions=[kv.mod_revision for kv in kvs],
         )
@@ -201,7 +201,7 @@ class StreamReads(Scans, Generic[S]):
     def stored_events(self, node: str) -> list[bytes]:
         """The node's events exactly as stored, oldest first, none of them decoded (so one
         that cannot be read is still there to print), read at one revision."""
-        first = self._range(self._window(node, 1, 1 + EVENT_PAGE, 0))
+        first = self.read_range(self._window(node, 1, 1 + EVENT_PAGE, 0))
         windows = self._windows(node, first.kvs, 1 + EVENT_PAGE, None, first.header.revision)
         return [kv.value for kvs in windows for kv in kvs]
 
@@ -215,7 +215,7 @@ class StreamReads(Scans, Generic[S]):
             wire.get(prefix, start, keys_only=True),
             wire.get(end, range_end(prefix), keys_only=True),
         ]
-        reply = self._txn(wire.TxnRequest(success=ranges))
+        reply = self.txn(wire.TxnRequest(success=ranges))
         ours = self.keys.first(node)
         return [
             kv.key.decode(errors="replace")
@@ -229,7 +229,7 @@ class StreamReads(Scans, Generic[S]):
         events = self.read_stream(node, after=seq - 1, until=seq).events
         return events[0] if events else None
 
-    def _decode_event(self, node: str, kv: wire.KeyValue) -> Event:
+    def decode_event(self, node: str, kv: wire.KeyValue) -> Event:
         try:
             event = self.kind.events.decode(kv.value)
         except msgspec.DecodeError as exc:

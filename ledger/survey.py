@@ -49,10 +49,10 @@ def stream_starts(store: Store[Any], ends: Mapping[str, int]) -> dict[str, int]:
         for batch in batches
     ]
     starts = {node: 0 for node, last in ends.items() if last <= 0}
-    for batch, reply in zip(batches, store._read_all(requests), strict=True):
+    for batch, reply in zip(batches, store.read_all(requests), strict=True):
         ranges = reply.ranges()
         for i, node in enumerate(batch):
-            starts[node] = store._first(node, ranges[2 * i], ranges[2 * i + 1], ends[node])
+            starts[node] = store.start_of(node, ranges[2 * i], ranges[2 * i + 1], ends[node])
     return starts
 
 
@@ -67,7 +67,7 @@ def appended(store: Store[Any], spans: Mapping[str, Span]) -> list[bytes]:
     ]
     requests = [wire.TxnRequest(success=ops) for ops in _packed(store, windows)]
     stored: list[bytes] = []
-    for reply in store._read_all(requests):
+    for reply in store.read_all(requests):
         for found in reply.ranges():
             stored += [kv.value for kv in found.kvs if _is_event_key(kv.key)]
     return stored

@@ -43,7 +43,7 @@ def hang_around_writes(fault: str) -> None:
     from resource_extend.ledger.connection import Connection
     from resource_extend.ledger.store import Store
 
-    send = Store._txn
+    send = Store.txn
     never = threading.Event()
 
     def txn(self: Connection, request: wire.TxnRequest, *, write: bool = False) -> wire.TxnResponse:
@@ -54,7 +54,7 @@ def hang_around_writes(fault: str) -> None:
             never.wait()
         return reply
 
-    Store._txn = txn  # type: ignore[method-assign]
+    Store.txn = txn  # type: ignore[method-assign]
 
 
 def main(fault: str, config_path: str) -> None:

@@ -1,0 +1,128 @@
+"""What became of a write: what an append returns, whether a write whose answer was lost
+landed after all, and why one gave up (counted where exporters see it, ``ledger.tallies``).
+Mixed into :class:`ledger.store.Store`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from datetime import datetime, timezone
+from typing import Generic, TypeVar
+
+import msgspec
+
+from resource_extend.ledger import tallies, wire
+from resource_extend.ledger.audit import fold
+from resource_extend.ledger.connection import Ambiguous
+from resource_extend.ledger.errors import Contention, OutcomeUnknown, StoreError
+from resource_extend.ledger.events import AnyEvent, Checkpoint
+from resource_extend.ledger.records import NodeReads, NodeRecord
+
+S = TypeVar("S", bound=msgspec.Struct)
+"""The node state of the store's resource kind."""
+Event = AnyEvent
+
+
+class Appended(msgspec.Struct, Generic[S], frozen=True):
+    """What an append did: the node's state before and after, and the events it appended."""
+
+    before: S | None
+    after: S | None
+    events: list[Event]
+    """Empty when the request changed nothing."""
+    length: int | None
+    """How many events the stream holds after this append (None unless asked for)."""
+    nodes: int | None = None
+    """How many heads the kind had when this append last read (None unless asked for)."""
+
+
+class Outcomes(NodeReads[S]):
+    """A write's outcome, found or explained; ``_by`` names who writes (``ledger.store.who``)."""
+
+    _by: str
+
+    def _gave_up(self, node: str, verb: str, reason: str) -> Contention:
+        """The write's Contention, counted first where exporters see it (``ledger.tallies``)."""
+        at = datetime.now(timezone.utc)
+        failure = tallies.Failure(node=node, at=at, by=self._by, reason=reason)
+        self._deadline = max(self._deadline, time.monotonic() + tallies.GRACE)
+        # What the caller must hear is the failure itself, counted or not.
+        with contextlib.suppress(StoreError):
+            self._write_once(node, tallies.record(self.keys.prefix, self.kind.name, verb, failure))
+        return Contention(reason, node=node)
+
+    def write_failures(self) -> dict[str, int]:
+        """How many writes of this kind gave up, by verb (``ledger.tallies``)."""
+        reply = self.read_range(tallies.read(self.keys.prefix, self.kind.name))
+        return tallies.counts(self.keys.prefix, self.kind.name, reply.kvs)
+
+    def _not_where_the_head_says(self, node: str, seq: int) -> StoreError:
+        """Why an append failed though no writer moved the head: a key squats the next seq, or
+        the stream does not reach the head's seq (appending there would leave a gap for good).
+        Either was written outside the plugin."""
+        squatter = self.read_range(wire.RangeRequest(key=self.keys.event(node, seq + 1))).kvs
+        found = (
+            f"event {seq + 1} already exists"
+            if squatter
+            else f"event {seq}, the last, is missing from the stream"
+        )
+        return StoreError(
+            f"{found}, though the head says the stream ends at {seq}: written outside the "
+            f"plugin ('{self.kind.program} verify {node}' shows it); nothing was written",
+            node=node,
+        )
+
+    def _landed(
+        self, node: str, op: str, after: int, base: NodeRecord[S] | None
+    ) -> Appended[S] | None:
+        """If operation ``op`` was applied after position ``after``, what it did.
+
+        ``base`` is the record read at ``after``; without it (resuming another process's
+        write) the state before is folded from the start of the stream.
+
+        Compaction leaves events younger than ``streams.min_age`` in place, so the events
+        appended since ``after`` are all still there to look in. Should a checkpoint stand in
+        for some of them all the same, the write may have landed and been compacted away: that
+        is an unknown outcome, never a failure.
+        """
+        stream = self.events(node, after=after if base is not None else 0)
+        ours = [event for event in stream if event.op == op]
+        if not ours:
+            if any(isinstance(e.change, Checkpoint) and e.seq > after for e in stream):
+                raise OutcomeUnknown(
+                    f"write {op} was sent but its answer was lost, and the events appended "
+                    "since were compacted before they could be searched for it: it may have "
+                    "landed and been compacted away (by a compaction run with a --min-age "
+                    "shorter than a call, or on a host whose clock is ahead by more than "
+                    f"streams.min_age); the export the checkpoint names ({self.kind.program} "
+                    "history) holds the answer",
+                    node=node,
+                )
+            return None
+        earlier = (event for event in stream if event.seq < ours[0].seq)
+        before = fold(self.kind, earlier, base.state if base is not None else None)
+        first = base.first if base is not None else stream[0].seq
+        return Appended(
+            before=before,
+            after=fold(self.kind, ours, before),
+            events=ours,
+            length=stream_length(first, ours[0].seq, ours[-1].seq),
+        )
+
+    def _write_once(self, node: str, txn: wire.TxnRequest) -> wire.TxnResponse:
+        try:
+            return self.txn(txn, write=True)
+        except Ambiguous as exc:
+            raise OutcomeUnknown(
+                f"the write was sent but its answer was lost ({exc}); read the node again to "
+                "see whether it was applied",
+                node=node,
+            ) from None
+
+
+def stream_length(first: int | None, new_first: int, last: int) -> int | None:
+    """Events from the stream's first (``new_first`` when it was empty) to ``last``."""
+    if first is None:
+        return None
+    return last - (first or new_first) + 1 if last else 0
