@@ -192,10 +192,10 @@ class Connection:
         if len(requests) < 2 * READERS:
             return [self.txn(request) for request in requests]
 
-        def txn(request: wire.TxnRequest) -> Callable[[Connection], wire.TxnResponse]:
+        def ask(request: wire.TxnRequest) -> Callable[[Connection], wire.TxnResponse]:
             return lambda reader: reader.txn(request)
 
-        return self._in_parallel([txn(request) for request in requests])
+        return self._in_parallel([ask(request) for request in requests])
 
     def _in_parallel(self, reads: list[Callable[[Connection], T]]) -> list[T]:
         """Run each read on one of ``READERS`` connections of their own, within this one's time
