@@ -428,8 +428,9 @@ def talk_directly(plugin: Plugin, endpoints: list[str]) -> None:
 
 
 @pytest.fixture
-def own_etcd() -> Iterator[Cluster]:
-    cluster = Cluster(1).start()
+def own_cluster() -> Iterator[Cluster]:
+    """Three members of the test's own, to kill and restart (why three: :class:`Cluster`)."""
+    cluster = Cluster(3).start()
     yield cluster
     cluster.stop()
 
@@ -519,26 +520,25 @@ def test_an_unreachable_etcd_gives_one_clear_line(tmp_path: Path, kind: str) -> 
 # -- crash and restart ----------------------------------------------------------------------------
 
 
-def kill_timer(member: Member, when: list[float]) -> Callable[[], None]:
-    """Kill ``member``, noting when the kill began."""
+def kill_timer(kill: Callable[[], None], when: list[float]) -> Callable[[], None]:
+    """``kill``, noting when it began."""
 
-    def kill() -> None:
+    def timed() -> None:
         when.append(time.monotonic())
-        member.kill()
+        kill()
 
-    return kill
+    return timed
 
 
 def test_etcd_killed_and_restarted_during_a_run_of_calls_loses_and_doubles_nothing(
-    own_etcd: Cluster, tmp_path: Path
+    own_cluster: Cluster, tmp_path: Path
 ) -> None:
-    """Callers on two nodes run calls while etcd is killed, kept down, and restarted on the
-    same data dir. The proxy times the kill: just after etcd committed one of their writes,
-    before the answer reached the plugin. That call must fail naming its op, and its write must
-    be found after the restart, counted once. (One caller per node: no write loses a
-    compare-and-swap, so the write the kill is timed to is one etcd applied.)"""
-    member = own_etcd.members[0]
-    proxy = AnswerDroppingProxy(member.client_url)
+    """Callers on two nodes run calls while etcd (all three members) is killed, kept down, and
+    restarted on the same data dirs. The proxy times the kill: just after etcd committed one of
+    their writes, before the answer reached the plugin. That call must fail naming its op, and
+    its write must be found after the restart, counted once. (One caller per node: no write
+    loses a compare-and-swap, so the write the kill is timed to is one etcd applied.)"""
+    proxy = AnswerDroppingProxy(own_cluster.members[0].client_url)
     try:
         plugin = Plugin([proxy.url], tmp_path, timeout=3)
         runs = {node: make_calls(150, seed=30 + i, node=node) for i, node in enumerate(NODES)}
@@ -550,14 +550,13 @@ def test_etcd_killed_and_restarted_during_a_run_of_calls_loses_and_doubles_nothi
                 return n1.finished(since) + n2.finished(since)
 
             wait_for(lambda: sum(c.ok for c in ran()) >= 4, "successes before the kill")
-            proxy.crash_on_next_write(kill_timer(member, kills), at_answer=True)
+            proxy.crash_on_next_write(kill_timer(own_cluster.kill, kills), at_answer=True)
             wait_for(proxy.crashed.is_set, "write to kill etcd on")
             killed = kills[0]
             time.sleep(1.5)
             # Down until the call whose write died with etcd has failed: it cannot succeed now.
             wait_for(lambda: any(c.unknown for c in ran()), "unknown-outcome failure")
-            member.start()
-            member.wait_healthy()
+            own_cluster.start()
             restarted = time.monotonic()
             wait_for(lambda: len(ran(restarted)) >= 6, "calls after the restart")
 
@@ -624,7 +623,7 @@ def test_calls_keep_succeeding_when_the_member_they_talk_to_dies_under_load(
         kills: list[float] = []
         with Load(plugin, calls, workers=2) as load:
             wait_for(lambda: sum(c.ok for c in load.ran()) >= 3, "successes before the kill")
-            proxy.crash_on_next_write(kill_timer(first, kills))
+            proxy.crash_on_next_write(kill_timer(first.kill, kills))
             wait_for(proxy.crashed.is_set, "write to kill the leader on")
             killed = kills[0]
             wait_for(elected, "new leader among the survivors")
