@@ -1,21 +1,24 @@
 """``doctor``'s etcd checks: every ``etcd.machines`` endpoint on its own, not through the
 fail-over connection (reachable; TLS with the configured ca/cert/key; the credentials accepted;
-the server's version; the prefix readable), the cluster's alarms, and this host's clock
-against etcd's.
+the server's version; the prefix readable), the cluster's alarms, whether it keeps what it
+answers (``doctor_durability``), and this host's clock against etcd's.
 
 The clock is read from the ``Date`` of etcd's answer to ``GET /version`` on its HTTP gateway
-(the client port serves it beside gRPC, so with ``etcd.transport: grpc`` too); the rest goes
-through the configured transport, as the plugin's own calls do.
+(the client port serves it beside gRPC, so with ``etcd.transport: grpc`` too) and judged by
+``doctor_clock``; the rest goes through the configured transport, as the plugin's own calls
+do.
 """
 
 from __future__ import annotations
 
 import time
-from datetime import datetime
 
 import msgspec
 
 from resource_extend.commands.doctor_checks import Finding, fail, not_checked, ok, warn
+from resource_extend.commands.doctor_clock import clock_offset, judge_clock
+from resource_extend.commands.doctor_durability import CHECK as DURABILITY
+from resource_extend.commands.doctor_durability import check_durability, parse_version
 from resource_extend.commands.program import current
 from resource_extend.ledger import wire
 from resource_extend.ledger.config import Config, EtcdConfig
@@ -32,14 +35,6 @@ from resource_extend.ledger.transport import (
 MIN_VERSION = (3, 4)
 """The oldest etcd the plugins support: its JSON gateway serves ``/v3/`` from 3.4 on (3.3
 named it ``/v3beta/``)."""
-WARN_SKEW = 1.0
-"""Seconds of clock difference with etcd past which doctor warns."""
-FAIL_SKEW = 60.0
-"""Seconds past which it fails: event times a minute off mislead ``history --since`` and
-``show --at``, and eat into the margin ``streams.min_age`` leaves compaction."""
-CALL_SECONDS = 30.0
-"""How long core lets a call run: a lost answer's retry looks for its event up to this late."""
-
 TLS_SIGNS = ("TLS", "SSL", "certificate", "handshake", "etcd.ca", "etcd.cert", "etcd.key")
 AUTH_SIGNS = ("authentication failed", "unauthenticated", "user name", "invalid auth token")
 REACH_FIX = (
@@ -55,10 +50,6 @@ AUTH_FIX = (
     "set etcd.auth.username and etcd.auth.password to a user etcd knows, whose role may read "
     "and write {prefix}/resource/ and {prefix}/resource-events/ (etcdctl role "
     "grant-permission ROLE --prefix=true readwrite {prefix}/)"
-)
-CLOCK_FIX = (
-    "synchronise the clocks of this host and etcd's hosts (NTP: timedatectl set-ntp true, or "
-    "chrony), then run again"
 )
 
 
@@ -78,6 +69,8 @@ class Probe(msgspec.Struct):
     """It answered every request: later checks may use it."""
     offset: float | None = None
     """Seconds etcd's clock is at least ahead (+) or behind (-) this host's; None: not read."""
+    version: str = ""
+    """The server's version, as it said it (empty: not said)."""
 
 
 class _Version(msgspec.Struct):
@@ -85,7 +78,8 @@ class _Version(msgspec.Struct):
 
 
 def check_etcd(config: Config, probed: EtcdFindings) -> list[Finding]:
-    """Each endpoint, then the alarms (asked of the first that answered), then the clock."""
+    """Each endpoint, then the alarms and the members (asked of the first that answered),
+    then the clock."""
     settings = config.etcd
     root = KeyLayout(settings.prefix, current().kind).root
     probes = [probe(settings, index, root) for index in range(len(settings.machines))]
@@ -93,9 +87,12 @@ def check_etcd(config: Config, probed: EtcdFindings) -> list[Finding]:
     probed.reachable = bool(answering)
     findings = [p.finding for p in probes]
     if answering:
+        first = _single(settings, answering[0].index)
         findings.append(check_alarms(settings, answering[0].index))
+        findings.append(check_durability(first, [p.version for p in answering]))
     else:
         findings.append(not_checked("etcd alarms", "no etcd endpoint passed its check"))
+        findings.append(not_checked(DURABILITY, "no etcd endpoint passed its check"))
     offsets = [(p.where, p.offset) for p in probes if p.offset is not None]
     findings.append(judge_clock(offsets, config.streams.min_age))
     return findings
@@ -154,7 +151,8 @@ def probe(settings: EtcdConfig, index: int, root: bytes) -> Probe:
         if calls is not None and calls is not gateway:
             calls.close()
     found.answered = True
-    found.finding = _answered(check, settings, endpoint.tls, version or status.version, counted)
+    found.version = version or status.version
+    found.finding = _answered(check, settings, endpoint.tls, found.version, counted)
     if gateway_failure:
         found.finding = msgspec.structs.replace(
             found.finding,
@@ -216,10 +214,8 @@ def _tls(reason: str) -> bool:
 
 def _older(version: str, oldest: tuple[int, int]) -> bool:
     """Whether ``version`` (``3.5.1``) is older than ``oldest``; False when it cannot tell."""
-    parts = version.split(".")[:2]
-    if len(parts) < 2 or not all(part.isdigit() for part in parts):
-        return False
-    return (int(parts[0]), int(parts[1])) < oldest
+    parsed = parse_version(version)
+    return parsed is not None and parsed[:2] < oldest
 
 
 def check_alarms(settings: EtcdConfig, index: int) -> Finding:
@@ -252,52 +248,4 @@ def check_alarms(settings: EtcdConfig, index: int) -> Finding:
         f"raised: {', '.join(raised)}",
         "see etcd's log; CORRUPT: restore that member from a snapshot (etcd's disaster "
         "recovery guide), then etcdctl alarm disarm",
-    )
-
-
-def clock_offset(date: datetime, sent: float, received: float) -> float:
-    """How far etcd's clock is at least ahead (+) or behind (-) this host's, from the ``Date``
-    of a reply sent at ``sent`` and received at ``received`` (this host's times): the date is
-    the second etcd answered in, truncated, so its clock read somewhere in ``[date, date + 1)``
-    while ours read somewhere in ``[sent, received]``. 0 when the two may agree."""
-    server = date.timestamp()
-    if server > received:
-        return server - received
-    if server + 1 < sent:
-        return server + 1 - sent
-    return 0.0
-
-
-def fail_after(min_age: float) -> float:
-    """The clock difference that matters: ``FAIL_SKEW``, or less when ``streams.min_age``
-    leaves less than that beyond a core call (compaction here keeps events younger than
-    ``min_age`` by this host's clock against the times in the events)."""
-    margin = min_age - CALL_SECONDS
-    return min(FAIL_SKEW, margin) if margin > WARN_SKEW else FAIL_SKEW
-
-
-def judge_clock(offsets: list[tuple[str, float]], min_age: float) -> Finding:
-    """The worst clock difference measured, against the thresholds."""
-    check = "clock"
-    if not offsets:
-        return not_checked(check, "no etcd endpoint's HTTP gateway answered with a Date")
-    where, worst = max(offsets, key=lambda found: abs(found[1]))
-    skew = abs(worst)
-    if skew <= WARN_SKEW:
-        return ok(check, f"this host's clock agrees with etcd's to within a second ({where})")
-    direction = "behind" if worst > 0 else "ahead of"
-    message = (
-        f"this host's clock is at least {skew:.1f} s {direction} etcd's at {where}: events "
-        "written here carry times that far off"
-    )
-    limit = fail_after(min_age)
-    if skew < limit:
-        return warn(check, f"{message} (fails from {limit:g} s)", CLOCK_FIX)
-    return fail(
-        check,
-        f"{message}; from {limit:g} s it matters: history --since/--until and show --at pick "
-        "events by those times, and compaction on this host judges streams.min_age "
-        f"({min_age:g} s, less core's {CALL_SECONDS:g} s for a call) by its own clock against "
-        "them, so it could remove an event a retried call still looks for",
-        CLOCK_FIX,
     )

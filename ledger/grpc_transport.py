@@ -40,6 +40,7 @@ _MESSAGES: dict[type, tuple[str, str, Any]] = {
     wire.TxnRequest: ("kv", "Txn", etcdrpc.TxnRequest),
     wire.StatusRequest: ("maintenance", "Status", etcdrpc.StatusRequest),
     wire.AlarmRequest: ("maintenance", "Alarm", etcdrpc.AlarmRequest),
+    wire.MemberListRequest: ("cluster", "MemberList", etcdrpc.MemberListRequest),
 }
 _UNVERIFIED_SIGNS = ("CERTIFICATE_VERIFY_FAILED", "verification check failed")
 """How gRPC's TLS says the server's certificate (or the host name in it) did not verify."""
@@ -47,12 +48,13 @@ Metadata = tuple[tuple[str, str], ...]
 
 
 class _Client:
-    """One endpoint's channel, its KV stub, and the auth token each request carries."""
+    """One endpoint's channel, its stubs, and the auth token each request carries."""
 
     def __init__(self, channel: grpc.Channel, metadata: Metadata | None) -> None:
         self.channel = channel
         self.kv = etcdrpc.KVStub(channel)
         self.maintenance = etcdrpc.MaintenanceStub(channel)
+        self.cluster = etcdrpc.ClusterStub(channel)
         self.metadata = metadata
 
 

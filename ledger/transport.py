@@ -28,9 +28,20 @@ if TYPE_CHECKING:
     from resource_extend.ledger.config import EtcdConfig
 
 Reply = TypeVar(
-    "Reply", wire.RangeResponse, wire.TxnResponse, wire.StatusResponse, wire.AlarmResponse
+    "Reply",
+    wire.RangeResponse,
+    wire.TxnResponse,
+    wire.StatusResponse,
+    wire.AlarmResponse,
+    wire.MemberListResponse,
 )
-Request = wire.TxnRequest | wire.RangeRequest | wire.StatusRequest | wire.AlarmRequest
+Request = (
+    wire.TxnRequest
+    | wire.RangeRequest
+    | wire.StatusRequest
+    | wire.AlarmRequest
+    | wire.MemberListRequest
+)
 
 # gRPC status codes, which etcd's gateway also puts in its error bodies.
 GRPC_CODES = (
@@ -135,6 +146,7 @@ class HttpTransport:
         wire.TxnRequest: "/v3/kv/txn",
         wire.StatusRequest: "/v3/maintenance/status",
         wire.AlarmRequest: "/v3/maintenance/alarm",
+        wire.MemberListRequest: "/v3/cluster/member/list",
     }
 
     def __init__(self, config: EtcdConfig) -> None:

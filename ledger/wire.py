@@ -103,6 +103,10 @@ class AlarmRequest(_Message):
     action: Literal["GET"] = "GET"
 
 
+class MemberListRequest(_Message):
+    """The cluster's members."""
+
+
 def unchanged_since(key: bytes, mod_revision: int) -> Compare:
     """The key was last written at ``mod_revision`` (0: the key does not exist)."""
     if mod_revision:
@@ -169,3 +173,14 @@ class AlarmMember(_Message):
 class AlarmResponse(_Message):
     header: Header = msgspec.field(default_factory=Header)
     alarms: list[AlarmMember] = msgspec.field(default_factory=list)
+
+
+class ClusterMember(_Message):
+    name: str = ""
+    is_learner: bool = msgspec.field(default=False, name="isLearner")
+    """A learner replicates the log but does not vote: it is not part of a majority."""
+
+
+class MemberListResponse(_Message):
+    header: Header = msgspec.field(default_factory=Header)
+    members: list[ClusterMember] = msgspec.field(default_factory=list)
