@@ -111,4 +111,10 @@ def check_durability(single: EtcdConfig, versions: list[str]) -> Finding:
     finally:
         transport.close()
     voters = sum(not member.is_learner for member in answer.members)
+    if not voters:
+        return warn(
+            CHECK,
+            "not checked: etcd listed no voting member",
+            "etcdctl member list -w table",
+        )
     return judge(min(parsed), voters)

@@ -88,7 +88,7 @@ def check_etcd(config: Config, probed: EtcdFindings) -> list[Finding]:
     findings = [p.finding for p in probes]
     if answering:
         first = _single(settings, answering[0].index)
-        findings.append(check_alarms(settings, answering[0].index))
+        findings.append(check_alarms(first))
         findings.append(check_durability(first, [p.version for p in answering]))
     else:
         findings.append(not_checked("etcd alarms", "no etcd endpoint passed its check"))
@@ -218,12 +218,12 @@ def _older(version: str, oldest: tuple[int, int]) -> bool:
     return parsed is not None and parsed[:2] < oldest
 
 
-def check_alarms(settings: EtcdConfig, index: int) -> Finding:
-    """The cluster's raised alarms, asked of endpoint ``index``."""
+def check_alarms(single: EtcdConfig) -> Finding:
+    """The cluster's raised alarms, asked of ``single``'s one endpoint."""
     check = "etcd alarms"
-    transport = open_transport(_single(settings, index))
+    transport = open_transport(single)
     try:
-        answer = transport.send(0, wire.AlarmRequest(), wire.AlarmResponse, settings.timeout)
+        answer = transport.send(0, wire.AlarmRequest(), wire.AlarmResponse, single.timeout)
     except (Unavailable, Refused) as exc:
         return warn(
             check,
