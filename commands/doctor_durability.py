@@ -20,8 +20,7 @@ from __future__ import annotations
 
 from resource_extend.commands.doctor_checks import Finding, ok, warn
 from resource_extend.ledger import wire
-from resource_extend.ledger.config import EtcdConfig
-from resource_extend.ledger.transport import Refused, Unavailable, open_transport
+from resource_extend.ledger.transport import Refused, Transport, Unavailable
 
 CHECK = "etcd durability"
 Version = tuple[int, int, int]
@@ -31,6 +30,7 @@ SINGLE_MEMBER_FIXED: dict[tuple[int, int], int] = {(3, 4): 21, (3, 5): 5}
 the fix, those after 3.5 never had the bug."""
 REPLAY_BROKEN = ((3, 5, 0), (3, 5, 2))
 """The releases with etcd-io/etcd#13766, first and last."""
+MEMBERS_FIX = "etcdctl member list -w table"
 UPGRADE = (
     "upgrade etcd to 3.5.5 or later (3.4.21 or later on 3.4), one member at a time; "
     "until then run three voting members rather than one"
@@ -86,9 +86,9 @@ def judge(version: Version, voters: int) -> Finding:
     return ok(CHECK, f"{members}, etcd {shown}: a write is answered once a majority hold it")
 
 
-def check_durability(single: EtcdConfig, versions: list[str]) -> Finding:
-    """Ask ``single``'s one endpoint for the members; judge the oldest of the ``versions``
-    the endpoints reported."""
+def check_durability(transport: Transport, timeout: float, versions: list[str]) -> Finding:
+    """Ask ``transport``'s one endpoint for the members; judge the oldest of the
+    ``versions`` the endpoints reported."""
     parsed = [found for found in map(parse_version, versions) if found is not None]
     if not parsed:
         shown = ", ".join(versions) or "none"
@@ -97,24 +97,11 @@ def check_durability(single: EtcdConfig, versions: list[str]) -> Finding:
             f"not checked: no endpoint said a version this check can read ({shown})",
             "etcdctl endpoint status -w table (the VERSION column)",
         )
-    transport = open_transport(single)
     try:
-        answer = transport.send(
-            0, wire.MemberListRequest(), wire.MemberListResponse, single.timeout
-        )
+        answer = transport.send(0, wire.MemberListRequest(), wire.MemberListResponse, timeout)
     except (Unavailable, Refused) as exc:
-        return warn(
-            CHECK,
-            f"not checked: etcd did not list its members ({exc})",
-            "etcdctl member list -w table",
-        )
-    finally:
-        transport.close()
+        return warn(CHECK, f"not checked: etcd did not list its members ({exc})", MEMBERS_FIX)
     voters = sum(not member.is_learner for member in answer.members)
     if not voters:
-        return warn(
-            CHECK,
-            "not checked: etcd listed no voting member",
-            "etcdctl member list -w table",
-        )
+        return warn(CHECK, "not checked: etcd listed no voting member", MEMBERS_FIX)
     return judge(min(parsed), voters)

@@ -87,9 +87,13 @@ def check_etcd(config: Config, probed: EtcdFindings) -> list[Finding]:
     probed.reachable = bool(answering)
     findings = [p.finding for p in probes]
     if answering:
-        first = _single(settings, answering[0].index)
-        findings.append(check_alarms(first))
-        findings.append(check_durability(first, [p.version for p in answering]))
+        first = open_transport(_single(settings, answering[0].index))
+        try:
+            findings.append(check_alarms(first, settings.timeout))
+            versions = [p.version for p in answering]
+            findings.append(check_durability(first, settings.timeout, versions))
+        finally:
+            first.close()
     else:
         findings.append(not_checked("etcd alarms", "no etcd endpoint passed its check"))
         findings.append(not_checked(DURABILITY, "no etcd endpoint passed its check"))
@@ -218,20 +222,17 @@ def _older(version: str, oldest: tuple[int, int]) -> bool:
     return parsed is not None and parsed[:2] < oldest
 
 
-def check_alarms(single: EtcdConfig) -> Finding:
-    """The cluster's raised alarms, asked of ``single``'s one endpoint."""
+def check_alarms(transport: Transport, timeout: float) -> Finding:
+    """The cluster's raised alarms, asked of ``transport``'s one endpoint."""
     check = "etcd alarms"
-    transport = open_transport(single)
     try:
-        answer = transport.send(0, wire.AlarmRequest(), wire.AlarmResponse, single.timeout)
+        answer = transport.send(0, wire.AlarmRequest(), wire.AlarmResponse, timeout)
     except (Unavailable, Refused) as exc:
         return warn(
             check,
             f"not checked: etcd did not list its alarms ({exc})",
             "as etcd's root user: etcdctl alarm list",
         )
-    finally:
-        transport.close()
     raised = sorted({member.alarm for member in answer.alarms} - {"NONE"})
     if not raised:
         return ok(check, "none raised")
