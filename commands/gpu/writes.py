@@ -103,14 +103,18 @@ def set_node_resource_capacity(request: requests.SetCapacity, session: Session) 
     One input wins: resource_request, then resource. delta=true adds (incr=true) or subtracts
     (incr=false), and negative counts subtract; delta=false replaces the capacity (core's
     rollback sends the "before" it got back), except that a resource_request without
-    "prod_count_map" ({}, as "node set" sends for no change) keeps it, as upstream does. No
-    product may end below zero; capacity below usage is allowed.
+    "prod_count_map" ({}, as "node set" sends for no change) keeps it, as upstream does. A
+    replace names only products it keeps (a count of 0 is refused). No product may end below
+    zero; capacity below usage is allowed.
     """
     node = check_node_name(request.nodename)
     delta = bool(request.delta)
     asked = request.resource_request
     keep = not delta and asked is not None and not asked.names_cards
-    given = None if keep else _checked(_input(request), "capacity", delta=delta)
+    # A replace names the cards the node has: a product with 0 would silently drop it (the
+    # seed refuses counts of zero or less outside a realloc).
+    capacity = signed_cards if delta else positive_cards
+    given = None if keep else capacity(_input(request), "capacity")
     appended = session.append(
         node,
         "set-node-resource-capacity",

@@ -7,7 +7,12 @@ is appended).
 
 from __future__ import annotations
 
-from resource_extend.ledger.errors import InvalidRequest, NodeExists, NodeNotFound
+from resource_extend.ledger.errors import (
+    InvalidRequest,
+    NodeExists,
+    NodeNotFound,
+    NotEnoughResource,
+)
 from resource_extend.projections.gpu import cards
 from resource_extend.projections.gpu.cards import Cards
 from resource_extend.projections.gpu.diffs import usage_diffs
@@ -56,6 +61,25 @@ def _refuse_out_of_range(node: str, what: str, before: Cards, change: Cards) -> 
             )
 
 
+def _refuse_past_capacity(node: str, state: NodeState, change: Cards) -> None:
+    """Refuse a usage change that takes a product it *raises* past the node's capacity.
+
+    Decided on the state the compare-and-swap then checks, so racing deploys cannot together
+    take more cards than the node has. What lowers a product is never refused for this (a
+    node's capacity may be set below its usage), nor is a product the change leaves alone.
+    """
+    for product, count in sorted(change.items()):
+        if count <= 0:
+            continue
+        used, held = state.usage.get(product, 0), state.capacity.get(product, 0)
+        if used + count > held:
+            raise NotEnoughResource(
+                f"usage of {product!r} would exceed its capacity "
+                f"({used} {count:+d} = {used + count}, capacity {held})",
+                node=node,
+            )
+
+
 def _refuse_too_many(node: str, what: str, given: Cards) -> None:
     """Refuse an absolute value (a sum of workloads, say) past ``MAX_COUNT`` of a product."""
     for product, count in sorted(given.items()):
@@ -99,6 +123,7 @@ def set_usage(
     if not change:
         return None
     _refuse_out_of_range(node, "usage", current.usage, change)
+    _refuse_past_capacity(node, current, change)
     return UsageChanged(delta=cards.normalised(change), workloads=workloads)
 
 

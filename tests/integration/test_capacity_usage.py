@@ -298,3 +298,85 @@ def test_capacity_below_usage_is_allowed(plugin: Plugin) -> None:
     replace = {"nodename": "n1", "resource_request": RG({3090: 1}), "delta": False, "incr": True}
     assert counts(plugin.ok("set-node-resource-capacity", replace)["after"]) == G({3090: 1})
     assert state(plugin, "n1") == (G({3090: 1}), G({3070: 3}))
+
+
+@pytest.mark.parametrize(
+    ("request_body", "product"),
+    [
+        pytest.param(
+            usage_request(None, None, [{3070: 2}, {3070: 2}], DELTA, INCR),
+            "nvidia-3070",
+            id="deploy: two workloads past the last cards",
+        ),
+        pytest.param(
+            usage_request(None, {3090: 5}, None, DELTA, INCR),
+            "nvidia-3090",
+            id="resource_request past capacity",
+        ),
+        pytest.param(
+            usage_request(None, None, [{3070: -1, 3090: 5}], DELTA, INCR),
+            "nvidia-3090",
+            id="realloc delta: one product given back, one past capacity",
+        ),
+        pytest.param(
+            usage_request(None, None, [{3080: 1}], DELTA, INCR),
+            "nvidia-3080",
+            id="a product the node lacks",
+        ),
+        pytest.param(
+            usage_request(None, None, [{3070: -4}], DELTA, DECR),
+            "nvidia-3070",
+            id="a release of a negative count takes cards",
+        ),
+    ],
+)
+def test_an_increment_past_capacity_is_refused_and_changes_nothing(
+    busy_node: Plugin, request_body: dict[str, Any], product: str
+) -> None:
+    """The ledger is the last line when core's lock does not serialise a node's deploys: no
+    increment takes a product past its capacity (usage {3070:1} of {3070:4, 3090:4} here)."""
+    events = event_count(busy_node, "n1")
+    line = fails_on(
+        busy_node, "set-node-resource-usage", request_body, "n1", "would exceed its capacity"
+    )
+    assert product in line, line
+    assert state(busy_node, "n1") == (EIGHT, START_USAGE)
+    assert event_count(busy_node, "n1") == events
+
+
+def test_what_lowers_usage_is_never_refused_past_capacity(plugin: Plugin) -> None:
+    """A node shrunk below its usage (allowed) still takes releases, realloc deltas that give
+    cards back, and absolute sets (core's rollback) above its capacity."""
+    plugin.add("n1", EIGHT)
+    set_usage(plugin, "n1", G({3070: 4, 3090: 1}))
+    shrink = {"nodename": "n1", "resource_request": RG({3070: -3}), "delta": True, "incr": True}
+    plugin.ok("set-node-resource-capacity", shrink)  # 3070: 1 of capacity, 4 in use
+    release = usage_request(None, None, [{3070: 1}], DELTA, DECR)
+    assert counts(plugin.ok("set-node-resource-usage", release)["after"]) == G({3070: 3, 3090: 1})
+    realloc = usage_request(None, None, [{3070: -1, 3090: 1}], DELTA, INCR)
+    assert counts(plugin.ok("set-node-resource-usage", realloc)["after"]) == G({3070: 2, 3090: 2})
+    rollback = usage_request({3070: 4, 3090: 1}, None, None, ABSOLUTE, INCR)
+    assert counts(plugin.ok("set-node-resource-usage", rollback)["after"]) == G({3070: 4, 3090: 1})
+    assert state(plugin, "n1") == (G({3070: 1, 3090: 4}), G({3070: 4, 3090: 1}))
+    still_over = usage_request(None, None, [{3070: 1}], DELTA, INCR)
+    fails_on(plugin, "set-node-resource-usage", still_over, "n1", "would exceed its capacity")
+
+
+@pytest.mark.parametrize(
+    "cards",
+    [{3070: 0}, {3070: 2, 3090: 0}],
+    ids=["the only product at zero", "one product at zero"],
+)
+@pytest.mark.parametrize("field", ["resource_request", "resource"])
+def test_zero_cards_in_an_absolute_capacity_set_are_refused(
+    plugin: Plugin, cards: Spec, field: str
+) -> None:
+    """The seed refuses counts of zero or less outside a realloc: a replace that names a
+    product with 0 cards would drop it, cards in use or not."""
+    plugin.add("n1", EIGHT)
+    set_usage(plugin, "n1", G({3090: 2}))
+    events = event_count(plugin, "n1")
+    request = {"nodename": "n1", field: RG(cards), "delta": False, "incr": True}
+    fails_on(plugin, "set-node-resource-capacity", request, "n1", "must be positive")
+    assert state(plugin, "n1") == (EIGHT, G({3090: 2}))
+    assert event_count(plugin, "n1") == events

@@ -27,6 +27,12 @@ CALLS_PER_WORKER = 15
 PRODUCTS = ("nvidia-3090", "nvidia-a100", "nvidia-t4")
 
 Cards = dict[str, int]
+CAPACITY: Cards = {
+    **dict.fromkeys(PRODUCTS, 1000),
+    **{f"tag-{seed}-{n}": 1 for seed in range(WORKERS) for n in range(2 * CALLS_PER_WORKER)},
+}
+"""Room for every workload the workers deploy (no call is refused for want of cards): each
+tag once, and more of each product than the workers ever hold together."""
 Signature = tuple[bool, tuple[tuple[tuple[str, int], ...], ...]]
 """A call as its event records it: deploy (True) or release, and the workloads' cards."""
 
@@ -125,7 +131,7 @@ def test_concurrent_deploys_and_releases_on_one_node(
     clearly ("contention") and leave nothing behind, and the ledger stays exact either way."""
     plugin.write_config(max_attempts=max_attempts)
     node = "hot"
-    plugin.add(node, {p: 8 for p in PRODUCTS})
+    plugin.add(node, CAPACITY)
     start = threading.Barrier(WORKERS)
     with ThreadPoolExecutor(WORKERS) as pool:
         futures = [pool.submit(worker, plugin, node, seed, start) for seed in range(WORKERS)]
@@ -145,7 +151,7 @@ def test_concurrent_deploys_and_releases_on_one_node(
 
     info = plugin.info(node)
     assert counts(info["usage"]) == expected_usage
-    assert counts(info["capacity"]) == {p: 8 for p in PRODUCTS}
+    assert counts(info["capacity"]) == CAPACITY
 
     events = etcd.event_docs(node)
     changed = [c for c in succeeded if c.delta]
@@ -258,3 +264,34 @@ def test_concurrent_first_writes_adopt_an_upstream_record_once(plugin: Plugin, e
     assert events[0]["op"] == events[1]["op"]
     assert len({e["op"] for e in events[1:]}) == successes
     assert counts(plugin.info(node)["usage"]) == {"nvidia-3090": taken}
+
+
+def test_racing_increments_never_take_a_product_past_its_capacity(
+    plugin: Plugin, etcd: Etcd
+) -> None:
+    """20 processes each take 1 of 8 cards at once, with no lock: exactly 8 land, the other
+    12 are refused in one line and leave no event. The capacity check is decided on the state
+    each compare-and-swap checks, so it holds across lost races and their retries."""
+    racers = 20
+    plugin.add("hot", {"nvidia-3090": 8})
+    start = threading.Barrier(racers)
+    deploy = {
+        "nodename": "hot",
+        "workloads_resource": [R({"nvidia-3090": 1})],
+        "delta": True,
+        "incr": True,
+    }
+
+    def take(_: int) -> Any:
+        start.wait()
+        return plugin.run("set-node-resource-usage", deploy)
+
+    with ThreadPoolExecutor(racers) as pool:
+        results = list(pool.map(take, range(racers)))
+    landed = [r for r in results if r.status == 0]
+    refused = [failure_line(r, "set-node-resource-usage") for r in results if r.status != 0]
+    assert len(landed) == 8, [r.stderr for r in results]
+    assert all("would exceed its capacity" in line for line in refused), refused
+    assert sorted(counts(r.answer["after"])["nvidia-3090"] for r in landed) == list(range(1, 9))
+    assert counts(plugin.info("hot")["usage"]) == {"nvidia-3090": 8}
+    assert len(etcd.event_docs("hot")) == 1 + 8

@@ -902,12 +902,13 @@ def test_many_distinct_workloads_are_summed(readers: Installation) -> None:
 # -- size limits --------------------------------------------------------------------------------
 
 LONG_PRODUCT = "nvidia-" + "x" * 93  # 100 characters
+MAX_CARDS = 22_000
 
 
 def too_large_for_etcd() -> Iterator[tuple[str, str, dict[str, Any]]]:
     """Requests under the 4 MiB stdin cap whose one transaction is over etcd's request limit
     (1.5 MiB by default; over 2 MiB gRPC refuses the message before etcd looks at it)."""
-    for label, count in [("etcd-limit", 16_000), ("grpc-limit", 22_000)]:
+    for label, count in [("etcd-limit", 16_000), ("grpc-limit", MAX_CARDS)]:
         workloads = [R({LONG_PRODUCT: 1})] * count
         yield (
             label,
@@ -936,6 +937,11 @@ def test_a_change_too_large_for_etcd_fails_cleanly(
     assert len(body) < MAX_REQUEST_BYTES
     installation = fresh()
     try:
+        # Cards for every workload, so that only the transaction's size stands in the way.
+        room: dict[str, Any] = {"nodename": "n1", "resource_request": R({LONG_PRODUCT: MAX_CARDS})}
+        room |= {"delta": True, "incr": True}
+        grown = installation.call(["set-node-resource-capacity"], json.dumps(room).encode())
+        assert grown.status == 0, grown.stderr
         before = Before.of(installation)
         snapshot = installation.etcd.snapshot()
         line = assert_clean_failure(verb, installation.binary(verb, body))

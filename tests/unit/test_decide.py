@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 
-from resource_extend.ledger.errors import InvalidRequest, NodeExists, NodeNotFound, PluginError
+from resource_extend.ledger.errors import (
+    InvalidRequest,
+    NodeExists,
+    NodeNotFound,
+    NotEnoughResource,
+    PluginError,
+)
 from resource_extend.projections.gpu import cards, decide
 from resource_extend.projections.gpu.cards import Cards
 from resource_extend.projections.gpu.diffs import usage_diffs
@@ -215,10 +221,26 @@ def test_set_usage_below_zero_is_invalid_and_names_the_product(given: Cards, inc
     assert info.value.node == "n1"
 
 
-def test_set_usage_may_exceed_capacity() -> None:
-    """Usage is what core says is held; the fit check belongs to calculate-deploy."""
-    change = decide.set_usage("n1", EIGHT, {P70: 9}, workloads=None, delta=True, incr=True)
-    assert change == UsageChanged(delta={P70: 9})
+def test_an_increment_past_capacity_is_refused() -> None:
+    """The last line behind calculate-deploy: decided on the state the compare-and-swap
+    checks, so racing deploys cannot together take more cards than the node has."""
+    with pytest.raises(NotEnoughResource, match=r"'nvidia-3070' would exceed its capacity"):
+        decide.set_usage("n1", EIGHT, {P70: 5}, workloads=None, delta=True, incr=True)
+    with pytest.raises(NotEnoughResource, match="capacity 0"):
+        decide.set_usage("n1", EIGHT, {"nvidia-t4": 1}, workloads=None, delta=True, incr=True)
+    change = decide.set_usage("n1", EIGHT, {P70: 4}, workloads=None, delta=True, incr=True)
+    assert change == UsageChanged(delta={P70: 4})
+
+
+def test_what_lowers_usage_or_replaces_it_may_leave_it_past_capacity() -> None:
+    """Capacity may be set below usage: releases, give-backs and absolute sets go through."""
+    over = NodeState(capacity={P70: 1, P90: 4}, usage={P70: 3})
+    release = decide.set_usage("n1", over, {P70: 1}, workloads=None, delta=True, incr=False)
+    assert release == UsageChanged(delta={P70: -1})
+    swap = decide.set_usage("n1", over, {P70: -1, P90: 1}, workloads=None, delta=True, incr=True)
+    assert swap == UsageChanged(delta={P70: -1, P90: 1})
+    replace = decide.set_usage("n1", over, {P70: 9}, workloads=None, delta=False, incr=True)
+    assert replace == UsageSet(usage={P70: 9})
 
 
 # The upstream set-node-resource-usage table, run in order from usage 0 on an 8-card node.
@@ -289,10 +311,20 @@ def test_set_usage_delta_never_leaves_negative_usage(usage: Cards, given_: Cards
     except InvalidRequest:
         assert cards.below_zero(cards.add(state.usage, given_))
         return
+    except NotEnoughResource:
+        raised_past = [
+            p
+            for p, n in given_.items()
+            if n > 0 and state.usage.get(p, 0) + n > state.capacity.get(p, 0)
+        ]
+        assert raised_past, (state, given_)
+        return
     after = apply(state, change) if change is not None else state
     assert after is not None
     assert not cards.below_zero(after.usage)
     assert after.usage == cards.add(state.usage, given_)
+    raised = [p for p, n in given_.items() if n > 0]
+    assert all(after.usage[p] <= state.capacity.get(p, 0) for p in raised)
 
 
 # --- set_info --------------------------------------------------------------------------------
