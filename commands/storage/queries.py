@@ -113,15 +113,18 @@ def get_node_resource_info(request: requests.NodeResourceInfo, session: Session)
 
     \b
     stdin   {"nodename": "n1", "workloads_resource": [W, ...]}
-    stdout  {"capacity": R, "usage": R, "diffs": ["...", ...]}
+    stdout  {"capacity": R, "usage": R, "diffs": ["...", ...]}, or null for an unknown node
 
-    An unknown node is an error (as upstream; resource-gpu prints null).
+    An unknown node reads as null, as in resource-gpu (upstream failed): core's RemoveNode
+    reads every plugin's record first, so a node this plugin never saw can still be removed.
     """
     from resource_extend.projections.storage.diffs import node_diffs
     from resource_extend.projections.storage.views import state_json
 
     node = check_node_name(request.nodename)
-    state = _state(session, node)
+    state: NodeState | None = session.store.read(node).state
+    if state is None:
+        return None
     return {**state_json(state), "diffs": node_diffs(node, state, request.workloads_resource or [])}
 
 

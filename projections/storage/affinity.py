@@ -1,11 +1,11 @@
 """Realloc placement with affinity (§2.9): bindings a workload already has stay where they are.
 
-The workload's old charges are given back first (its mount quota, then every plan entry's
-bytes and quota), so that the merged bindings are checked against the node as if the workload
-were not on it. A binding whose (source, destination, flags) matches an old plan entry then
-stays on that entry's path at its new full size; a monopoly group with any old member is
-split again, new members included, over the first matched path; everything else is placed
-by §2.8 with bound 1 on what is left, and its first plan is taken.
+The workload's old charges are given back first (every plan entry's bytes, and the quota of
+each device it was charged to), so that the merged bindings are checked against the node as if
+the workload were not on it. A binding whose (source, destination, flags) matches an old plan
+entry then stays on that entry's path at its new full size; a monopoly group with any old
+member is split again, new members included, over the first matched path; everything else is
+placed by §2.8 with bound 1 on what is left, and its first plan is taken.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from resource_extend.ledger.errors import NotEnoughResource
 from resource_extend.projections.storage.bindings import Binding, InvalidVolume, parse_binding
-from resource_extend.projections.storage.disks import NO_QUOTA, Quota, add, fits, subtract
+from resource_extend.projections.storage.disks import NO_QUOTA, Disk, Quota, add, fits, subtract
 from resource_extend.projections.storage.host import Host, build_host, classify
 from resource_extend.projections.storage.monopoly import shares
 from resource_extend.projections.storage.resources import NodeResource, VolumePlan
@@ -26,33 +26,30 @@ def affinity_plan(
     usage: NodeResource,
     merged: Sequence[Binding],
     old_plan: VolumePlan,
-    old_request: Sequence[Binding],
+    old_disks: Sequence[Disk],
 ) -> Plan:
     """The new plan of a workload whose request bindings become ``merged``; ``old_plan`` and
-    ``old_request`` are its current ``volume_plan_request`` and ``volumes_request``.
+    ``old_disks`` are its current ``volume_plan_request`` and ``disks_request``.
 
     Raises :class:`NotEnoughResource` when the merged bindings do not fit, and
-    :class:`InvalidVolume` when the old plan or mounts name a path the node does not have.
-    Upstream's map order is replaced by sorted order: old entries by their key string,
-    bindings as :func:`classify` orders them.
+    :class:`InvalidVolume` when the old plan names a path the node does not have. Upstream's
+    map order is replaced by sorted order: old entries by their key string, bindings as
+    :func:`classify` orders them.
     """
     if not any(binding.needs_scheduling for binding in merged):
         return Plan(volumes={}, disks={})
     host = build_host(capacity, usage)
     old = [(parse_binding(key), placed) for key, placed in sorted(old_plan.items())]
-    _give_back(host, old, old_request)
+    _give_back(host, old, old_disks)
     return _Placement(host, old).place(merged)
 
 
 def _give_back(
-    host: Host, old: list[tuple[Binding, dict[str, int]]], old_request: Sequence[Binding]
+    host: Host, old: list[tuple[Binding, dict[str, int]]], old_disks: Sequence[Disk]
 ) -> None:
-    old_mounts = (b for b in old_request if not b.scheduled and b.has_io)
-    for binding in sorted(old_mounts, key=Binding.canonical):
-        device = host.disk_of(binding.source)
-        if device is None:
-            raise InvalidVolume(f"invalid path in the old mount requests: {binding.source}")
-        host.left[device] = add(host.left[device], binding.quota)
+    """The workload's bytes back to the paths its plan names, and its quota back to the
+    devices it was charged to. Upstream gave quota back to the disk serving each path *now*:
+    after a remount, to a disk that was never charged (a plan past its quota then passed)."""
     for binding, placed in old:
         for path, size in placed.items():
             if path not in host.free:
@@ -60,12 +57,10 @@ def _give_back(
             host.free[path] += size
         if not placed:
             raise InvalidVolume(f"no volume planned for {binding.canonical()}")
-        if binding.has_io:
-            path = min(placed)
-            device = host.disk_of(path)
-            if device is None:
-                raise InvalidVolume(f"invalid path: {path}")
-            host.left[device] = add(host.left[device], binding.quota)
+    for disk in old_disks:
+        left = host.left.get(disk.device)
+        if left is not None:
+            host.left[disk.device] = add(left, disk.quota)
 
 
 class _Placement:

@@ -8,7 +8,7 @@ byte-compatible with the upstream plugin, which reads ours back and we theirs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import msgspec
 
@@ -78,11 +78,13 @@ class Binding(msgspec.Struct, frozen=True, order=True):
         """What merging groups by, and what a realloc matches an old plan entry on."""
         return self.source, self.destination, self.flags
 
+    def named(self) -> str:
+        """Its :attr:`key` as printed, ``src:dst:flags``: the binding whatever its numbers."""
+        return f"{self.source}:{self.destination}:{_printed_flags(self.flags)}"
+
     def canonical(self) -> str:
         """The stored form: ``src:dst:flags:size:rIOPS:wIOPS:rBPS:wBPS``, all decimal."""
-        return ":".join(
-            (self.source, self.destination, _printed_flags(self.flags), *map(str, self.numbers))
-        )
+        return ":".join((self.named(), *map(str, self.numbers)))
 
     def engine(self) -> str:
         """The form engines read: ``m`` dropped; the 4-part form unless it has quota."""
@@ -134,6 +136,10 @@ def parse_binding(text: str) -> Binding:
     if destination == "":
         raise InvalidVolume(f"dest must be provided: {text!r}")
     flags = _sorted_flags(rest[0]) if rest else "rw"
+    if "o" in flags and "r" not in flags and "w" not in flags:
+        # printed, the o would vanish (it prints through r/w: ro, wo), and the string would
+        # read back as another binding
+        raise InvalidVolume(f"flag o (overlay) needs r or w: {text!r}")
     numbers = []
     for part in rest[1:]:
         try:
@@ -160,6 +166,75 @@ def check_list(bindings: list[Binding]) -> None:
             raise InvalidVolume(f"monopoly volume must have a size: {binding.canonical()}")
         if any(value < 0 for value in binding.quota):
             raise InvalidRequest(f"invalid io parameters: {binding.canonical()}")
+
+
+def check_added(asked: Sequence[Binding], held: Sequence[Binding] = ()) -> None:
+    """The rules a request's bindings keep beyond the grammar, so that the engine mounts each
+    one as the ledger charges it (a deploy's, or a realloc's with ``held`` the workload's
+    bindings); raises :class:`InvalidVolume`.
+
+    No destination is named twice in a request, nor may a binding the workload does not hold
+    take a destination one it holds has: an engine mounts one volume at a destination. A
+    binding not held must have clean paths and printable text (:func:`check_paths`); what is
+    held is taken as it was stored.
+    """
+    held_keys = {binding.key for binding in held}
+    bound = {binding.destination: binding for binding in held}
+    asked_at: dict[str, Binding] = {}
+    for binding in asked:
+        twice = asked_at.setdefault(binding.destination, binding)
+        if twice is not binding:
+            raise InvalidVolume(
+                f"destination {binding.destination} is bound twice in one request: "
+                f"{twice.canonical()} and {binding.canonical()}"
+            )
+        if binding.key in held_keys:
+            continue
+        check_paths(binding)
+        other = bound.get(binding.destination)
+        if other is not None:
+            raise InvalidVolume(
+                f"destination {binding.destination} is already bound by {other.canonical()}: "
+                f"{binding.canonical()} cannot be mounted there too"
+            )
+
+
+def check_paths(binding: Binding) -> None:
+    """A binding's text printable, its destination a clean absolute path other than ``/``,
+    and a mount's source a clean absolute path or a volume name; raises :class:`InvalidVolume`.
+
+    Clean: no ``.`` or ``..`` component, no ``//``, no trailing ``/``. An engine refuses most
+    of the rest only when it mounts, after the ledger charged them, and a source spelt with
+    ``..`` would be charged to the disk of a path it does not lie under.
+    """
+    for part, what in ((binding.source, "source"), (binding.destination, "destination"),
+                       (binding.flags, "flags")):  # fmt: skip
+        if not part.isprintable():
+            raise InvalidVolume(f"{what} {part!r} has a control or invisible character")
+    destination = binding.destination
+    if not destination.startswith("/"):
+        raise InvalidVolume(f"destination {destination!r} must be an absolute path")
+    if destination == "/":
+        raise InvalidVolume("destination can't be '/': it is the workload's root")
+    _check_clean(destination, "destination")
+    source = binding.source
+    if binding.scheduled:
+        return
+    if source.startswith("/"):
+        _check_clean(source, "source")
+    elif "/" in source or source in (".", ".."):
+        raise InvalidVolume(f"source {source!r} must be an absolute path or a volume name")
+
+
+def _check_clean(path: str, what: str) -> None:
+    if path == "/":
+        return
+    components = path.split("/")[1:]
+    if components[-1] == "":
+        raise InvalidVolume(f"{what} {path!r} has a trailing '/'")
+    for bad, named in (("..", "a '..' component"), (".", "a '.' component"), ("", "'//'")):
+        if bad in components:
+            raise InvalidVolume(f"{what} {path!r} has {named}")
 
 
 def sort_bindings(bindings: Iterable[Binding]) -> list[Binding]:

@@ -10,7 +10,13 @@ from resource_extend.ledger.errors import NotEnoughResource, PluginError
 from resource_extend.projections.storage import workloads
 from resource_extend.projections.storage.affinity import affinity_plan
 from resource_extend.projections.storage.arithmetic import added_disks
-from resource_extend.projections.storage.bindings import Binding, merge, parse_bindings
+from resource_extend.projections.storage.bindings import (
+    Binding,
+    InvalidVolume,
+    check_added,
+    merge,
+    parse_bindings,
+)
 from resource_extend.projections.storage.disks import Disk
 from resource_extend.projections.storage.host import build_host
 from resource_extend.projections.storage.requests import ParsedWorkloadRequest, normalise
@@ -120,12 +126,19 @@ def calculate_realloc(
     current_request = parse_bindings(current.volumes_request)
     current_limit = parse_bindings(current.volumes_limit)
     requested = list(asked.request) or list(asked.limit)
+    for given, held in ((requested, current_request), (asked.limit, current_limit)):
+        check_added(given, held)
+        _refuse_giving_back_what_is_not_held(given, held)
     reschedule = any(binding.needs_scheduling for binding in requested)
+    merged_request = merge(requested, current_request)
+    merged_limit = merge(asked.limit, current_limit)
+    # The storage follows what the bindings hold: a binding removed (merged below zero)
+    # takes off what it held, not the whole give-back.
     merged = normalise(
-        merge(requested, current_request),
-        merge(asked.limit, current_limit),
-        asked.storage_request + current.storage_request + _total(requested),
-        asked.storage_limit + current.storage_limit + _total(asked.limit),
+        merged_request,
+        merged_limit,
+        asked.storage_request + current.storage_request + _grown(merged_request, current_request),
+        asked.storage_limit + current.storage_limit + _grown(merged_limit, current_limit),
         fold_storage=False,
     )
     if merged.storage_request - current.storage_request > capacity.storage - usage.storage:
@@ -133,7 +146,7 @@ def calculate_realloc(
     if reschedule:
         try:
             plan = affinity_plan(
-                capacity, usage, merged.request, current.volume_plan_request, current_request
+                capacity, usage, merged.request, current.volume_plan_request, current.disks_request
             )
         except PluginError as exc:
             raise NotEnoughResource(f"{exc.reason}: {INSUFFICIENT}") from exc
@@ -166,8 +179,21 @@ def calculate_realloc(
     )
 
 
-def _total(bindings: Sequence[Binding]) -> int:
-    return sum(binding.size for binding in bindings)
+def _grown(merged: Sequence[Binding], held: Sequence[Binding]) -> int:
+    """How many bytes the bindings hold more after the merge than before."""
+    return sum(binding.size for binding in merged) - sum(binding.size for binding in held)
+
+
+def _refuse_giving_back_what_is_not_held(asked: Sequence[Binding], held: Sequence[Binding]) -> None:
+    """A negative size gives back, and only a binding the workload holds has bytes to give:
+    one it does not hold would be dropped by the merge and lower nothing but the storage."""
+    held_keys = {binding.key for binding in held}
+    for binding in asked:
+        if binding.size < 0 and binding.key not in held_keys:
+            raise InvalidVolume(
+                f"{binding.canonical()} gives back {binding.named()}, which the workload does "
+                "not hold"
+            )
 
 
 def _volume_changed(

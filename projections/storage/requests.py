@@ -18,6 +18,7 @@ from resource_extend.projections.storage.bindings import (
     MAX_BINDINGS,
     Binding,
     InvalidVolume,
+    check_added,
     check_list,
     parse_binding,
     sort_bindings,
@@ -110,8 +111,11 @@ def parse_workload_request(wire: WorkloadRequestWire | None) -> ParsedWorkloadRe
 
 
 def workload_request(wire: WorkloadRequestWire | None) -> WorkloadRequest:
-    """What deploy and capacity schedule: the request parsed and normalised, storage folded."""
+    """What deploy and capacity schedule: the request parsed, checked and normalised, storage
+    folded."""
     parsed = parse_workload_request(wire)
+    check_added(parsed.request)
+    check_added(parsed.limit)
     return normalise(parsed.request, parsed.limit, parsed.storage_request, parsed.storage_limit)
 
 

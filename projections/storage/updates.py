@@ -21,6 +21,7 @@ from resource_extend.projections.storage.arithmetic import (
     without_empty_volumes,
     workloads_usage,
 )
+from resource_extend.projections.storage.bindings import InvalidVolume
 from resource_extend.projections.storage.node_requests import NodeRequest
 from resource_extend.projections.storage.resources import NodeResource, WorkloadResource
 from resource_extend.projections.storage.sizes import go_div
@@ -87,7 +88,20 @@ def set_capacity(
         capacity = _kept_unless_given(capacity, given)
     else:
         capacity = given
+    _refuse_removing_volumes_in_use(current, capacity)
     return validated(capacity, current.usage)
+
+
+def _refuse_removing_volumes_in_use(current: NodeState, capacity: NodeResource) -> None:
+    """A volume may leave the capacity (left out of a replace, or taken to exactly 0 by a
+    delta) only with nothing in use on it: its usage would be orphaned, held by workloads on a
+    volume the node no longer has."""
+    kept, used = capacity.volumes or {}, current.usage.volumes or {}
+    for path in sorted(current.capacity.volumes or ()):
+        if path not in kept and used.get(path, 0) != 0:
+            raise InvalidVolume(
+                f"volume {path} is in use ({used[path]} bytes): it cannot be removed"
+            )
 
 
 def _kept_unless_given(capacity: NodeResource, given: NodeRequest) -> NodeResource:

@@ -27,7 +27,7 @@ def test_remove_node_succeeds_for_a_node_and_for_none(storage: Plugin) -> None:
     add_f4(storage)
     assert storage.ok("remove-node", {"nodename": "test0"}) is None
     assert storage.ok("remove-node", {"nodename": "test2"}) is None
-    assert "node not exists" in storage.fails("get-node-resource-info", {"nodename": "test0"})
+    assert info(storage, "test0") is None  # removed: read as never known
 
 
 def test_add_node_takes_what_it_lacks_from_the_engine(storage: Plugin) -> None:
@@ -191,7 +191,8 @@ def test_usage_past_a_volume_capacity_is_refused_and_writes_nothing(storage: Plu
 
 
 def test_info_diffs_and_fix(storage: Plugin) -> None:
-    assert "node not exists" in storage.fails("get-node-resource-info", {"nodename": "abc"})
+    assert info(storage, "abc") is None
+    assert "node not exists" in storage.fails("fix-node-resource", {"nodename": "abc"})
     add_f4(storage)
     assert capacity_storage(storage, "test0") == 4 * T
     workloads = [{"storage_request": 1}, {"storage_limit": 1}]

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.plugin import Plugin
+from tests.plugin import Plugin, failure_line
 from tests.storage.helpers import G, T, add_f4, info
 
 DISK = "/dev/vda:/,/data0:1000:1000:1G:1G"
@@ -171,32 +171,139 @@ def test_a_negative_binding_is_refused_at_deploy(storage: Plugin, binding: str) 
         assert "size can't be negative" in line, line
 
 
-def test_two_bindings_with_one_destination_keep_their_own_plans(storage: Plugin) -> None:
-    """Upstream merged the classes' plans by destination, adding the old size twice when two
-    bindings shared one, and mounted both on one volume. Here each binding keeps its own entry
-    and its own volume, and usage counts each once."""
+def test_an_unknown_node_reads_as_null(storage: Plugin) -> None:
+    """Core's RemoveNode reads the node from every plugin first; upstream's "node not exists"
+    then failed it, so a node added before resource-storage was installed could never be
+    removed (and resource-gpu's record was orphaned). As resource-gpu: ``null``, exit 0. A fix
+    of an unknown node is still an error: there is nothing to rebuild."""
+    unknown = {"nodename": "never", "workloads_resource": []}
+    assert storage.ok("get-node-resource-info", unknown) is None
+    line = storage.fails("fix-node-resource", {"nodename": "never", "workloads_resource": []})
+    assert "node not exists" in line
+    history = storage.run("history", None, "never")
+    assert history.status != 0 and "no events" in history.stderr, history
+
+
+def test_a_capacity_edit_cannot_remove_a_volume_in_use(storage: Plugin) -> None:
+    """A delta taking a volume to exactly 0 removes it, and so does an absolute set that
+    leaves it out: with bytes in use there, its usage was orphaned. Refused, nothing written;
+    a volume with nothing in use still goes."""
     add_f4(storage, "n")
-    storage.ok(
-        "set-node-resource-usage",
-        {"nodename": "n", "resource": {"volumes": {"/data0": 1}}, "delta": True, "incr": True},
-    )
-    request = {"volumes": ["AUTO:/data:rw:1G", "AUTO:/data:rwm:1G"]}
-    planned = deploy(storage, request)
-    assert planned.status == 0, planned.stderr
-    [workload] = planned.answer["workloads_resource"]
-    assert workload["volume_plan_request"] == {
-        "AUTO:/data:mrw:1073741824:0:0:0:0": {"/data1": T},
-        "AUTO:/data:rw:1073741824:0:0:0:0": {"/data0": G},
-    }
-    [engine] = planned.answer["engines_params"]
-    assert sorted(engine["volumes"]) == [
-        "/data0:/data:rw:1073741824",
-        "/data1:/data:rw:1099511627776",
-    ]
+    [workload] = deploy(storage, {"volumes": ["AUTO:/d:rw:1G"]}).answer["workloads_resource"]
     storage.ok(
         "set-node-resource-usage",
         {"nodename": "n", "workloads_resource": [workload], "delta": True, "incr": True},
     )
-    assert info(storage, "n")["usage"]["volumes"] == {
-        "/data0": G + 1, "/data1": T, "/data2": 0, "/data3": 0
-    }  # fmt: skip
+    [(path, held)] = next(iter(workload["volume_plan_request"].values())).items()
+    before, events = info(storage, "n"), len(storage.history("n"))
+    left_out = [f"{p}:1T" for p in ("/data0", "/data1", "/data2", "/data3") if p != path]
+    for request, delta in (
+        ({"volumes": [f"{path}:-1T"]}, True),
+        ({"volumes": left_out}, False),
+    ):
+        line = storage.fails(
+            "set-node-resource-capacity",
+            {"nodename": "n", "resource_request": request, "delta": delta, "incr": True},
+        )
+        assert f"volume {path} is in use ({held} bytes)" in line, line
+    assert info(storage, "n") == before
+    assert len(storage.history("n")) == events
+    idle = next(p for p in ("/data0", "/data1") if p != path)
+    after = storage.ok(
+        "set-node-resource-capacity",
+        {"nodename": "n", "resource_request": {"volumes": [f"{idle}:-1T"]}, "delta": True,
+         "incr": True},
+    )["after"]  # fmt: skip
+    assert idle not in after["volumes"] and path in after["volumes"]
+
+
+def _deployed(storage: Plugin, request: dict[str, Any]) -> Any:
+    """A workload of ``request`` on node n, committed."""
+    planned = deploy(storage, request)
+    assert planned.status == 0, planned.stderr
+    [workload] = planned.answer["workloads_resource"]
+    storage.ok(
+        "set-node-resource-usage",
+        {"nodename": "n", "workloads_resource": [workload], "delta": True, "incr": True},
+    )
+    return workload
+
+
+def _realloc(storage: Plugin, workload: Any, request: dict[str, Any]) -> Any:
+    return storage.run(
+        "calculate-realloc",
+        {"nodename": "n", "workload_resource": workload, "workload_resource_request": request},
+    )
+
+
+def test_a_realloc_cannot_give_back_a_binding_the_workload_does_not_hold(
+    storage: Plugin,
+) -> None:
+    """``AUTO:/b:rw:-10G`` on a workload without ``/b`` dropped nothing but lowered its
+    storage_request by 10G, again on every call: the node's storage freed while the volumes
+    stayed held. Refused, naming the binding."""
+    add_f4(storage, "n")
+    workload = _deployed(storage, {"volumes": ["AUTO:/a:rw:10G"], "storage": "5G"})
+    line = failure_line(
+        _realloc(storage, workload, {"volumes": ["AUTO:/b:rw:-10G"]}),
+        "calculate-realloc",
+        "resource-storage",
+    )
+    assert "AUTO:/b:rw" in line and "does not hold" in line, line
+
+
+def test_a_binding_as_large_as_the_workloads_storage_can_be_removed(storage: Plugin) -> None:
+    """Removing a binding gives back more than its size (below zero removes it); upstream
+    took the whole give-back off the storage, so a workload whose storage was that binding
+    alone went below zero ("invalid storage") and could never drop it. The storage falls by
+    what the binding held, and the delta gives exactly that back."""
+    add_f4(storage, "n")
+    workload = _deployed(storage, {"volumes": ["AUTO:/a:rw:10G"]})
+    assert workload["storage_request"] == 10 * G
+    dropped = _realloc(storage, workload, {"volumes": ["AUTO:/a:rw:-11G"]})
+    assert dropped.status == 0, dropped.stderr
+    new, delta = dropped.answer["workload_resource"], dropped.answer["delta_resource"]
+    assert new["volumes_request"] == [] and new["volume_plan_request"] == {}
+    assert new["storage_request"] == new["storage_limit"] == 0
+    assert delta["storage_request"] == -10 * G
+    storage.ok(
+        "set-node-resource-usage",
+        {"nodename": "n", "workloads_resource": [delta], "delta": True, "incr": True},
+    )
+    assert info(storage, "n", [new])["diffs"] == []
+    assert info(storage, "n")["usage"]["storage"] == 0
+
+
+def test_after_a_remount_a_realloc_gives_back_to_the_disk_it_charged(storage: Plugin) -> None:
+    """The workload's IOPS were charged to vda; a remount then serves its path from vdb.
+    Upstream gave the old IOPS back to vdb (the disk serving the path now), approving a plan
+    past vdb's quota that only the commit's guard caught. The give-back goes to the device
+    the workload's disks_request names."""
+    storage.ok(
+        "add-node",
+        {"nodename": "n", "resource": {"volumes": ["/data0:1T"], "disks": [
+            "/dev/vda:/data0:1000:1000:1G:1G", "/dev/vdb:/:1000:1000:1G:1G"]}},
+    )  # fmt: skip
+    workload = _deployed(storage, {"volumes": ["AUTO:/d:rw:1G:600"]})
+    assert [d["device"] for d in workload["disks_request"]] == ["/dev/vda"]
+    _deployed(storage, {"volumes": ["/var/log:/log:rw:0:700"]})  # vdb: 700 of 1000 used
+    storage.ok(
+        "set-node-resource-capacity",
+        {"nodename": "n", "resource_request": {"disks": [
+            "/dev/vda:/other:1000:1000:1G:1G", "/dev/vdb:/,/data0:1000:1000:1G:1G"]},
+         "delta": False, "incr": True},
+    )  # fmt: skip
+    grown = _realloc(storage, workload, {"volumes": ["AUTO:/d:rw:1G"]})
+    line = failure_line(grown, "calculate-realloc", "resource-storage")
+    assert "not enough" in line, line
+    shrunk = _realloc(storage, workload, {"volumes": ["AUTO:/d:rw:1G:-400"]})
+    assert shrunk.status == 0, shrunk.stderr
+    moved = {d["device"]: d["read_IOPS"] for d in shrunk.answer["delta_resource"]["disks_request"]}
+    assert moved == {"/dev/vda": -600, "/dev/vdb": 200}
+    storage.ok(
+        "set-node-resource-usage",
+        {"nodename": "n", "workloads_resource": [shrunk.answer["delta_resource"]],
+         "delta": True, "incr": True},
+    )  # fmt: skip
+    used = {d["device"]: d["read_IOPS"] for d in info(storage, "n")["usage"]["disks"]}
+    assert used == {"/dev/vda": 0, "/dev/vdb": 900}

@@ -33,6 +33,8 @@ OLD_PLAN: VolumePlan = {
     OLD[2].canonical(): {"/data0": 0},
 }
 OLD_IOPS = (100, 100, 100 * M, 100 * M)
+OLD_DISKS = [Disk(device="/dev/vda", mounts=["/", "/data"]).with_quota(OLD_IOPS)]
+"""The old workload's disks_request: dir0's quota, charged to vda."""
 USAGE = NodeResource(
     volumes={"/data0": 300 * G, "/data1": 300 * G, "/data2": T, "/data3": 0},
     disks=[
@@ -46,7 +48,7 @@ VDA_DIR0 = {"/dev/vda": OLD_IOPS}
 
 def realloc(*texts: str) -> Plan:
     merged = merge(bindings(*texts), OLD)
-    found = affinity_plan(S_CAPACITY, USAGE, merged, OLD_PLAN, OLD)
+    found = affinity_plan(S_CAPACITY, USAGE, merged, OLD_PLAN, OLD_DISKS)
     assert (found.volumes, found.disks) == reference.affinity_plan(
         S_CAPACITY, USAGE, merged, OLD_PLAN, OLD
     )
@@ -127,7 +129,7 @@ def test_an_empty_request_gives_the_old_plan() -> None:
 def test_what_does_not_fit(texts: list[str], reason: str) -> None:
     merged = merge(bindings(*texts), OLD)
     with pytest.raises(NotEnoughResource, match=reason):
-        affinity_plan(S_CAPACITY, USAGE, merged, OLD_PLAN, OLD)
+        affinity_plan(S_CAPACITY, USAGE, merged, OLD_PLAN, OLD_DISKS)
     with pytest.raises(reference.Failed):
         reference.affinity_plan(S_CAPACITY, USAGE, merged, OLD_PLAN, OLD)
 
@@ -137,12 +139,14 @@ def test_affinity_plan_2_a_new_binding_finds_no_room() -> None:
     usage = NodeResource(volumes={"/data0": 200 * G, "/data1": 300 * G, "/data2": T, "/data3": T})
     merged = merge(bindings("AUTO:/dir0:rw:800G", "AUTO:/dir10:rw:800G"), OLD)
     with pytest.raises(NotEnoughResource):
-        affinity_plan(S_CAPACITY, usage, merged, OLD_PLAN, OLD)
+        affinity_plan(S_CAPACITY, usage, merged, OLD_PLAN, OLD_DISKS)
 
 
 def test_nothing_to_schedule_is_an_empty_plan() -> None:
     merged = bindings("/src:/dst")
-    assert affinity_plan(S_CAPACITY, USAGE, merged, OLD_PLAN, OLD) == Plan(volumes={}, disks={})
+    assert affinity_plan(S_CAPACITY, USAGE, merged, OLD_PLAN, OLD_DISKS) == Plan(
+        volumes={}, disks={}
+    )
 
 
 DATA_ONLY = NodeResource(
@@ -151,10 +155,39 @@ DATA_ONLY = NodeResource(
 )
 
 
-def test_old_mounts_with_quota_on_no_disk_are_invalid() -> None:
-    old = bindings("/etc/x:/x:rw:0:10")
-    with pytest.raises(InvalidVolume, match="invalid path in the old mount requests: /etc/x"):
-        affinity_plan(DATA_ONLY, NodeResource(), bindings("AUTO:/a:rw:1G"), {}, old)
+def test_quota_goes_back_to_the_device_charged_not_the_one_serving_the_path_now() -> None:
+    """After a remount /data/a is served by vdd; the workload's 100 read IOPS were charged to
+    vdc (its disks_request). They go back to vdc: vdd, with 50 left, cannot take the 100 the
+    merged binding needs (upstream gave them back to vdd, and the plan passed)."""
+    remounted = NodeResource(
+        volumes={"/data/a": 10 * G},
+        disks=[
+            Disk(device="/dev/vdc", mounts=["/other"]).with_quota((200, 0, 0, 0)),
+            Disk(device="/dev/vdd", mounts=["/data"]).with_quota((150, 0, 0, 0)),
+        ],
+    )
+    usage = NodeResource(
+        volumes={"/data/a": G},
+        disks=[
+            Disk(device="/dev/vdc").with_quota((100, 0, 0, 0)),
+            Disk(device="/dev/vdd").with_quota((100, 0, 0, 0)),
+        ],
+    )
+    old = bindings("AUTO:/a:rw:1G:100")
+    old_plan: VolumePlan = {old[0].canonical(): {"/data/a": G}}
+    charged = [Disk(device="/dev/vdc").with_quota((100, 0, 0, 0))]
+    grown = merge(bindings("AUTO:/a:rw:1G"), old)
+    with pytest.raises(NotEnoughResource, match="no IOPS quota to expand"):
+        affinity_plan(remounted, usage, grown, old_plan, charged)
+    shrunk = merge(bindings("AUTO:/a:rw:0:-60"), old)
+    found = affinity_plan(remounted, usage, shrunk, old_plan, charged)
+    assert found.disks == {"/dev/vdd": (40, 0, 0, 0)}
+
+
+def test_old_quota_on_a_device_the_node_lacks_is_not_given_back() -> None:
+    gone = [Disk(device="/dev/gone").with_quota((100, 0, 0, 0))]
+    found = affinity_plan(DATA_ONLY, NodeResource(), bindings("AUTO:/a:rw:1G"), {}, gone)
+    assert found.disks == {}
 
 
 def test_old_plan_paths_the_node_lacks_are_invalid() -> None:
@@ -171,6 +204,7 @@ def test_old_mount_quota_is_given_back_before_the_new_one_is_charged() -> None:
         volumes={"/data/a": 0}, disks=[Disk(device="/dev/vdc").with_quota((100, 0, 0, 0))]
     )
     merged: list[Binding] = merge(bindings("/data/x:/x:rw:0:50"), old)
-    found = affinity_plan(DATA_ONLY, usage, merged, {}, old)
+    charged = [Disk(device="/dev/vdc").with_quota((100, 0, 0, 0))]
+    found = affinity_plan(DATA_ONLY, usage, merged, {}, charged)
     assert found == Plan(volumes={}, disks={"/dev/vdc": (150, 0, 0, 0)})
     assert reference.affinity_plan(DATA_ONLY, usage, merged, {}, old) == ({}, found.disks)

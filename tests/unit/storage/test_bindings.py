@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
-from hypothesis import given
+from hypothesis import event, given
 from hypothesis import strategies as st
 
 from resource_extend.ledger.errors import InvalidRequest
@@ -12,6 +14,7 @@ from resource_extend.projections.storage.bindings import (
     MAX_BINDINGS,
     Binding,
     InvalidVolume,
+    check_added,
     check_list,
     merge,
     parse_binding,
@@ -200,16 +203,17 @@ def test_sort_is_by_canonical_string() -> None:
 
 paths = st.text(st.sampled_from("/abAUTO._-"), min_size=0, max_size=8)
 numbers = st.integers(min_value=-(2**62), max_value=2**62)
-flags = st.text(st.sampled_from("rwmo"), max_size=4).filter(
-    lambda flags: "o" not in flags or "r" in flags or "w" in flags
+flags = st.one_of(
+    st.text(st.sampled_from("rwmo"), max_size=5),
+    st.text(max_size=5).map(lambda text: text.replace(":", "")),
 )
-"""An ``o`` prints only through ``r``/``w`` (``ro``, ``wo``): flags ``o`` alone print as nothing
-and re-parse as ``rw``, upstream's format and ours."""
+"""Every flag set the grammar can be handed (it does not validate the characters): those of
+upstream's printed forms, and any others."""
 
 
 @st.composite
-def bindings(draw: st.DrawFn) -> Binding:
-    text = ":".join(
+def binding_texts(draw: st.DrawFn) -> str:
+    return ":".join(
         [
             draw(paths),
             draw(paths.filter(bool)),
@@ -217,17 +221,43 @@ def bindings(draw: st.DrawFn) -> Binding:
             *map(str, draw(st.lists(numbers, min_size=5, max_size=5))),
         ]
     )
-    return parse_binding(text)
+
+
+def _accepted(text: str) -> Binding | None:
+    try:
+        return parse_binding(text)
+    except InvalidVolume:
+        return None
+
+
+bindings = binding_texts().map(_accepted).filter(lambda binding: binding is not None)
 
 
 @FAST
-@given(bindings())
-def test_canonical_round_trip(binding: Binding) -> None:
+@given(binding_texts())
+def test_every_accepted_binding_round_trips(text: str) -> None:
+    """parse → canonical → parse is the identity for every binding the grammar accepts, with
+    every flag set; the only one refused here is an ``o`` without ``r`` or ``w``, which would
+    print as another binding."""
+    given_flags = text.split(":")[2]
+    binding = _accepted(text)
+    if binding is None:
+        event("refused")
+        assert "o" in given_flags and not {"r", "w"} & set(given_flags)
+        return
+    event("o" if "o" in binding.flags else "no o")
     assert parse_binding(binding.canonical()) == binding
+    assert binding.canonical().startswith(binding.named() + ":")
+
+
+@pytest.mark.parametrize("text", ["AUTO:/d:o", "AUTO:/d:mo", "AUTO:/d:oo", "AUTO:/d:om:1G"])
+def test_an_overlay_without_read_or_write_is_refused(text: str) -> None:
+    with pytest.raises(InvalidVolume, match="needs r or w"):
+        parse_binding(text)
 
 
 @FAST
-@given(bindings())
+@given(bindings)
 def test_engine_form_reparses_to_the_binding_without_m(binding: Binding) -> None:
     reparsed = parse_binding(binding.engine())
     assert reparsed.key[:2] == binding.key[:2]
@@ -237,7 +267,59 @@ def test_engine_form_reparses_to_the_binding_without_m(binding: Binding) -> None
 
 
 @FAST
-@given(st.lists(bindings(), max_size=6), st.lists(bindings(), max_size=6))
+@given(st.lists(bindings, max_size=6), st.lists(bindings, max_size=6))
 def test_merge_is_order_free(a: list[Binding], b: list[Binding]) -> None:
     assert merge(a, b) == merge(b, a)
     assert all(binding.size >= 0 for binding in merge(a, b))
+
+
+# what a request may add (beyond the grammar)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["AUTO:/data:rw:1G", ":/d", "/x/AUTO:/d", "/srv/logs:/logs:ro", "/:/host", "named:/v",
+     "AUTO:/with space/ü:rw"],
+)  # fmt: skip
+def test_clean_bindings_pass(text: str) -> None:
+    check_added([parse_binding(text)])
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("AUTO:/d\x00:rw", "destination '/d\\x00' has a control or invisible character"),
+        ("AUTO:/d\u2066x:rw", "control or invisible"),
+        ("/s\tx:/d", "source '/s\\tx' has a control"),
+        ("AUTO:/d:r\x7fw", "flags"),
+        ("AUTO:d:rw", "must be an absolute path"),
+        ("AUTO:/:rw", "can't be '/'"),
+        ("AUTO:/a/../b:rw", "'..' component"),
+        ("AUTO:/a/./b:rw", "'.' component"),
+        ("AUTO:/a//b:rw", "'//'"),
+        ("AUTO:/a/:rw", "trailing '/'"),
+        ("/a/../b:/d", "source '/a/../b' has a '..' component"),
+        ("a/b:/d", "absolute path or a volume name"),
+        ("..:/d", "absolute path or a volume name"),
+    ],
+)
+def test_unclean_bindings_are_refused(text: str, reason: str) -> None:
+    with pytest.raises(InvalidVolume, match=re.escape(reason)):
+        check_added([parse_binding(text)])
+
+
+def test_a_destination_is_bound_once() -> None:
+    twice = parse_bindings(["AUTO:/d:rw:1G", "AUTO:/d:mrw:1G"])
+    with pytest.raises(InvalidVolume, match="destination /d is bound twice in one request"):
+        check_added(twice)
+    held = parse_bindings(["AUTO:/d:rw:1G"])
+    check_added(held, held)  # the same binding again: a change to it
+    with pytest.raises(InvalidVolume, match="already bound by AUTO:/d:rw:1073741824"):
+        check_added(parse_bindings(["/src:/d"]), held)
+
+
+def test_held_bindings_are_not_checked_again() -> None:
+    held = parse_bindings(["AUTO:/d/:rw:1G"])
+    check_added(held, held)
+    with pytest.raises(InvalidVolume, match="trailing"):
+        check_added(held)

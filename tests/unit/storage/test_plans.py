@@ -416,3 +416,47 @@ def test_capacity_answer_in_core_shape() -> None:
         b'{"nodes_deploy_capacity_map":{"test0":{"Capacity":4,"Usage":0.0,"Rate":0.25,'
         b'"Weight":1}},"total":4}'
     )
+
+
+def test_realloc_refuses_giving_back_a_binding_the_workload_does_not_hold() -> None:
+    """Merged below zero, an unheld binding would be dropped and lower only the storage."""
+    with pytest.raises(InvalidVolume, match="gives back AUTO:/b:rw, which the workload does not"):
+        realloc(asked("AUTO:/b:rw:-10G"))
+
+
+def test_realloc_removing_a_binding_takes_off_only_what_it_held() -> None:
+    """dir0 holds 100G; giving back 101G removes it, and the storage falls by 100G (upstream
+    took 101G off: below zero for a workload whose storage was its bindings)."""
+    current = msgspec.structs.replace(CURRENT, storage_request=200 * G, storage_limit=200 * G)
+    answer = realloc(asked("AUTO:/dir0:rw:-101G"), current)
+    new = answer.workload_resource
+    assert "AUTO:/dir0:rw:107374182400:0:0:0:0" not in new.volume_plan_request
+    assert new.storage_request == new.storage_limit == 100 * G
+    assert answer.delta_resource.storage_request == -100 * G
+
+
+def test_realloc_refuses_a_second_binding_at_a_held_destination() -> None:
+    with pytest.raises(InvalidVolume, match="destination /dir0 is already bound by AUTO:/dir0"):
+        realloc(asked("AUTO:/dir0:mrw:1G"))
+    with pytest.raises(InvalidVolume, match="destination /dir9 is bound twice"):
+        realloc(asked("AUTO:/dir9:rw:1G", "AUTO:/dir9:rw:2G"))
+
+
+def test_realloc_takes_held_bindings_as_stored() -> None:
+    """A binding the workload holds is not checked again (an older release may have stored
+    one these rules refuse now): it can still grow, shrink and be removed."""
+    stored = "AUTO:/old/:rw:1073741824:0:0:0:0"
+    current = WorkloadResource(
+        volumes_request=[stored],
+        volumes_limit=[stored],
+        volume_plan_request={stored: {"/data0": G}},
+        volume_plan_limit={stored: {"/data0": G}},
+        storage_request=G,
+        storage_limit=G,
+    )
+    grown = realloc(asked("AUTO:/old/:rw:1G"), current)
+    assert grown.workload_resource.storage_request == 2 * G
+    gone = realloc(asked("AUTO:/old/:rw:-2G"), current)
+    assert gone.workload_resource.volumes_request == []
+    with pytest.raises(InvalidVolume, match="trailing"):
+        realloc(asked("AUTO:/new/:rw:1G"), current)

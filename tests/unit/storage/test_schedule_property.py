@@ -130,7 +130,8 @@ def test_affinity_equals_the_reference(
     merged = [b for b in merge(delta, old_request) if not (b.monopoly and b.size <= 0)]
     found: object
     try:
-        plan = affinity_plan(capacity, usage, merged, old.volumes, old_request)
+        charged = [Disk(device=device).with_quota(quota) for device, quota in old.disks.items()]
+        plan = affinity_plan(capacity, usage, merged, old.volumes, charged)
         found = (plan.volumes, plan.disks)
     except PluginError:
         found = "refused"

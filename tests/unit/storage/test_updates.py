@@ -361,3 +361,28 @@ def test_set_info_needs_a_capacity() -> None:
 def test_set_info_checks_the_rules() -> None:
     with pytest.raises(InvalidRequest, match="invalid size in usage"):
         set_info(STORED, NodeResource(volumes={"/data4": 2 * T}))
+
+
+def in_use(path: str = "/data0", used: int = G) -> NodeState:
+    return set_usage("n", F4, NodeResource(volumes={path: used}), None, delta=True, incr=True)
+
+
+@pytest.mark.parametrize(
+    ("given", "delta"),
+    [
+        (request({"volumes": ["/data0:-1T"]}), True),
+        (request({"volumes": ["/data1:1T", "/data2:1T", "/data3:1T"]}), False),
+        (NodeResource(volumes={"/data1": T}, storage=T), False),
+    ],
+    ids=["a delta to exactly 0", "a replace that leaves it out", "a stored-form replace"],
+)
+def test_a_volume_in_use_cannot_be_removed(given: Given, delta: bool) -> None:
+    with pytest.raises(InvalidRequest, match=rf"volume /data0 is in use \({G} bytes\)"):
+        set_capacity("n", in_use(), given, delta=delta, incr=True)
+
+
+def test_a_volume_with_nothing_in_use_can_be_removed() -> None:
+    after = set_capacity(
+        "n", in_use("/data1"), request({"volumes": ["/data0:-1T"]}), delta=True, incr=True
+    )
+    assert sorted(after.capacity.volumes or ()) == ["/data1", "/data2", "/data3"]
