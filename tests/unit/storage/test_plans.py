@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import msgspec
 import pytest
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
 
-from resource_extend.ledger.errors import NotEnoughResource
-from resource_extend.projections.storage.bindings import InvalidVolume
+from resource_extend.ledger.errors import NotEnoughResource, PluginError
+from resource_extend.projections.storage.bindings import InvalidVolume, parse_binding
 from resource_extend.projections.storage.capacity import (
     DeployCapacity,
     deploy_capacity,
@@ -25,7 +27,9 @@ from resource_extend.projections.storage.plans import (
 from resource_extend.projections.storage.requests import (
     InvalidStorage,
     ParsedWorkloadRequest,
+    WorkloadRequestWire,
     normalise,
+    workload_request,
 )
 from resource_extend.projections.storage.resources import (
     NodeResource,
@@ -34,6 +38,7 @@ from resource_extend.projections.storage.resources import (
 )
 from resource_extend.projections.storage.workloads import disks_limit
 from tests.unit.storage.schedule_fixtures import F4_CAPACITY, F4_USAGE, G, M, T, bindings
+from tests.unit.strategies import FAST
 
 BOUND = 100
 
@@ -460,3 +465,60 @@ def test_realloc_takes_held_bindings_as_stored() -> None:
     assert gone.workload_resource.volumes_request == []
     with pytest.raises(InvalidVolume, match="trailing"):
         realloc(asked("AUTO:/new/:rw:1G"), current)
+
+
+# --- what the engine is handed is what is charged ----------------------------------------------
+
+binding_texts = st.builds(
+    lambda source, destination, flags, size, iops: f"{source}:{destination}:{flags}:{size}:{iops}",
+    st.sampled_from(["AUTO"] * 40 + ["", "/srv/x", "vol", "/data0/../x"]),
+    st.sampled_from([f"/{c}" for c in "abcdefghijkl"] * 4 + ["/a/", "b", "/a/../b"]),
+    st.sampled_from(["rw"] * 40 + ["mrw", "or", "rowo", "ro", "x", "o", "mo"]),
+    st.sampled_from(["1G", "100G", "0"]),
+    st.sampled_from(["0", "0", "10"]),
+)
+"""Bindings that collide (a destination twice), clean and not, with every kind of flag."""
+
+
+requests_listed = st.one_of(
+    st.lists(binding_texts, min_size=1, max_size=4),
+    st.lists(binding_texts, min_size=1, max_size=4, unique_by=lambda text: text.split(":")[1]),
+)
+"""Half of them name each destination once: most of those are placed."""
+
+
+@settings(FAST, max_examples=200)
+@given(requests_listed, st.integers(1, 3))
+def test_every_engine_mount_is_one_plan_entry_charged_as_placed(
+    texts: list[str], count: int
+) -> None:
+    """Whatever a deploy request lists (repeats, shared destinations, overlay flags, unclean
+    paths), either it is refused or each workload's engine gets one mount per binding, at a
+    destination of its own, and every scheduled one on the path its plan entry charges."""
+    capacity = NodeResource(
+        volumes={"/data0": T, "/data1": T, "/data2": T},
+        disks=[Disk(device="/dev/vda", mounts=["/"]).with_quota((100, 100, 0, 0))],
+        storage=4 * T,
+    )
+    usage = NodeResource(volumes={"/data0": G, "/data1": 0, "/data2": 0}, disks=[])
+    try:
+        wanted = workload_request(WorkloadRequestWire(volumes=texts))
+        answer = calculate_deploy(capacity, usage, wanted, count, BOUND)
+    except PluginError:
+        event("refused")
+        return
+    event("placed")
+    for engine, workload in zip(answer.engines_params, answer.workloads_resource, strict=True):
+        mounts = [parse_binding(text) for text in engine.volumes or ()]
+        requested = [parse_binding(text) for text in workload.volumes_request]
+        assert len(mounts) == len(requested) == len(texts)
+        assert len({mount.destination for mount in mounts}) == len(mounts)
+        scheduled = [binding for binding in requested if binding.scheduled]
+        assert len(workload.volume_plan_request) == len(scheduled)
+        planned = {parse_binding(key).destination: placed for key, placed in
+                   workload.volume_plan_request.items()}  # fmt: skip
+        for mount in mounts:
+            placed = planned.get(mount.destination)
+            if placed is not None:
+                assert [mount.source] == list(placed)
+            assert parse_binding(mount.engine()) == mount
