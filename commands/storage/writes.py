@@ -131,6 +131,9 @@ def set_node_resource_info(request: requests.SetNodeInfo, session: Session) -> N
     \b
     stdin   {"nodename": "n1", "capacity": R, "usage": R}
     stdout  null
+
+    Core sends it to undo a node removal, with what get-node-resource-info read: both null
+    for a node this plugin never had, which writes nothing.
     """
     node = check_node_name(request.nodename)
     capacity = None if request.capacity is None else node_resource_of(request.capacity, "capacity")

@@ -103,6 +103,10 @@ def set_usage(
 def set_info(
     state: NodeState | None, capacity: NodeResource | None, usage: NodeResource | None
 ) -> Change | None:
+    if state is None and capacity is None and usage is None:
+        # Core's RemoveNode rollback hands back what get-node-resource-info read: null for a
+        # node this plugin never had, which has nothing to restore.
+        return None
     after = updates.set_info(capacity, usage)
     return None if after == state else NodeInfoSet(capacity=after.capacity, usage=after.usage)
 

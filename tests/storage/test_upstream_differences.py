@@ -180,8 +180,14 @@ def test_an_unknown_node_reads_as_null(storage: Plugin) -> None:
     assert storage.ok("get-node-resource-info", unknown) is None
     line = storage.fails("fix-node-resource", {"nodename": "never", "workloads_resource": []})
     assert "node not exists" in line
+    # Core's RemoveNode rollback hands back what it read: null, which restores nothing.
+    restore = {"nodename": "never", "capacity": None, "usage": None}
+    assert storage.ok("set-node-resource-info", restore) is None
     history = storage.run("history", None, "never")
     assert history.status != 0 and "no events" in history.stderr, history
+    add_f4(storage, "n")
+    line = storage.fails("set-node-resource-info", {**restore, "nodename": "n"})
+    assert "invalid capacity" in line
 
 
 def test_a_capacity_edit_cannot_remove_a_volume_in_use(storage: Plugin) -> None:
