@@ -79,6 +79,22 @@ def test_every_step_holds_an_expectation_or_says_why(scenario: Path) -> None:
     assert bare == [], f"steps without an expectation or a note: {bare}"
 
 
+def saved_names(step: dict[str, Any]) -> list[str]:
+    """The workload names a step saves (a Concurrent step's worker i saves its own)."""
+    if step["call"] in ("Concurrent", "Repeat"):
+        inner, count = step["args"]["step"], step["args"]["count"]
+        return [n.replace("{i}", str(i)) for i in range(count) for n in saved_names(inner)]
+    return list(step["args"].get("save_as") or [])
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.stem for s in SCENARIOS])
+def test_no_workload_name_is_saved_twice(scenario: Path) -> None:
+    """The harness keeps workloads by name: a second Alloc saving a name replaces the first
+    one's record, and the usage checks then compare against the wrong workloads."""
+    names = [name for step in load(scenario)["steps"] for name in saved_names(step)]
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+
+
 @pytest.mark.parametrize("resident", [False, True], ids=["in-process", "helper"])
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.stem for s in SCENARIOS])
 def test_core_scenario(
