@@ -135,7 +135,10 @@ def set_node_resource_usage(request: requests.SetUsage, session: Session) -> dic
     One input wins: resource_request, then resource, then the sum of workloads_resource.
     Deploy adds the new workloads (delta, incr=true); realloc adds its delta_resource, which
     may hold negative counts; release and rollback of a failed deploy subtract (incr=false);
-    a partial-failure rollback replaces usage (delta=false). No product may end below zero.
+    a partial-failure rollback replaces usage (delta=false). No product may end below zero,
+    and a change that raises a product may not take it past the node's capacity (checked in
+    the same compare-and-swap, so racing deploys cannot overfill a node); what lowers usage,
+    and a replace, are never refused for capacity.
     """
     node = check_node_name(request.nodename)
     delta = bool(request.delta)

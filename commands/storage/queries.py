@@ -53,7 +53,9 @@ def calculate_deploy(request: requests.CalculateDeploy, session: Session) -> Any
 
     AUTO bindings are placed on the node's volumes (best fit; a monopoly binding, flag m,
     takes an unused volume whole), disk quota on the disk serving each path. Fails with "not
-    enough storage" or "not enough volume plan" when deploy_count do not fit.
+    enough storage" or "not enough volume plan" when deploy_count do not fit. Each
+    destination is bound once, as an absolute, clean path (no ".", "..", "//" or trailing
+    "/"); a mount's source is a clean absolute path or a volume name; flag o needs r or w.
     """
     from resource_extend.projections.storage.plans import calculate_deploy as plan
 
@@ -72,8 +74,10 @@ def calculate_realloc(request: requests.CalculateRealloc, session: Session) -> A
     stdout  {"engine_params": P, "workload_resource": W, "delta_resource": W}
 
     The request's bindings and storage are added to the workload's (a binding whose size
-    ends below zero is removed). Bindings that stay keep their volume when they still fit;
-    the rest are placed anew. delta_resource is what core adds to the node's usage.
+    ends below zero is removed, and the storage falls by what it held; only a binding the
+    workload holds can be given back). Bindings that stay keep their volume when they still
+    fit; the rest are placed anew, under the rules of calculate-deploy. Disk quota goes back
+    to the device it was charged to. delta_resource is what core adds to the node's usage.
     """
     from resource_extend.projections.storage.plans import calculate_realloc as plan
 

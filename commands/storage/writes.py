@@ -83,7 +83,7 @@ def set_node_resource_capacity(request: requests.SetCapacity, session: Session) 
     delta=true adds (incr=true) or subtracts, negative sizes subtract, and a volume left at
     exactly 0 is removed. delta=false replaces: keys the request leaves out keep their value,
     rm-disks removes disks, and a stored-form value (the "before" core hands back to roll a
-    change back) becomes the capacity as it is.
+    change back) becomes the capacity as it is. A volume with bytes in use is never removed.
     """
     node = check_node_name(request.nodename)
     given = _given(request)
