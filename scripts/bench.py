@@ -44,6 +44,8 @@ from scripts.bench_storage import storage_rows
 from tests.etcd_server import Cluster, etcdctl_binary
 
 PRODUCT = "nvidia-3090"
+SEEDED_CARDS = 100_000
+"""Cards of a seeded stream's node: the write rows take one per call and give none back."""
 PREFIX = "/bench"
 WRITERS = 8
 
@@ -144,18 +146,19 @@ class Bench:
         return names
 
     def seed_stream(self, node: str, length: int) -> None:
-        """A node whose stream holds ``length`` events (taking and giving back one card)."""
+        """A node whose stream holds ``length`` events (taking and giving back one card), with
+        room for every card the write rows take (a take past capacity would be refused)."""
         at = datetime.now(timezone.utc)
-        events = [
-            Event(seq=1, at=at, verb="add-node", op="seed", change=NodeAdded(capacity={PRODUCT: 8}))
-        ]
+        capacity = {PRODUCT: SEEDED_CARDS}
+        added = NodeAdded(capacity=capacity)
+        events = [Event(seq=1, at=at, verb="add-node", op="seed", change=added)]
         for seq in range(2, length + 1):
             delta = {PRODUCT: 1 if seq % 2 == 0 else -1}
             events.append(
                 Event(seq=seq, at=at, verb="seed", op=f"s{seq}", change=UsageChanged(delta=delta))
             )
         usage = {PRODUCT: 1} if length % 2 == 0 else {}
-        head = Head(capacity=Resource.of({PRODUCT: 8}), usage=Resource.of(usage), seq=length)
+        head = Head(capacity=Resource.of(capacity), usage=Resource.of(usage), seq=length)
         items = [(self.keys.event(node, e.seq), encode(e)) for e in events]
         self.put_all([*items, (self.keys.head(node), encode(head))])
 
