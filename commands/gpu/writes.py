@@ -113,8 +113,8 @@ def set_node_resource_capacity(request: requests.SetCapacity, session: Session) 
     keep = not delta and asked is not None and not asked.names_cards
     # A replace names the cards the node has: a product with 0 would silently drop it (the
     # seed refuses counts of zero or less outside a realloc).
-    capacity = signed_cards if delta else positive_cards
-    given = None if keep else capacity(_input(request), "capacity")
+    checked = signed_cards if delta else positive_cards
+    given = None if keep else checked(_input(request), "capacity")
     appended = session.append(
         node,
         "set-node-resource-capacity",
