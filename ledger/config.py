@@ -253,6 +253,11 @@ def parse(text: str, *, source: str = "config", base: str | None = None) -> Conf
     except Exception as exc:  # what PyYAML lets through: a date's ValueError, say
         reason = _one_line(exc)
         raise PluginError(f"config {source!r} has a value YAML cannot read: {reason}") from None
+    if raw is None:  # an empty file, or one caught mid-write by a tool that truncates first
+        raise PluginError(
+            f"config {source!r} is empty: it needs at least an etcd section (write the file "
+            "aside and rename it into place, so a call never reads it half-written)"
+        )
     try:
         config = msgspec.convert(raw, Config)
     except msgspec.ValidationError as exc:

@@ -74,7 +74,12 @@ class Plugin:
         config: dict[str, Any] = {"etcd": settings, "resident": MODE == "resident"}
         if self.scheduler is not None:
             config["scheduler"] = self.scheduler
-        self.config.write_text(json.dumps(config))  # JSON is YAML
+        # Written aside and renamed in, as an operator's deploy tool would: a call racing this
+        # rewrite (the partition tests move a live cluster's endpoints) reads the old file or
+        # the new one, never a truncated one.
+        staged = self.config.with_name(f".{self.config.name}.{uuid.uuid4().hex}")
+        staged.write_text(json.dumps(config))  # JSON is YAML
+        os.replace(staged, self.config)
 
     def run(
         self,

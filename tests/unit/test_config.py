@@ -41,6 +41,13 @@ def test_minimal_config_gets_defaults() -> None:
     assert etcd.endpoints == [Endpoint(host="127.0.0.1", port=2379, tls=False)]
 
 
+@pytest.mark.parametrize("text", ["", "\n", "# only a comment\n", "---\n"])
+def test_an_empty_config_says_it_is_empty(text: str) -> None:
+    """An empty file is what a reader sees mid-write when a tool truncates before writing."""
+    with pytest.raises(PluginError, match=r"config 'gpu.yaml' is empty: it needs .* etcd"):
+        parse(text, source="gpu.yaml")
+
+
 def test_full_core_format() -> None:
     text = """
 etcd:
