@@ -273,9 +273,9 @@ class Link:
             return Outcome(None, sent)
         shown = node if node.isprintable() else ascii(node)
         sys.stderr.write(
-            f"{current().name} {verb}: node {shown}: write {sent[0]} was sent but its answer was "
-            f"lost: the resident helper (pid {self.pid}) stopped answering and could not be "
-            "stopped (outcome unknown)\n"
+            f"{current().name} {verb}: node {shown}: outcome unknown: write {sent[0]} was sent "
+            f"but its answer was lost: the resident helper (pid {self.pid}) stopped answering "
+            "and could not be stopped\n"
         )
         return Outcome(1)
 

@@ -41,6 +41,10 @@ PASS_BACKOFF = (0.1, 0.3, None)
 READERS = 4
 """Connections that read a many-node request's batches in parallel."""
 
+SETTLE_SHARE = 0.2
+"""Of ``etcd.timeout``: what an append keeps back when it sends a write, to settle the write by
+its op id should the answer be lost; and the least it gives the write itself to be answered."""
+
 
 class Ambiguous(Exception):
     """A write's request went out but no answer came back."""
@@ -85,19 +89,33 @@ class Connection:
         host, port = self._endpoints[self._current]
         return f"{host}:{port}"
 
-    def _attempt_timeout(self) -> float:
+    def settle_reserve(self) -> float:
+        """Seconds an append keeps back when it sends a write (``SETTLE_SHARE``)."""
+        return self._config.timeout * SETTLE_SHARE
+
+    def _attempt_timeout(self, keep: float = 0.0) -> float:
         remaining = self._deadline - time.monotonic()
+        if keep and remaining < 2 * keep:
+            raise OutOfTime(
+                f"etcd.timeout ({self._config.timeout:g}s) ran out before the write could be "
+                "sent with time left to hear its answer; nothing was written"
+            )
         if remaining <= 0:
             raise OutOfTime(
                 f"etcd did not answer within {self._config.timeout:g}s "
                 f"(etcd.machines: {', '.join(self._config.machines)})"
             )
         # Leave time to fail over: one endpoint may use its share of the budget, not all of it.
-        return max(min(remaining, self._config.timeout / len(self._endpoints)), 0.05)
+        return max(min(remaining - keep, self._config.timeout / len(self._endpoints)), 0.05)
 
-    def txn(self, request: wire.TxnRequest, *, write: bool = False) -> wire.TxnResponse:
+    def txn(
+        self, request: wire.TxnRequest, *, write: bool = False, keep: float = 0.0
+    ) -> wire.TxnResponse:
+        """One transaction. ``keep``: seconds of the budget the write leaves unused, for
+        whatever must follow its answer; it is not sent unless as long again is left for it
+        (so a write is never sent with too little time to be answered, or to be settled)."""
         try:
-            return self._send(request, wire.TxnResponse, write=write)
+            return self._send(request, wire.TxnResponse, write=write, keep=keep)
         except EtcdFull:
             if write or not _ranges_only(request):
                 raise
@@ -153,6 +171,7 @@ class Connection:
         reply: type[Reply],
         *,
         write: bool = False,
+        keep: float = 0.0,
     ) -> Reply:
         """Send one KV request, failing over between endpoints when one does not answer, and
         going round them again (a few times, within ``etcd.timeout``) while none does.
@@ -168,7 +187,7 @@ class Connection:
             for _ in self._endpoints:
                 where = self._where()
                 try:
-                    timeout = self._attempt_timeout()
+                    timeout = self._attempt_timeout(keep)
                     return self._transport.send(self._current, request, reply, timeout)
                 except NoSpace:
                     raise EtcdFull(where) from None

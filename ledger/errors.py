@@ -56,4 +56,8 @@ class Contention(StoreError):
 
 
 class OutcomeUnknown(StoreError):
-    """A write was sent but its answer was lost, and etcd could not be asked again."""
+    """A write was sent but its answer was lost, and etcd could not be asked again. Its line
+    starts ``outcome unknown:``, whatever the reason."""
+
+    def __init__(self, reason: str, *, node: str | None = None) -> None:
+        super().__init__(f"outcome unknown: {reason}", node=node)

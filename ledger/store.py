@@ -108,6 +108,11 @@ class Store(Outcomes[S]):
         # there (None when another process read it).
         sent_after: int | None = resume.after if resume else None
         sent_base: NodeRecord[S] | None = None
+        # The head revision the last unanswered write compared against, and whether that write
+        # is known never to land (it had not when last looked for, and the head has moved on:
+        # its compare fails for good). Another process's write is never known so.
+        pending: int | None = None
+        dead = False
         lost = 0  # compare-and-swaps lost to other writers: the event records them
         for attempt in range(self._config.max_attempts):
             try:
@@ -115,6 +120,7 @@ class Store(Outcomes[S]):
                     landed = self._landed(node, op, sent_after, sent_base)
                     if landed is not None:
                         return landed
+                    dead = pending is not None and record.head_revision != pending
                 if admit is not None:
                     admit(stream_length(record.first, record.seq, record.seq), record.nodes)
                 change = decide(record.state)
@@ -134,10 +140,11 @@ class Store(Outcomes[S]):
                     )
                     if self._write_hook is not None and attempt == 0:
                         self._write_hook(node, record.seq, op)
-                    reply = self.txn(txn, write=True)
+                    reply = self.txn(txn, write=True, keep=self.settle_reserve())
                 except Ambiguous:
                     if sent_after is None:
                         sent_after, sent_base = record.seq, record
+                    pending, dead = record.head_revision, False
                     record = self._read_to_write(node, with_length)
                     continue
                 if reply.succeeded:
@@ -157,7 +164,7 @@ class Store(Outcomes[S]):
             except OutcomeUnknown:
                 raise
             except StoreError as exc:
-                if sent_after is not None:
+                if sent_after is not None and not dead:
                     raise OutcomeUnknown(
                         f"write {op} was sent but its answer was lost, and etcd could not be "
                         f"asked whether it was applied: {exc.reason}",

@@ -13,12 +13,15 @@ Faults a test can arm:
   reaches etcd (``down`` holds endpoints that never answer);
 * :meth:`lose_next_answer`: the next write is applied, then its answer is lost;
 * :meth:`before_next_write` / :meth:`before_request`: a callback runs just before the next
-  write (after ``skip`` requests); what it sends meets no fault and no hook.
+  write (after ``skip`` requests); what it sends meets no fault and no hook;
+* :attr:`write_latency`: every write is applied at once and answered this many seconds later,
+  as by a loaded etcd; an answer later than the request's timeout is lost (``Unavailable``).
 """
 
 from __future__ import annotations
 
 import bisect
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -68,6 +71,7 @@ class MemoryEtcd:
         self._before_write: list[Hook] = []
         self._before_request: list[tuple[int, Hook]] = []
         self._in_hook = False
+        self.write_latency = 0.0
 
     # -- faults -------------------------------------------------------------------------------
 
@@ -126,6 +130,10 @@ class MemoryEtcd:
         else:
             raise NotImplementedError(f"MemoryEtcd serves KV requests, not {request!r}")
         self.served[endpoint] += 1
+        if writes and self.write_latency and not self._in_hook:
+            time.sleep(min(self.write_latency, timeout))
+            if self.write_latency > timeout:
+                raise Unavailable("deadline_exceeded: the answer came too late (MemoryEtcd)")
         if answer_lost:
             if lost is not None:
                 self._run(lost)

@@ -249,6 +249,61 @@ def test_a_checkpoint_over_the_lost_write_leaves_its_outcome_unknown(tmp_path: P
     assert usage(record.state) == {CARD: 2}
 
 
+def test_a_lost_answer_to_a_write_that_cannot_land_is_settled_as_not_written() -> None:
+    """A rival moved the head before our write, so etcd refused it, and the refusal was lost.
+    Once the settle read finds no event and the head moved on, the write can never land: a
+    call then out of time fails as contention, nothing written; never "outcome unknown"."""
+    etcd = MemoryEtcd()
+    added = new_node(etcd)
+    theirs = rival(etcd)
+    etcd.lose_next_answer()
+    # the settle's reads (the record, then the events since) leave too little to write again
+    etcd.before_request(lambda: time.sleep(0.7), skip=1)
+
+    with pytest.raises(Contention) as raised:
+        make_store(etcd, timeout=1.0).append(NODE, "take", usage_change({CARD: 1}))
+
+    assert str(raised.value).startswith("contention: other writers changed the node first")
+    assert ops(stream_of(etcd)) == [*ops(added), *theirs]
+
+
+def test_a_loaded_etcd_never_leaves_a_write_sent_too_late_to_settle() -> None:
+    """Every write is answered 0.15 s after it lands, and a rival wins every race until the
+    budget runs out: a write sent with less than that to go would be applied or refused
+    unseen, with no time left to find which. None is: the call fails as contention."""
+    etcd = MemoryEtcd()
+    added = new_node(etcd)
+    theirs = rival(etcd, forever=True)
+    etcd.write_latency = 0.15
+
+    with pytest.raises(Contention):
+        make_store(etcd, timeout=1.0, max_attempts=1000).append(
+            NODE, "take", usage_change({CARD: 1})
+        )
+
+    assert theirs
+    assert ops(stream_of(etcd)) == [*ops(added), *theirs]
+
+
+def test_a_write_is_not_sent_with_too_little_time_left_to_settle_it() -> None:
+    """Slow reads spent the budget: the write is never sent, and the line says so."""
+    etcd = MemoryEtcd()
+    new_node(etcd)
+    etcd.before_request(lambda: time.sleep(0.7))  # the read before the decision
+
+    with pytest.raises(StoreError) as raised:
+        make_store(etcd, timeout=1.0).append(NODE, "take", usage_change({CARD: 1}))
+
+    assert not isinstance(raised.value, OutcomeUnknown)
+    assert "before the write could be sent" in str(raised.value)
+    assert "nothing was written" in str(raised.value)
+    assert seqs(stream_of(etcd)) == [1]
+
+
+def test_an_unknown_outcome_says_so_first() -> None:
+    assert str(OutcomeUnknown("write 1f was sent ...")).startswith("outcome unknown: write 1f")
+
+
 # -- contention -------------------------------------------------------------------------------
 
 
