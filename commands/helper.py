@@ -38,7 +38,7 @@ class Seen:
 def ask(link: resident.Link, request: bytes) -> dict[str, Any] | None:
     """Send a control request (``status``, ``stop``); the helper's answer, or None."""
     try:
-        link.sock.settimeout(resident.ACCEPT_TIMEOUT)
+        link.sock.settimeout(resident.SILENCE)
         link.sock.sendall(resident.MAGIC + b"\0" + request + b"\n")
         frame = link.reader.line()
         if frame is None or not frame.startswith(b"S "):

@@ -8,20 +8,26 @@ This module imports nothing beyond ``os``, ``sys`` and ``_socket`` on that path.
 
 The conversation, one call per connection (frames are lines; bodies follow their frame)::
 
-    client: RGPU2 \\0 call \\0 VERB \\0 CONFIG \\0 LENGTH \\n  then the request
-    helper: A SECONDS        it has the call, and answers within SECONDS (etcd.timeout + margin)
+    client: RGPU3 \\0 call \\0 VERB \\0 CONFIG \\0 LENGTH \\n  then the request
+    helper: A PID            it has the call, run by its process PID (forked for this call)
             F                it will not serve this call: run it here
+            K                the call is alive (every HEARTBEAT seconds, however long it runs)
             P AFTER OP NODE  a write is about to go out (stream end, op id, node in hex) ...
     client: G                ... and only on this go-ahead is it sent
     helper: R STATUS OUT ERR then stdout and stderr, OUT and ERR bytes long
 
+Each call runs in a process of its own, forked from the warm helper, so calls never wait for
+one another and a stuck one can be killed alone. A call is killed for silence, never for being
+slow: one that says nothing for ``SILENCE`` seconds (stopped, or hung where even its heartbeat
+cannot run) is killed, and a helper that does not take a call within ``SILENCE`` is replaced.
+
 Why nothing is ever applied twice: the helper sends no write without the go-ahead, and the
 client gives it only while it is still waiting. A call that never gave it runs here when the
-helper fails it in any way. One that gave it runs here only once the helper is gone (it hung up,
-or did not answer in time and was killed, which is waited for), and then *resumes* the write by
+helper fails it in any way. One that gave it runs here only once the call's process is gone (it
+hung up, or fell silent and was killed, which is waited for), and then *resumes* the write by
 its op id: if the helper's write landed, its result is the answer; if not, it is made here.
-Should the helper be past reach (it cannot be confirmed dead), the call fails saying its outcome
-is unknown, as when etcd's answer is lost.
+Should the process be past reach (it cannot be confirmed dead), the call fails saying its
+outcome is unknown, as when etcd's answer is lost.
 
 Why nobody else can answer: the socket lives in a directory only this user can use, checked
 all the way up and reached through a descriptor (``commands.rundir``), and the helper must be
@@ -43,15 +49,15 @@ if TYPE_CHECKING:
 
     from resource_extend.ledger.store import Resume
 
-MAGIC = b"RGPU2"
+MAGIC = b"RGPU3"
 CONNECT_TIMEOUT = 1.0
 """Seconds to reach the helper's socket: past a stuck helper's backlog, connect() would block."""
-ACCEPT_TIMEOUT = 3.0
-"""Seconds for the helper to say it has the call, and for either end to answer the other's
-write handshake: a live helper does so at once; a stopped one never does."""
-ANSWER_MARGIN = 2.0
-"""Seconds beyond ``etcd.timeout`` (which bounds the helper's time on etcd) that a helper may
-take over a call before it counts as stuck and is replaced."""
+SILENCE = 3.0
+"""Seconds either end may go without a word before the other counts it as stuck: the helper to
+take a call, a call to send its next frame (it beats every ``HEARTBEAT``), the client to answer
+a write's announcement."""
+HEARTBEAT = 0.5
+"""Seconds between a running call's heartbeats (``K``)."""
 STOP_WAIT = 2.0
 """Seconds to wait for a killed helper to be gone."""
 PACKAGES = ("commands", "ledger", "projections")
@@ -186,12 +192,9 @@ class Link:
     def __init__(self, sock: socket, pid: int) -> None:
         self.sock = sock
         self.pid = pid
+        """The helper's; once it has taken a call, the pid of the process running it."""
         self.reader = Reader(sock)
-        self._pidfd: int | None = None
-        try:  # noqa: SIM105 (contextlib costs the thin client its import)
-            self._pidfd = os.pidfd_open(pid)  # now, while the helper surely is that pid
-        except (AttributeError, OSError):
-            pass
+        self._pidfd = _pidfd(pid)  # now, while the helper surely is that pid
 
     @classmethod
     def connect(cls, name: str) -> Link | None:
@@ -228,20 +231,19 @@ class Link:
         node = ""
         sock = self.sock
         try:
-            sock.settimeout(ACCEPT_TIMEOUT)
+            sock.settimeout(SILENCE)
             sock.sendall(b"\0".join(head) + b"\n" + stdin)
             taken = self.reader.line()
             if taken is None or not taken.startswith(b"A "):
                 return Outcome(None)  # gone, or "F": it will not serve this call
-            import time
-
-            deadline = time.monotonic() + float(taken[2:])
+            self._run_by(int(taken[2:]))
             while True:
-                sock.settimeout(max(deadline - time.monotonic(), 0.001))
-                frame = self.reader.line()
+                frame = self.reader.line()  # within SILENCE: a live call beats more often
                 if frame is None:
-                    return Outcome(None, sent)  # the helper is gone: run, or resume, here
+                    return Outcome(None, sent)  # the call is gone: run, or resume, here
                 kind, *fields = frame.split(b" ")
+                if kind == b"K":
+                    continue
                 if kind == b"P":
                     sent = (fields[1].decode(), int(fields[0]))  # from now it may write
                     node = bytes.fromhex(fields[2].decode()).decode(errors="replace")
@@ -255,6 +257,15 @@ class Link:
         except (OSError, ValueError, IndexError):
             return Outcome(None, sent)
 
+    def _run_by(self, pid: int) -> None:
+        """From now on the call's own process is the one to kill, should it fall silent: the
+        helper goes on serving others. (It is the helper's word, and the helper is ours.)"""
+        pidfd = _pidfd(pid)
+        if pidfd is not None:
+            if self._pidfd is not None:
+                os.close(self._pidfd)
+            self.pid, self._pidfd = pid, pidfd
+
     def _relay(self, fields: list[bytes]) -> Outcome | None:
         status, out_size, err_size = (int(field) for field in fields)
         out, err = self.reader.exactly(out_size), self.reader.exactly(err_size)
@@ -267,20 +278,20 @@ class Link:
         return Outcome(status)
 
     def _stuck(self, verb: str, node: str, sent: tuple[str, int] | None) -> Outcome:
-        """The helper did not answer in time: replace it (kill it; the next call starts a fresh
-        one). A write it may have sent is resumed here only once it is gone for sure."""
+        """The helper, or the call's process, fell silent: kill it (a helper is replaced by the
+        next call). A write it may have sent is resumed here only once it is gone for sure."""
         if self.kill() or sent is None:
             return Outcome(None, sent)
         shown = node if node.isprintable() else ascii(node)
         sys.stderr.write(
             f"{current().name} {verb}: node {shown}: outcome unknown: write {sent[0]} was sent "
-            f"but its answer was lost: the resident helper (pid {self.pid}) stopped answering "
-            "and could not be stopped\n"
+            f"but its answer was lost: the resident helper's call (pid {self.pid}) stopped "
+            "answering and could not be stopped\n"
         )
         return Outcome(1)
 
     def kill(self) -> bool:
-        """Kill the helper; True once it is gone (a process of ours: we may)."""
+        """Kill the helper (or the call's process); True once it is gone (ours: we may)."""
         if self._pidfd is None:
             return False
         import signal
@@ -302,6 +313,13 @@ class Link:
         poller = select.poll()
         poller.register(self._pidfd, select.POLLIN)
         return bool(poller.poll(int(timeout * 1000)))
+
+
+def _pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
 
 
 def start_if_wanted(config: str | None) -> None:

@@ -2,10 +2,13 @@
 
 Started detached by a call that found none (``python -m commands.residentd CONFIG``), it
 takes its socket in the runtime directory (``commands.rundir``) unless a live helper already
-has it, imports everything a verb needs, and serves each connection in a thread: it reads the
+has it, imports everything a verb needs, and forks a process for each connection: it reads the
 verb and the request, runs the verb exactly as ``resource-gpu VERB`` would (same code, the
-call's own stdin, stdout and stderr), and sends back the answer and the exit status. The wire
-conversation is described in ``commands.resident``.
+call's own stdin, stdout and stderr), beats while it runs, and sends back the answer and the
+exit status. Calls so run side by side, on every core, each warm, and a stuck one can be killed
+alone. The wire conversation is described in ``commands.resident``.
+
+The helper itself runs no thread, so that forking it is safe: it accepts, forks and reaps.
 
 It exits, removing its socket, after ``IDLE_SECONDS`` without a call, on SIGTERM or SIGINT, on
 ``resource-gpu helper --stop``, when its config says ``resident: false``, and when its socket is
@@ -35,6 +38,9 @@ IDLE_SECONDS = 600.0
 TICK = 1.0
 """How often the helper looks up from accept(): to stop, idle out, or see its socket taken."""
 BACKLOG = 128
+SHUTDOWN_WAIT = 30.0
+"""Seconds a stopping helper waits for its calls in flight (core's call timeout); past that
+they finish on their own."""
 LOCK_WAIT = 10.0
 """Seconds to wait for the runtime directory's lock (held only while a socket is claimed or
 removed)."""
@@ -150,18 +156,20 @@ class Helper:
         self._inode = inode
         self.config_path = config_path
         self.socket_path = socket_path
+        self.pid = os.getpid()
         self.started = time.time()
         self.served = 0
-        self.in_flight = 0
+        self._calls: set[int] = set()
+        """The pids of the calls in flight."""
         self._last_call = time.monotonic()
-        self._stopping = threading.Event()
-        self._calls: set[threading.Thread] = set()
-        self._lock = threading.Lock()
+        self._stopping = False
+        self.heartbeat: Heartbeat | None = None
+        """In a call's process: what tells the client it is alive."""
 
     def stop(self) -> None:
         """Stop serving (calls in flight finish). A connection of our own wakes accept() at
         once rather than at its next tick."""
-        self._stopping.set()
+        self._stopping = True
         with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX) as wake:
             wake.settimeout(resident.CONNECT_TIMEOUT)
             wake.connect(rundir.via(self._directory, self._name))
@@ -171,7 +179,8 @@ class Helper:
             signal.signal(signum, lambda *_: self.stop())
         self._listener.settimeout(TICK)
         try:
-            while not self._stopping.is_set():
+            while not self._stopping:
+                self._reap()
                 try:
                     connection, _ = self._listener.accept()
                 except TimeoutError:
@@ -180,21 +189,46 @@ class Helper:
                     continue
                 except OSError:
                     break
-                if self._stopping.is_set():
+                if self._stopping:
                     connection.close()
                     break
                 self._last_call = time.monotonic()
-                call = threading.Thread(target=self._serve_call, args=(connection,), daemon=True)
-                with self._lock:
-                    self._calls = {c for c in self._calls if c.is_alive()} | {call}
-                call.start()
+                self._fork_call(connection)
         finally:
             self._shut_down()
 
+    def _fork_call(self, connection: socket.socket) -> None:
+        """Serve the connection in a process of its own. The config is loaded here first, so
+        every call inherits it parsed; one that turns the helper off stops it."""
+        settings = self._settings()
+        self._reap()  # so that a status call counts the calls truly in flight
+        pid = os.fork()
+        if pid == 0:  # the call's process: it serves this connection and nothing else
+            status = 0
+            try:
+                self._listener.close()
+                for signum in (signal.SIGTERM, signal.SIGINT):
+                    signal.signal(signum, signal.SIG_DFL)
+                self._serve_call(connection)
+            except BaseException:
+                status = 1
+            finally:
+                os._exit(status)  # never the helper's own clean-up
+        connection.close()
+        self._calls.add(pid)
+        if settings is not None and not settings.resident:
+            self.stop()
+
+    def _reap(self) -> None:
+        for pid in list(self._calls):
+            with contextlib.suppress(ChildProcessError):
+                if os.waitpid(pid, os.WNOHANG)[0] == 0:
+                    continue
+            self._calls.discard(pid)
+            self.served += 1
+
     def _idle(self) -> bool:
-        with self._lock:
-            busy = any(call.is_alive() for call in self._calls)
-        return not busy and time.monotonic() - self._last_call > IDLE_SECONDS
+        return not self._calls and time.monotonic() - self._last_call > IDLE_SECONDS
 
     def _still_ours(self) -> bool:
         try:
@@ -210,13 +244,13 @@ class Helper:
             if held and self._still_ours():
                 os.unlink(self._name, dir_fd=self._directory)
         self._listener.close()
-        with self._lock:
-            calls = list(self._calls)
-        for call in calls:
-            call.join(timeout=25.0 + resident.ANSWER_MARGIN)
+        deadline = time.monotonic() + SHUTDOWN_WAIT
+        while self._calls and time.monotonic() < deadline:
+            self._reap()
+            time.sleep(0.02)
         os.close(self._directory)
 
-    # -- one connection ---------------------------------------------------------------------
+    # -- one connection, in its own process ---------------------------------------------------
 
     def _serve_call(self, connection: socket.socket) -> None:
         with connection:
@@ -224,7 +258,7 @@ class Helper:
                 _, uid = rundir.peer(connection)
                 if uid != os.getuid():
                     return  # only this user's calls: never read, never answered
-                connection.settimeout(resident.ACCEPT_TIMEOUT)
+                connection.settimeout(resident.SILENCE)
                 reader = resident.Reader(connection)
                 head = reader.line()
                 fields = head.split(b"\0") if head else []
@@ -235,7 +269,7 @@ class Helper:
                 elif fields[1] in (b"status", b"stop"):
                     connection.sendall(_framed(self.status()))
                     if fields[1] == b"stop":
-                        self.stop()
+                        os.kill(self.pid, signal.SIGTERM)  # the helper stops as on SIGTERM
             except OSError:
                 return  # the client is gone; whatever it was doing, it does itself
 
@@ -248,41 +282,32 @@ class Helper:
         stdin = reader.exactly(int(fields[2]))
         if stdin is None or (verb not in CORE_VERBS and verb not in HIDDEN_VERBS):
             return
-        settings = self._settings(config_path)
-        if settings is None:
+        settings = self._settings() if config_path == self.config_path else None
+        if settings is None or not settings.resident:
             connection.sendall(b"F\n")
             return
-        connection.sendall(b"A %g\n" % (settings.etcd.timeout + resident.ANSWER_MARGIN))
-        with self._lock:
-            self.in_flight += 1
+        heartbeat = self.heartbeat = Heartbeat(connection)
+        heartbeat.send(b"A %d\n" % os.getpid())
         try:
-            status, out, err = self._run(connection, reader, verb, config_path, stdin, uid)
+            status, out, err = self._run(heartbeat, reader, verb, config_path, stdin, uid)
         finally:
-            with self._lock:
-                self.in_flight -= 1
-                self.served += 1
+            heartbeat.stop()
         connection.sendall(b"R %d %d %d\n" % (status, len(out), len(err)) + out + err)
 
-    def _settings(self, config_path: str) -> Config | None:
-        """The config, if this call is ours to serve: our config file, which loads and does
-        not turn the helper off (then it stops)."""
+    def _settings(self) -> Config | None:
+        """Our config, if it loads (if not, the call itself says what is wrong, word for word,
+        in-process)."""
         from resource_extend.ledger import config as config_files
         from resource_extend.ledger.errors import PluginError
 
-        if config_path != self.config_path:
-            return None
         try:
-            settings = config_files.load(config_path)
+            return config_files.load(self.config_path)
         except PluginError:
-            return None  # the call itself says what is wrong, word for word, in-process
-        if not settings.resident:
-            self.stop()
             return None
-        return settings
 
     def _run(
         self,
-        connection: socket.socket,
+        heartbeat: Heartbeat,
         reader: resident.Reader,
         verb_name: str,
         config_path: str,
@@ -303,7 +328,7 @@ class Helper:
         def ask_to_write(node: str, after: int, op: str) -> None:
             """Send no write the client has not allowed: one that gave up on us must not find
             its write made behind its back."""
-            connection.sendall(b"P %d %s %s\n" % (after, op.encode(), node.encode().hex().encode()))
+            heartbeat.send(b"P %d %s %s\n" % (after, op.encode(), node.encode().hex().encode()))
             try:
                 allowed = reader.line() == b"G"
             except OSError:
@@ -321,17 +346,16 @@ class Helper:
         return status, out.getvalue(), err.getvalue()
 
     def status(self) -> dict[str, Any]:
-        """What ``resource-gpu helper`` shows."""
+        """What ``resource-gpu helper`` shows (asked of a call's process: the helper as it was
+        when it forked that one)."""
         from importlib import metadata
 
         try:
             version = metadata.version(DISTRIBUTION)
         except metadata.PackageNotFoundError:
             version = "unknown"
-        with self._lock:
-            served, in_flight = self.served, self.in_flight
         return {
-            "pid": os.getpid(),
+            "pid": self.pid,
             "version": version,
             "code": resident.code_identity(),
             "python": sys.version.split()[0],
@@ -339,10 +363,48 @@ class Helper:
             "socket": self.socket_path,
             "started": self.started,
             "uptime_s": round(time.time() - self.started, 3),
-            "calls_served": served,
-            "calls_in_flight": in_flight,
-            "stopping": self._stopping.is_set(),
+            "calls_served": self.served,
+            "calls_in_flight": sum(1 for pid in self._calls if _running(pid)),
+            "stopping": self._stopping,
         }
+
+
+class Heartbeat:
+    """A call's frames to its client, and a ``K`` every ``resident.HEARTBEAT`` seconds between
+    them while it runs: the client kills a call for silence, never for taking long. A thread of
+    the call's process (the helper itself runs none)."""
+
+    def __init__(self, connection: socket.socket) -> None:
+        self._connection = connection
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True)
+        self._thread.start()
+
+    def send(self, frame: bytes) -> None:
+        with self._lock:
+            self._connection.sendall(frame)
+
+    def stop(self) -> None:
+        """No more beats: the answer follows, or nothing will."""
+        self._done.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
+        while not self._done.wait(resident.HEARTBEAT):
+            try:
+                self.send(b"K\n")
+            except OSError:  # the client is gone: nobody will hear this call's answer
+                os._exit(1)
+
+
+def _running(pid: int) -> bool:
+    """Whether a call's process still runs (not one that has exited, and awaits reaping)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
 
 
 def _framed(answer: dict[str, Any]) -> bytes:

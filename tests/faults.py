@@ -26,6 +26,7 @@ import contextlib
 import random
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
@@ -328,6 +329,63 @@ def _http1_request(sock: socket.socket, buffer: bytearray) -> bytes | None:
     request = bytes(buffer[: end + 4 + length])
     del buffer[: end + 4 + length]
     return request
+
+
+class SlowLink:
+    """Forwards 127.0.0.1:<port> to etcd; the next ``slow_down(n)`` connections get etcd's
+    answers ``delay`` seconds late: a real read that takes that long, over a slow network path,
+    while connections after them are served at once."""
+
+    def __init__(self, upstream: str, delay: float) -> None:
+        host, port = upstream.removeprefix("http://").rsplit(":", 1)
+        self._upstream = (host, int(port))
+        self._delay = delay
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self._slow = 0
+        self.connections = 0
+        """Connections accepted since ``slow_down``."""
+        self.slowed = threading.Event()
+        """Set once a slowed connection sent its first request."""
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def slow_down(self, count: int = 1) -> None:
+        self._slow, self.connections = count, 0
+        self.slowed.clear()
+
+    def close(self) -> None:
+        _close(self._listener)
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            slow, self._slow = self._slow > 0, max(self._slow - 1, 0)
+            server = socket.create_connection(self._upstream)
+            threading.Thread(target=self._pipe, args=(client, server, 0.0), daemon=True).start()
+            late = self._delay if slow else 0.0
+            threading.Thread(target=self._pipe, args=(server, client, late), daemon=True).start()
+            if slow:
+                self.slowed.set()
+
+    def _pipe(self, source: socket.socket, sink: socket.socket, late: float) -> None:
+        """Bytes from ``source`` to ``sink``, the first of them ``late`` seconds late."""
+        try:
+            while chunk := source.recv(65536):
+                time.sleep(late)
+                late = 0.0
+                sink.sendall(chunk)
+        except OSError:
+            pass
+        finally:
+            _close(source, sink)
 
 
 class SilentListener:

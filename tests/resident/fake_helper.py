@@ -7,10 +7,12 @@ It is the real helper (``commands.residentd``), except at one point of a call:
 
 * ``dies-before-answering``: the verb runs (its write lands), then the process exits without
   answering: a helper killed between its write and its reply.
-* ``hangs-after-writing``: the call hangs for good once etcd has answered its write: alive, its
-  write made, and never answering.
-* ``hangs-before-writing``: the call hangs once the client allowed the write, before sending it:
-  a helper that might yet send it, were it ever to go on.
+* ``hangs-after-writing``: the call falls silent (no more heartbeats) and hangs for good once
+  etcd has answered its write: alive, its write made, and never answering.
+* ``hangs-before-writing``: the call falls silent and hangs once the client allowed the write,
+  before sending it: a call that might yet send it, were it ever to go on.
+
+Each fault is in the call's process (forked per call); the helper itself goes on serving.
 
 (A hang, not SIGSTOP sent to itself: a process that stops itself may run on a little first, or
 not stop at all under a shell's job control. The tests stop real helpers from outside.)
@@ -38,7 +40,7 @@ class Faulty(residentd.Helper):
         return result
 
 
-def hang_around_writes(fault: str) -> None:
+def hang_around_writes(fault: str, helper: residentd.Helper) -> None:
     from resource_extend.ledger import wire
     from resource_extend.ledger.connection import Connection
     from resource_extend.ledger.store import Store
@@ -46,12 +48,19 @@ def hang_around_writes(fault: str) -> None:
     send = Store.txn
     never = threading.Event()
 
-    def txn(self: Connection, request: wire.TxnRequest, *, write: bool = False) -> wire.TxnResponse:
+    def hang() -> None:
+        assert helper.heartbeat is not None
+        helper.heartbeat.stop()
+        never.wait()
+
+    def txn(
+        self: Connection, request: wire.TxnRequest, *, write: bool = False, keep: float = 0.0
+    ) -> wire.TxnResponse:
         if write and fault == "hangs-before-writing":
-            never.wait()
-        reply = send(self, request, write=write)
+            hang()
+        reply = send(self, request, write=write, keep=keep)
         if write and fault == "hangs-after-writing":
-            never.wait()
+            hang()
         return reply
 
     Store.txn = txn  # type: ignore[method-assign]
@@ -59,7 +68,6 @@ def hang_around_writes(fault: str) -> None:
 
 def main(fault: str, config_path: str) -> None:
     assert fault in FAULTS, fault
-    hang_around_writes(fault)
     name = resident.socket_name(config_path)
     directory, path = rundir.open_private(create=True)
     claimed = residentd.claim(directory, name)
@@ -67,6 +75,7 @@ def main(fault: str, config_path: str) -> None:
     listener, inode = claimed
     helper = Faulty(listener, directory, name, inode, config_path, os.path.join(path, name))
     helper.fault = fault
+    hang_around_writes(fault, helper)
     helper.serve()
 
 

@@ -134,7 +134,7 @@ sock = socket.socket(socket.AF_UNIX)
 sock.settimeout(10)
 sock.connect(path)
 try:  # the helper may close before the request is all sent, or before it is read
-    sock.sendall(b"RGPU2\\0call\\0get-node-resource-info\\0" + config.encode() + b"\\0"
+    sock.sendall(b"RGPU3\\0call\\0get-node-resource-info\\0" + config.encode() + b"\\0"
                  + b"19\\n" + b'{"nodename": "n1"} ')
     answer = sock.recv(65536)
 except (BrokenPipeError, ConnectionResetError):  # closed unread: refused

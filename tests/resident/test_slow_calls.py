@@ -1,0 +1,112 @@
+"""Calls through the helper run side by side, each in a process of its own: a slow one is
+waited for as long as it keeps beating (killed for silence, never for taking long), and runs
+once, in the helper; a fast call made meanwhile answers while it runs; a call that falls silent
+is killed alone, and the helper goes on serving."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from resource_extend.commands import resident
+from tests.faults import SlowLink
+from tests.plugin import Plugin, Result, counts
+from tests.resident.conftest import TAKE, G, alive, helper_pid, resident_plugin, wait_for
+
+SLOW = 20.0
+"""Seconds etcd's answer to the slow call is held back."""
+INFO = {"nodename": "n1"}
+
+
+@pytest.fixture
+def slow_link(plugin: Plugin, runtime: Path) -> Iterator[SlowLink]:
+    """Node n1 with 8 cards; then the helper on, reaching etcd through a link that can be
+    slowed, with an etcd.timeout past the slow answer; the helper started."""
+    resident_plugin(plugin, on=False)
+    plugin.add("n1", {G: 8})
+    link = SlowLink(plugin.endpoints[0], SLOW)
+    resident_plugin(plugin, machines=[link.url], timeout=SLOW + 5)
+    plugin.info("n1")  # in-process: it starts the helper
+    wait_for(lambda: helper_pid(plugin), "the helper to answer")
+    yield link
+    link.close()
+
+
+def in_background(
+    plugin: Plugin, verb: str, request: object
+) -> tuple[threading.Thread, list[Result]]:
+    done: list[Result] = []
+    thread = threading.Thread(target=lambda: done.append(plugin.run(verb, request)))
+    thread.start()
+    return thread, done
+
+
+def test_a_slow_read_runs_once_in_the_helper_while_a_fast_call_answers(
+    plugin: Plugin, slow_link: SlowLink
+) -> None:
+    helper = helper_pid(plugin)
+    slow_link.slow_down(1)
+    began = time.monotonic()
+    slow, slow_done = in_background(plugin, "get-node-resource-info", INFO)
+    assert slow_link.slowed.wait(10), "the slow call never reached etcd"
+
+    fast = plugin.ok("set-node-resource-usage", TAKE)  # a write, made meanwhile
+    assert counts(fast["after"]) == {G: 1}
+    assert not slow_done, "the fast call waited for the slow one"
+
+    slow.join(SLOW + 20)
+    took = time.monotonic() - began
+    [answer] = slow_done
+    assert (answer.status, answer.stderr) == (0, ""), answer.stderr
+    assert counts(answer.answer["capacity"]) == {G: 8}
+    assert took >= SLOW  # it did wait for etcd's answer ...
+    assert slow_link.connections == 2, "the slow call ran again in-process"  # ... once
+    assert helper_pid(plugin) == helper and helper is not None and alive(helper)
+
+
+def test_a_call_that_falls_silent_is_killed_alone_and_the_helper_serves_on(
+    plugin: Plugin, slow_link: SlowLink
+) -> None:
+    """SIGSTOP on the process running a slow call (a debugger, say): it beats no more, so the
+    client kills it once it has been silent for ``resident.SILENCE`` and runs the call itself;
+    the helper, and a call it serves meanwhile, go on."""
+    helper = helper_pid(plugin)
+    assert helper is not None
+    before = set(_children(helper))
+    slow_link.slow_down(1)
+    slow, slow_done = in_background(plugin, "get-node-resource-info", INFO)
+    assert slow_link.slowed.wait(10)
+    wait_for(lambda: set(_children(helper)) - before, "the call's process")
+    [call] = set(_children(helper)) - before
+    os.kill(call, signal.SIGSTOP)
+    try:
+        assert counts(plugin.ok("get-node-resource-info", INFO)["capacity"]) == {G: 8}
+        slow.join(SLOW)
+        [answer] = slow_done  # answered in-process, long before the slowed answer came
+        assert (answer.status, answer.stderr) == (0, ""), answer.stderr
+        assert not alive(call), "the silent call was not killed"
+        assert alive(helper) and helper_pid(plugin) == helper
+    finally:
+        if alive(call):
+            os.kill(call, signal.SIGKILL)
+    assert resident.SILENCE < SLOW
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            fields = stat.rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid and fields[0] != "Z":
+                found.append(int(entry))
+    return found
