@@ -202,7 +202,11 @@ class Helper:
         every call inherits it parsed; one that turns the helper off stops it."""
         settings = self._settings()
         self._reap()  # so that a status call counts the calls truly in flight
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:  # no process to be had: the client, hung up on, runs the call itself
+            connection.close()
+            return
         if pid == 0:  # the call's process: it serves this connection and nothing else
             status = 0
             try:
