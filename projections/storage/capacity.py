@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 import msgspec
 
-from resource_extend.projections.storage.host import build_host
+from resource_extend.projections.storage.host import Classes, build_host, classify
 from resource_extend.projections.storage.plans import storage_fits
 from resource_extend.projections.storage.resources import NodeResource, WorkloadRequest
 from resource_extend.projections.storage.schedule import schedule
@@ -32,30 +32,34 @@ class NodesDeployCapacity(msgspec.Struct, kw_only=True):
 
 
 def deploy_capacity(
-    capacity: NodeResource, usage: NodeResource, request: WorkloadRequest, bound: int
+    capacity: NodeResource,
+    usage: NodeResource,
+    request: WorkloadRequest,
+    bound: int,
+    classes: Classes | None = None,
 ) -> DeployCapacity:
     """The plan count with ``bound`` (§2.8), capped by the storage left; a request with no
     limit bindings is counted by storage alone, even past ``bound`` (upstream: its storage-only
-    capacity is not capped)."""
-    count = schedule(build_host(capacity, usage), request.request, bound).count
+    capacity is not capped). ``classes`` is ``classify(request.request)``, when known."""
+    bindings = classify(request.request) if classes is None else classes
+    count = schedule(build_host(capacity, usage), bindings, bound).count
     if request.storage_request > 0:
         by_storage = storage_fits(capacity, usage, request.storage_request)
         count = by_storage if not request.limit else min(count, by_storage)
-    used, rate = _usage(capacity, usage, request)
+    used, rate = _usage(capacity, usage, request, bindings.asked)
     return DeployCapacity(capacity=count, usage=used, rate=rate)
 
 
 def _usage(
-    capacity: NodeResource, usage: NodeResource, request: WorkloadRequest
+    capacity: NodeResource, usage: NodeResource, request: WorkloadRequest, asked: int
 ) -> tuple[float, float]:
     """(Usage, Rate): by volumes when the request binds any or asks no storage, else by
-    storage; 0 for a node with neither."""
+    storage; 0 for a node with neither. ``asked``: the request bindings' sizes."""
     volumes = sum((capacity.volumes or {}).values())
     if volumes == 0 and capacity.storage == 0:
         return 0.0, 0.0
     if request.request or request.storage_request == 0:
         used = sum((usage.volumes or {}).values())
-        asked = sum(binding.size for binding in request.request)
         return _ratio(used, volumes), _ratio(asked, volumes)
     return (
         _ratio(usage.storage, capacity.storage),
@@ -74,8 +78,10 @@ def nodes_deploy_capacity(
     """Every node's capacity, in the order given; nodes that host none are left out."""
     found: dict[str, DeployCapacity] = {}
     total = 0
+    classes: Classes | None = None
     for name, capacity, usage in nodes:
-        entry = deploy_capacity(capacity, usage, request, bound)
+        classes = classify(request.request) if classes is None else classes
+        entry = deploy_capacity(capacity, usage, request, bound, classes)
         if entry.capacity > 0:
             found[name] = entry
             total = min(total + entry.capacity, MAX_TOTAL)

@@ -109,6 +109,10 @@ class Classes(NamedTuple):
     """Whether a normal pass charges any disk."""
     pass_quota: Quota
     """What a whole normal pass charges, all disks together."""
+    profile: NormalProfile
+    asked: int
+    """Every binding's size, all classes together (capacity's Rate)."""
+    """The normal bindings' sums and quota kinds, for the enumeration (:mod:`normal`)."""
 
 
 def classify(bindings: Sequence[Binding]) -> Classes:
@@ -149,7 +153,65 @@ def _classify(bindings: tuple[Binding, ...]) -> Classes:
         mono_quota=mono_quota,
         spends_quota=bool(mounts) or any(b.has_io for b in normal),
         pass_quota=pass_quota,
+        profile=NormalProfile(normal, mounts),
+        asked=sum(b.size for b in bindings),
     )
+
+
+class NormalProfile:
+    """What the normal enumeration needs of the normal bindings, made once per request:
+    running sums of their sizes and of each quota figure (binding ``i`` to ``j`` take
+    ``sizes[j] - sizes[i]``), where each run of quota-free bindings ends, each quota's
+    positions, and the quotas and (size, quota) pairs no other one makes redundant."""
+
+    __slots__ = ("ceiling", "count", "least_quotas", "monotone", "positions", "quota_sums",
+                 "sizes", "zero_until")  # fmt: skip
+
+    def __init__(self, normal: Sequence[Binding], mounts: Sequence[Binding]) -> None:
+        self.count = len(normal)
+        self.monotone = all(value >= 0 for b in (*normal, *mounts) for value in b.quota)
+        """Charges only add up (no negative quota): what the enumeration's shortcuts need."""
+        self.sizes = [0]
+        sums: list[list[int]] = [[0], [0], [0], [0]]
+        self.positions: dict[Quota, list[int]] = {}
+        for i, binding in enumerate(normal):
+            self.sizes.append(self.sizes[-1] + binding.size)
+            for figure, value in zip(sums, binding.quota, strict=True):
+                figure.append(figure[-1] + value)
+            self.positions.setdefault(binding.quota, []).append(i)
+        self.quota_sums = (sums[0], sums[1], sums[2], sums[3])
+        self.zero_until = [self.count] * (self.count + 1)
+        for i in range(self.count - 1, -1, -1):
+            self.zero_until[i] = self.zero_until[i + 1] if normal[i].quota == NO_QUOTA else i
+        least: list[Quota] = []
+        for quota in sorted(self.positions, key=sum):  # what is below a quota sums to less
+            if not any(fits(other, quota) for other in least):
+                least.append(quota)
+        self.least_quotas = tuple(least)
+        """The quotas no other one is within: a disk that affords none of these affords none."""
+        self.ceiling = _strongest(
+            {(b.size, b.quota if b.has_io else None) for b in normal if b.size > 0}
+        )
+        """(size, quota or None: any volume) pairs whose ⌊free / size⌋ over the volumes
+        that afford the quota is least: no other pair is as large with a quota as large."""
+
+    def quota_of(self, start: int, end: int) -> Quota:
+        """What bindings ``start`` to ``end`` (excluded) charge together."""
+        a, b, c, d = self.quota_sums
+        return a[end] - a[start], b[end] - b[start], c[end] - c[start], d[end] - d[start]
+
+
+def _strongest(pairs: set[tuple[int, Quota | None]]) -> tuple[tuple[int, Quota | None], ...]:
+    def covers(a: tuple[int, Quota | None], b: tuple[int, Quota | None]) -> bool:
+        return a[0] >= b[0] and (b[1] is None or (a[1] is not None and fits(b[1], a[1])))
+
+    # a pair that covers another comes first: larger, or as large with a larger quota
+    ordered = sorted(pairs, key=lambda p: (-p[0], p[1] is None, -sum(p[1] or NO_QUOTA)))
+    kept: list[tuple[int, Quota | None]] = []
+    for pair in ordered:
+        if not any(covers(other, pair) for other in kept):
+            kept.append(pair)
+    return tuple(kept)
 
 
 def _size(binding: Binding) -> int:

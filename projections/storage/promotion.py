@@ -113,7 +113,7 @@ class Promotion:
         normal: Enumeration | None = None
         if self.has_normal:
             limit = None if full else (self.bound if mono is None else len(mono))
-            normal = enumerate_normal(host, self.used, classes.normal, classes.mounts, limit)
+            normal = enumerate_normal(host, self.used, classes, limit)
             left = normal.left if normal.exhausted else left
         if classes.mono and self.coupled:
             mono = mono_volumes(host, self.unused, classes, left)
@@ -143,11 +143,13 @@ class Promotion:
 class _Ceiling:
     """An upper bound on the normal count for the current used list, kept as volumes are
     promoted: every pass places each normal binding i (``size_i`` bytes, on a volume whose disk
-    has its quota) and charges its quota and the mounts' to some disk."""
+    has its quota) and charges its quota and the mounts' to some disk. Only the bindings whose
+    bound is least are counted (:attr:`NormalProfile.ceiling`): the others' is as large."""
 
     def __init__(self, host: Host, classes: Classes) -> None:
         self.host = host
-        self.normal = [(b.size, b.quota if b.has_io else None) for b in classes.normal]
+        self.normal = classes.profile.ceiling
+        self.count = len(classes.normal)
         self.slots = [0] * len(self.normal)
         self.smallest = min((b.size for b in classes.normal), default=0)
         self.shared = 0  # bindings of any size the used volumes could hold in all
@@ -165,13 +167,13 @@ class _Ceiling:
         if self.smallest > 0:
             self.shared += free // self.smallest
         for i, (size, quota) in enumerate(self.normal):
-            if size > 0 and (quota is None or self.host.affords(path, quota)):
+            if quota is None or self.host.affords(path, quota):
                 self.slots[i] += free // size
 
     def value(self) -> int:
-        bounds = [self.slots[i] for i, (size, _) in enumerate(self.normal) if size > 0]
+        bounds = list(self.slots)
         if self.smallest > 0:
-            bounds.append(self.shared // len(self.normal))
+            bounds.append(self.shared // self.count)
         if self.fixed is not None:
             bounds.append(self.fixed)
         return min(bounds, default=2**63)

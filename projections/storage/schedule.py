@@ -102,14 +102,20 @@ class Schedule:
             return []
         host, classes = self._host, self._classes
         parts: list[tuple[VolumePlan, dict[str, Quota]]] = []
+        keys = [binding.canonical() for binding in classes.normal]
         for pattern, repeats in self._normal.runs:
             if len(parts) >= n:
                 break
             volumes: VolumePlan = {}
             disks: dict[str, Quota] = {}
-            for binding, path in zip(classes.normal, pattern, strict=True):
-                volumes[binding.canonical()] = {path: binding.size}
-                _charge(disks, host.disk_of(path), binding.quota)
+            start = 0
+            for path, count in pattern:
+                device = host.disk_of(path)
+                for i in range(start, start + count):
+                    binding = classes.normal[i]
+                    volumes[keys[i]] = {path: binding.size}
+                    _charge(disks, device, binding.quota)
+                start += count
             for binding in classes.mounts:
                 _charge(disks, host.disk_of(binding.source), binding.quota)
             parts.extend([(volumes, disks)] * min(repeats, n - len(parts)))
@@ -122,9 +128,10 @@ class Schedule:
         _charge(disks, self._host.disk_of(path), self._classes.mono_quota)
 
 
-def schedule(host: Host, bindings: Sequence[Binding], bound: int) -> Schedule:
-    """§2.8 on ``host`` (which is not changed)."""
-    classes = classify(bindings)
+def schedule(host: Host, bindings: Sequence[Binding] | Classes, bound: int) -> Schedule:
+    """§2.8 on ``host`` (which is not changed); ``bindings`` may come classified already
+    (:func:`classify`: a request placed on many nodes is classified once)."""
+    classes = bindings if isinstance(bindings, Classes) else classify(bindings)
     if not classes.needs_scheduling:
         return Schedule(host, classes, bound, None, None, None)
     if classes.scheduled and not (host.used or host.unused):

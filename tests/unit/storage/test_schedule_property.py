@@ -94,6 +94,73 @@ def test_bounded_plans_equal_the_reference(
     event(f"classes: {'+'.join(sorted(kinds)) or 'mounts only'}")
 
 
+QUOTAS = [(0, 0, 0, 0), (0, 0, 0, 0), (1, 0, 0, 0), (0, 1, 0, 0), (1, 1, 0, 0), (2, 0, 1, 3)]
+
+
+@st.composite
+def many_bindings(draw: st.DrawFn) -> list[Binding]:
+    """Up to 40 bindings with few distinct sizes and quotas, so that many are equal and
+    bindings with and without quota interleave in the placing order (size, canonical)."""
+    sizes = draw(st.lists(st.integers(0, 6), min_size=1, max_size=3))
+    kinds = ["normal"] * 8 + ["unlimited", "mount", "mount"] + draw(st.sampled_from([[], ["mono"]]))
+    request = []
+    for i in range(draw(st.integers(2, 40))):
+        kind = draw(st.sampled_from(kinds))
+        quota: Quota = draw(st.sampled_from(QUOTAS))
+        size = draw(st.sampled_from(sizes))
+        if kind == "normal" and (size or any(quota)):
+            source = draw(st.sampled_from(["AUTO", ""]))
+            request.append(Binding(source, f"/d{i}").with_numbers(size, quota))
+        elif kind == "mono":
+            request.append(Binding("AUTO", f"/d{i}", "mrw").with_numbers(size + 1, quota))
+        elif kind == "mount":
+            source = draw(st.sampled_from(SOURCES))
+            request.append(Binding(source, f"/d{i}").with_numbers(0, quota))
+        else:
+            request.append(Binding("AUTO", f"/d{i}"))
+    return request
+
+
+@st.composite
+def roomy_nodes(draw: st.DrawFn) -> tuple[NodeResource, NodeResource]:
+    """Volumes of up to 300 bytes, disks with up to 1000 of each figure: room for many
+    passes of many small bindings."""
+    paths = draw(st.lists(st.sampled_from(PATHS), unique=True, min_size=1, max_size=6))
+    capacity = {path: draw(st.integers(0, 300)) for path in paths}
+    usage = {
+        path: draw(st.one_of(st.just(0), st.integers(0, size))) for path, size in capacity.items()
+    }
+    disks, used_disks = [], []
+    root = draw(st.sampled_from([["/"], ["/"], ["/"], []]))  # a disk serving every path
+    for i in range(draw(st.integers(0, 3))):
+        mounts = draw(st.lists(st.sampled_from(MOUNTS), unique=True, max_size=3))
+        mounts = mounts if i else [*root, *mounts]
+        quota = draw(st.tuples(*[st.sampled_from([0, 30, 200, 1000, 1000]) for _ in range(4)]))
+        taken = tuple(draw(st.integers(0, q)) if draw(st.booleans()) else 0 for q in quota)
+        disks.append(Disk(device=f"/dev/vd{'abc'[i]}", mounts=mounts).with_quota(quota))
+        used_disks.append(Disk(device=f"/dev/vd{'abc'[i]}", mounts=mounts).with_quota(taken))
+    return (
+        NodeResource(volumes=capacity, disks=disks),
+        NodeResource(volumes=usage, disks=used_disks),
+    )
+
+
+@DIFFERENTIAL
+@given(node=roomy_nodes(), request=many_bindings(), bound=st.integers(1, 400))
+def test_many_bindings_place_as_the_reference(
+    node: tuple[NodeResource, NodeResource], request: list[Binding], bound: int
+) -> None:
+    """The enumeration places a stretch of bindings at a time (running sums): the same
+    plans as the reference's one binding at a time, equal bindings and quotas included."""
+    capacity, usage = node
+    found = volume_plans(capacity, usage, request, bound)
+    assert [(p.volumes, p.disks) for p in found] == reference.volume_plans(
+        capacity, usage, request, bound
+    )
+    assert plan_count(capacity, usage, request, bound) == len(found)
+    event(f"plans: {'none' if not found else 'bound' if len(found) == bound else 'some'}")
+
+
 def _grown(binding: Binding, delta: int, quota: Quota) -> Binding:
     return Binding(binding.source, binding.destination, binding.flags).with_numbers(delta, quota)
 
