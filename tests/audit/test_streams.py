@@ -161,8 +161,8 @@ def test_young_events_blocking_auto_compaction_cost_one_small_read(
     events_read: list[int] = []
     send = Store._send
 
-    def counting(self: Store[Any], request: Any, reply: Any, *, write: bool = False) -> Any:
-        answer = send(self, request, reply, write=write)
+    def counting(self: Store[Any], request: Any, reply: Any, **options: Any) -> Any:
+        answer = send(self, request, reply, **options)
         ranges = answer.ranges() if isinstance(answer, wire.TxnResponse) else [answer]
         streams = store.keys.events_root
         events_read.append(sum(1 for r in ranges for kv in r.kvs if kv.key.startswith(streams)))

@@ -35,8 +35,8 @@ class Counted:
         """Run ``after[n]()`` once the n-th request has been answered."""
         send = Store._send
 
-        def counting(store: Store[Any], request: Any, reply: Any, *, write: bool = False) -> Any:
-            answer = send(store, request, reply, write=write)
+        def counting(store: Store[Any], request: Any, reply: Any, **options: Any) -> Any:
+            answer = send(store, request, reply, **options)
             if isinstance(request, wire.RangeRequest):
                 self.sent.append(("range", request.key))
             else:
