@@ -135,7 +135,9 @@ def roomy_nodes(draw: st.DrawFn) -> tuple[NodeResource, NodeResource]:
     for i in range(draw(st.integers(0, 3))):
         mounts = draw(st.lists(st.sampled_from(MOUNTS), unique=True, max_size=3))
         mounts = mounts if i else [*root, *mounts]
-        quota = draw(st.tuples(*[st.sampled_from([0, 30, 200, 1000, 1000]) for _ in range(4)]))
+        quota = draw(
+            st.tuples(*[st.sampled_from([0, 30, 200, 1000, 1000, 1000, 1000]) for _ in range(4)])
+        )
         taken = tuple(draw(st.integers(0, q)) if draw(st.booleans()) else 0 for q in quota)
         disks.append(Disk(device=f"/dev/vd{'abc'[i]}", mounts=mounts).with_quota(quota))
         used_disks.append(Disk(device=f"/dev/vd{'abc'[i]}", mounts=mounts).with_quota(taken))
@@ -143,6 +145,48 @@ def roomy_nodes(draw: st.DrawFn) -> tuple[NodeResource, NodeResource]:
         NodeResource(volumes=capacity, disks=disks),
         NodeResource(volumes=usage, disks=used_disks),
     )
+
+
+@st.composite
+def split_nodes(draw: st.DrawFn) -> tuple[NodeResource, NodeResource]:
+    """Two or three used volumes on two disks, one with read IOPS only and one with write
+    IOPS only: a binding with one kind of quota passes over the other disk's volumes, which
+    the next bindings may then fit better, or overtake later."""
+    paths = ["/a", "/b", "/c"][: draw(st.integers(2, 3))]
+    capacity = {path: draw(st.integers(20, 300)) for path in paths}
+    usage = {path: draw(st.integers(1, 4)) for path in paths}
+    split = draw(st.integers(1, len(paths) - 1))
+    reads, writes = draw(st.sampled_from([5, 40, 1000])), draw(st.sampled_from([5, 40, 1000]))
+    disks = [
+        Disk(device="/dev/vda", mounts=paths[:split]).with_quota((reads, 0, 0, 0)),
+        Disk(device="/dev/vdb", mounts=paths[split:]).with_quota((0, writes, 0, 0)),
+    ]
+    return NodeResource(volumes=capacity, disks=disks), NodeResource(volumes=usage)
+
+
+@st.composite
+def split_bindings(draw: st.DrawFn) -> list[Binding]:
+    """Normal bindings with read IOPS, write IOPS or none, for :func:`split_nodes`."""
+    quotas = [(0, 0, 0, 0), (1, 0, 0, 0), (0, 1, 0, 0)]
+    return [
+        Binding("AUTO", f"/d{i}").with_numbers(
+            draw(st.sampled_from([1, 2, 3, 5, 8])), draw(st.sampled_from(quotas))
+        )
+        for i in range(draw(st.integers(2, 12)))
+    ]
+
+
+@DIFFERENTIAL
+@given(node=split_nodes(), request=split_bindings(), bound=st.integers(1, 400))
+def test_bindings_passing_over_a_disk_place_as_the_reference(
+    node: tuple[NodeResource, NodeResource], request: list[Binding], bound: int
+) -> None:
+    capacity, usage = node
+    found = volume_plans(capacity, usage, request, bound)
+    assert [(p.volumes, p.disks) for p in found] == reference.volume_plans(
+        capacity, usage, request, bound
+    )
+    event(f"plans: {'none' if not found else 'bound' if len(found) == bound else 'some'}")
 
 
 @DIFFERENTIAL
