@@ -2,13 +2,17 @@
 
 Started detached by a call that found none (``python -m commands.residentd CONFIG``), it
 takes its socket in the runtime directory (``commands.rundir``) unless a live helper already
-has it, imports everything a verb needs, and forks a process for each connection: it reads the
-verb and the request, runs the verb exactly as ``resource-gpu VERB`` would (same code, the
-call's own stdin, stdout and stderr), beats while it runs, and sends back the answer and the
-exit status. Calls so run side by side, on every core, each warm, and a stuck one can be killed
-alone. The wire conversation is described in ``commands.resident``.
+has it, imports everything a verb needs, and hands each connection to a process of its own: it
+reads the verb and the request, runs the verb exactly as ``resource-gpu VERB`` would (same
+code, the call's own stdin, stdout and stderr), beats while it runs, and sends back the answer
+and the exit status. Calls so run side by side, on every core, each warm, and a stuck one can
+be killed alone. The wire conversation is described in ``commands.resident``.
 
-The helper itself runs no thread, so that forking it is safe: it accepts, forks and reaps.
+The process for the next call is forked ahead of it (a *spare*, waiting for a connection on a
+socket pair of its own), so a call does not wait for a fork, and the warm objects are frozen
+out of the garbage collector's reach first, so the call's process copies few of the helper's
+pages. The helper itself runs no thread, so that forking it is safe: it accepts, hands over,
+forks the next spare and reaps.
 
 It exits, removing its socket, after ``IDLE_SECONDS`` without a call, on SIGTERM or SIGINT, on
 ``resource-gpu helper --stop``, when its config says ``resident: false``, and when its socket is
@@ -19,13 +23,14 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import gc
 import os
 import signal
 import socket
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from resource_extend.commands import resident, rundir
@@ -161,6 +166,8 @@ class Helper:
         self.served = 0
         self._calls: set[int] = set()
         """The pids of the calls in flight."""
+        self._spare: Spare | None = None
+        """The process forked for the next call, waiting for its connection."""
         self._last_call = time.monotonic()
         self._stopping = False
         self.heartbeat: Heartbeat | None = None
@@ -178,9 +185,13 @@ class Helper:
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: self.stop())
         self._listener.settimeout(TICK)
+        self._settings()  # parsed once here, the config is inherited by every call
+        gc.freeze()  # what is loaded now lives as long as the helper: no collection walks it
         try:
             while not self._stopping:
                 self._reap()
+                if self._spare is None:
+                    self._spare = self._fork_spare()
                 try:
                     connection, _ = self._listener.accept()
                 except TimeoutError:
@@ -193,35 +204,74 @@ class Helper:
                     connection.close()
                     break
                 self._last_call = time.monotonic()
-                self._fork_call(connection)
+                self._hand_over(connection)
         finally:
             self._shut_down()
 
-    def _fork_call(self, connection: socket.socket) -> None:
-        """Serve the connection in a process of its own. The config is loaded here first, so
-        every call inherits it parsed; one that turns the helper off stops it."""
-        settings = self._settings()
+    def _hand_over(self, connection: socket.socket) -> None:
+        """Give the connection to the spare, or to a process forked for it if there is none
+        (or it died waiting); then load the config, so that the next spare inherits it parsed:
+        one that turns the helper off stops it."""
         self._reap()  # so that a status call counts the calls truly in flight
+        spare, self._spare = self._spare, None
+        if spare is None or not spare.take(connection, self._calls, self.served):
+            pid = self._fork(lambda: connection)
+            if pid is not None:
+                self._calls.add(pid)
+        else:
+            self._calls.add(spare.pid)
+        connection.close()
+        settings = self._settings()
+        if settings is not None and not settings.resident:
+            self.stop()
+
+    def _fork_spare(self) -> Spare | None:
+        """A process for the next call, forked ahead of it: it waits for the connection."""
+        ours, theirs = socket.socketpair()
+
+        def handed_over() -> socket.socket | None:
+            ours.close()
+            return self._wait_for_call(theirs)
+
+        pid = self._fork(handed_over)
+        theirs.close()
+        if pid is None:
+            ours.close()
+            return None
+        return Spare(pid, ours)
+
+    def _fork(self, connection: Callable[[], socket.socket | None]) -> int | None:
+        """A process that serves the connection ``connection()`` gives it, and exits; ``None``
+        if there is no process to be had (the client, hung up on, runs the call itself)."""
         try:
             pid = os.fork()
-        except OSError:  # no process to be had: the client, hung up on, runs the call itself
-            connection.close()
-            return
-        if pid == 0:  # the call's process: it serves this connection and nothing else
+        except OSError:
+            return None
+        if pid == 0:  # the call's process: it serves one connection and nothing else
             status = 0
             try:
                 self._listener.close()
                 for signum in (signal.SIGTERM, signal.SIGINT):
                     signal.signal(signum, signal.SIG_DFL)
-                self._serve_call(connection)
+                call = connection()
+                if call is not None:
+                    self._serve_call(call)
             except BaseException:
                 status = 1
             finally:
                 os._exit(status)  # never the helper's own clean-up
-        connection.close()
-        self._calls.add(pid)
-        if settings is not None and not settings.resident:
-            self.stop()
+        return pid
+
+    def _wait_for_call(self, pair: socket.socket) -> socket.socket | None:
+        """In a spare: the connection the helper hands over, with the helper's counts as they
+        are then (for a status call); ``None`` when the helper stops, or is gone."""
+        counts, fds, _, _ = socket.recv_fds(pair, 65536, 1)
+        pair.close()
+        if not fds:
+            return None
+        served, *in_flight = counts.split()
+        self.served, self._calls = int(served), {int(pid) for pid in in_flight}
+        return socket.socket(fileno=fds[0])
 
     def _reap(self) -> None:
         for pid in list(self._calls):
@@ -230,6 +280,8 @@ class Helper:
                     continue
             self._calls.discard(pid)
             self.served += 1
+        if self._spare is not None and not self._spare.waiting():
+            self._spare = None  # killed while it waited: the next call gets a fresh one
 
     def _idle(self) -> bool:
         return not self._calls and time.monotonic() - self._last_call > IDLE_SECONDS
@@ -248,6 +300,9 @@ class Helper:
             if held and self._still_ours():
                 os.unlink(self._name, dir_fd=self._directory)
         self._listener.close()
+        if self._spare is not None:
+            self._spare.dismiss()
+            self._spare = None
         deadline = time.monotonic() + SHUTDOWN_WAIT
         while self._calls and time.monotonic() < deadline:
             self._reap()
@@ -371,6 +426,40 @@ class Helper:
             "calls_in_flight": sum(1 for pid in self._calls if _running(pid)),
             "stopping": self._stopping,
         }
+
+
+class Spare:
+    """A process forked ahead of the next call, and the helper's end of its socket pair."""
+
+    def __init__(self, pid: int, pair: socket.socket) -> None:
+        self.pid = pid
+        self._pair = pair
+
+    def take(self, connection: socket.socket, in_flight: set[int], served: int) -> bool:
+        """Hand ``connection`` over; False if the spare is gone (the caller forks instead)."""
+        counts = b" ".join(b"%d" % n for n in (served, *in_flight))
+        try:
+            socket.send_fds(self._pair, [counts], [connection.fileno()])
+        except OSError:
+            self.dismiss()
+            return False
+        self._pair.close()
+        return True
+
+    def waiting(self) -> bool:
+        """Whether it still waits (reaping it if it has died)."""
+        try:
+            return os.waitpid(self.pid, os.WNOHANG)[0] == 0
+        except ChildProcessError:
+            return False
+
+    def dismiss(self) -> None:
+        """No call for it: it holds nothing but its pair, so it is killed, and reaped."""
+        self._pair.close()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
 
 
 class Heartbeat:

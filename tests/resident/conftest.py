@@ -73,6 +73,21 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
+def children(pid: int) -> list[int]:
+    """The processes ``pid`` started that still run."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            fields = stat.rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid and fields[0] != "Z":
+                found.append(int(entry))
+    return found
+
+
 def resident_plugin(plugin: Plugin, *, on: bool = True, **etcd: object) -> Plugin:
     """The plugin with the helper on (or off), over HTTP, whatever mode the suite runs in."""
     config = json.loads(plugin.config.read_text())

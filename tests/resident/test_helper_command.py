@@ -11,7 +11,14 @@ import time
 from pathlib import Path
 
 from tests.plugin import Plugin, Result
-from tests.resident.conftest import alive, own_dir, resident_plugin, started, wait_for
+from tests.resident.conftest import (
+    alive,
+    children,
+    own_dir,
+    resident_plugin,
+    started,
+    wait_for,
+)
 
 
 def helper(plugin: Plugin, *args: str) -> Result:
@@ -51,10 +58,13 @@ def test_helper_says_so_when_none_runs(plugin: Plugin, runtime: Path) -> None:
 def test_helper_stop_stops_it_and_leaves_nothing_behind(plugin: Plugin, runtime: Path) -> None:
     resident_plugin(plugin)
     pid = started(plugin)
+    wait_for(lambda: children(pid), "the spare forked for the next call")
+    [spare] = children(pid)
     stopped = helper(plugin, "--stop")
     assert stopped.status == 0, stopped.stderr
     assert f"stopped (pid {pid})" in stopped.stdout
     assert not alive(pid)
+    assert not alive(spare), "the spare forked for the next call outlived the helper"
     assert list(own_dir(runtime).iterdir()) == []
     assert helper(plugin).status == 3
 

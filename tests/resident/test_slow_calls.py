@@ -17,7 +17,15 @@ import pytest
 from resource_extend.commands import resident
 from tests.faults import SlowLink
 from tests.plugin import Plugin, Result, counts
-from tests.resident.conftest import TAKE, G, alive, helper_pid, resident_plugin, wait_for
+from tests.resident.conftest import (
+    TAKE,
+    G,
+    alive,
+    children,
+    helper_pid,
+    resident_plugin,
+    wait_for,
+)
 
 SLOW = 20.0
 """Seconds etcd's answer to the slow call is held back."""
@@ -78,12 +86,11 @@ def test_a_call_that_falls_silent_is_killed_alone_and_the_helper_serves_on(
     the helper, and a call it serves meanwhile, go on."""
     helper = helper_pid(plugin)
     assert helper is not None
-    before = set(_children(helper))
     slow_link.slow_down(1)
     slow, slow_done = in_background(plugin, "get-node-resource-info", INFO)
     assert slow_link.slowed.wait(10)
-    wait_for(lambda: set(_children(helper)) - before, "the call's process")
-    [call] = set(_children(helper)) - before
+    wait_for(lambda: _calls(helper), "the call's process")
+    [call] = _calls(helper)
     os.kill(call, signal.SIGSTOP)
     try:
         assert counts(plugin.ok("get-node-resource-info", INFO)["capacity"]) == {G: 8}
@@ -98,15 +105,35 @@ def test_a_call_that_falls_silent_is_killed_alone_and_the_helper_serves_on(
     assert resident.SILENCE < SLOW
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            fields = stat.rsplit(")", 1)[1].split()
-            if int(fields[1]) == pid and fields[0] != "Z":
-                found.append(int(entry))
-    return found
+def test_a_call_is_taken_by_a_process_forked_before_it_came(
+    plugin: Plugin, slow_link: SlowLink
+) -> None:
+    """The helper forks the process for the next call ahead of it (a spare, with no thread
+    yet), so a call never waits for a fork; once it is taken, the next spare is forked."""
+    helper = helper_pid(plugin)
+    assert helper is not None
+    wait_for(lambda: children(helper), "the spare")
+    [spare] = children(helper)
+    assert not _calls(helper)
+    slow_link.slow_down(1)
+    slow, slow_done = in_background(plugin, "get-node-resource-info", INFO)
+    assert slow_link.slowed.wait(10)
+    wait_for(lambda: _calls(helper), "the call's process")
+    assert _calls(helper) == [spare]
+    wait_for(lambda: len(children(helper)) == 2, "the next spare")
+    slow.join(SLOW + 20)
+    [answer] = slow_done
+    assert (answer.status, answer.stderr) == (0, ""), answer.stderr
+
+
+def _calls(helper: int) -> list[int]:
+    """The helper's children running a call: those beating (a thread of their own)."""
+    return [pid for pid in children(helper) if _threads(pid) > 1]
+
+
+def _threads(pid: int) -> int:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    return int(status.split("\nThreads:", 1)[1].split()[0])
