@@ -88,6 +88,20 @@ def children(pid: int) -> list[int]:
     return found
 
 
+def the_spare(helper: int) -> int:
+    """The helper's one child once that is all it has for a while: the spare forked for the
+    next call (the process a probe's connection was handed to exits in a few milliseconds)."""
+    seen: list[list[int]] = []
+
+    def settled() -> bool:
+        seen.append(children(helper))
+        time.sleep(0.1)
+        return len(seen) >= 3 and len(seen[-1]) == 1 and seen[-1] == seen[-2] == seen[-3]
+
+    wait_for(settled, "the helper's spare, alone")
+    return seen[-1][0]
+
+
 def resident_plugin(plugin: Plugin, *, on: bool = True, **etcd: object) -> Plugin:
     """The plugin with the helper on (or off), over HTTP, whatever mode the suite runs in."""
     config = json.loads(plugin.config.read_text())

@@ -13,10 +13,10 @@ from pathlib import Path
 from tests.plugin import Plugin, Result
 from tests.resident.conftest import (
     alive,
-    children,
     own_dir,
     resident_plugin,
     started,
+    the_spare,
     wait_for,
 )
 
@@ -58,8 +58,7 @@ def test_helper_says_so_when_none_runs(plugin: Plugin, runtime: Path) -> None:
 def test_helper_stop_stops_it_and_leaves_nothing_behind(plugin: Plugin, runtime: Path) -> None:
     resident_plugin(plugin)
     pid = started(plugin)
-    wait_for(lambda: children(pid), "the spare forked for the next call")
-    [spare] = children(pid)
+    spare = the_spare(pid)
     stopped = helper(plugin, "--stop")
     assert stopped.status == 0, stopped.stderr
     assert f"stopped (pid {pid})" in stopped.stdout

@@ -24,6 +24,7 @@ from tests.resident.conftest import (
     children,
     helper_pid,
     resident_plugin,
+    the_spare,
     wait_for,
 )
 
@@ -112,8 +113,7 @@ def test_a_call_is_taken_by_a_process_forked_before_it_came(
     yet), so a call never waits for a fork; once it is taken, the next spare is forked."""
     helper = helper_pid(plugin)
     assert helper is not None
-    wait_for(lambda: children(helper), "the spare")
-    [spare] = children(helper)
+    spare = the_spare(helper)
     assert not _calls(helper)
     slow_link.slow_down(1)
     slow, slow_done = in_background(plugin, "get-node-resource-info", INFO)
