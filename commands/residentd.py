@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from resource_extend.commands import resident, rundir
 from resource_extend.commands.program import DISTRIBUTION, use
+from resource_extend.ledger.store import who
 
 if TYPE_CHECKING:
     from resource_extend.ledger.config import Config
@@ -140,9 +141,26 @@ def _warm_up() -> None:
 
     for verb in (*CORE_VERBS, *HIDDEN_VERBS):
         load(verb)
+    import resource_extend.commands.config_copies
     import resource_extend.ledger.bounds
     import resource_extend.ledger.compaction
     import resource_extend.ledger.store  # noqa: F401
+
+    _lay_out_structs()
+
+
+def _lay_out_structs() -> None:
+    """Have msgspec work out every Struct type loaded (annotations resolved, fields laid out,
+    kept on the class): done lazily, by the first decode, it would cost each call's process
+    about a millisecond."""
+    import msgspec
+
+    pending: list[type] = [msgspec.Struct]
+    while pending:
+        kind = pending.pop()
+        pending.extend(kind.__subclasses__())
+        if kind is not msgspec.Struct:
+            msgspec.json.Decoder(kind)
 
 
 class Helper:
@@ -170,6 +188,9 @@ class Helper:
         """The process forked for the next call, waiting for its connection."""
         self._last_call = time.monotonic()
         self._stopping = False
+        self._caller = who()
+        """``user@host`` for the events of every call (the helper serves only its own user):
+        looked up once, not in each call's process."""
         self.heartbeat: Heartbeat | None = None
         """In a call's process: what tells the client it is alive."""
 
@@ -324,7 +345,7 @@ class Helper:
                 if len(fields) < 2 or fields[0] != resident.MAGIC:
                     return
                 if fields[1] == b"call" and len(fields) == 5:
-                    self._call(connection, reader, fields[2:], uid)
+                    self._call(connection, reader, fields[2:])
                 elif fields[1] in (b"status", b"stop"):
                     connection.sendall(_framed(self.status()))
                     if fields[1] == b"stop":
@@ -333,7 +354,7 @@ class Helper:
                 return  # the client is gone; whatever it was doing, it does itself
 
     def _call(
-        self, connection: socket.socket, reader: resident.Reader, fields: list[bytes], uid: int
+        self, connection: socket.socket, reader: resident.Reader, fields: list[bytes]
     ) -> None:
         from resource_extend.commands.registry import CORE_VERBS, HIDDEN_VERBS
 
@@ -348,7 +369,7 @@ class Helper:
         heartbeat = self.heartbeat = Heartbeat(connection)
         heartbeat.send(b"A %d\n" % os.getpid())
         try:
-            status, out, err = self._run(heartbeat, reader, verb, config_path, stdin, uid)
+            status, out, err = self._run(heartbeat, reader, verb, config_path, stdin)
         finally:
             heartbeat.stop()
         connection.sendall(b"R %d %d %d\n" % (status, len(out), len(err)) + out + err)
@@ -371,14 +392,12 @@ class Helper:
         verb_name: str,
         config_path: str,
         stdin: bytes,
-        uid: int,
     ) -> tuple[int, bytes, bytes]:
         import io
 
         from resource_extend.commands.protocol import CallIO, Session, Verb
         from resource_extend.commands.registry import load
         from resource_extend.ledger.errors import PluginError
-        from resource_extend.ledger.store import who
 
         verb = load(verb_name)
         assert isinstance(verb, Verb)
@@ -396,7 +415,7 @@ class Helper:
                 raise PluginError("the caller went away before the write was sent", node=node)
 
         io_ = CallIO(io.BytesIO(stdin), out, err)
-        session = Session(config_path, io_, write_hook=ask_to_write, caller=who(uid))
+        session = Session(config_path, io_, write_hook=ask_to_write, caller=self._caller)
         try:
             verb(config_path, session)
             status = 0
