@@ -44,12 +44,12 @@ def storage_rows(bench: Bench, counts: list[int]) -> dict[str, int | None]:
     keys = KeyLayout(PREFIX, "storage")
     bench.put_all([(keys.head("short"), upstream_record(4, 2))])
     bench.warm_up(config, PROGRAM)
-    goal = 1.5 if bench.resident else 2.0
+    read_goal, write_goal = bench.call_goals
     read, rss["storage read"] = bench.plugin(
         "get-node-resource-info", {"nodename": "short"}, config=config, program=PROGRAM
     )
     bench.row(f"{PROGRAM} read: get-node-resource-info", read,
-              bench.ctl("get", keys.head("short").decode()), "etcdctl get", goal)  # fmt: skip
+              bench.ctl("get", keys.head("short").decode()), "etcdctl get", read_goal)  # fmt: skip
     workload = {"volume_plan_request": {"AUTO:/data:rw:1:0:0:0:0": {"/data0": 1}},
                 "storage_request": 1}  # fmt: skip
     take = {"nodename": "short", "workloads_resource": [workload], "delta": True, "incr": True}
@@ -57,7 +57,7 @@ def storage_rows(bench: Bench, counts: list[int]) -> dict[str, int | None]:
         "set-node-resource-usage", take, config=config, program=PROGRAM
     )
     bench.row(f"{PROGRAM} write: set-node-resource-usage", write,
-              bench.ctl("put", f"{PREFIX}/scratch", "x"), "etcdctl put", 2.0)  # fmt: skip
+              bench.ctl("put", f"{PREFIX}/scratch", "x"), "etcdctl put", write_goal)  # fmt: skip
 
     for count in counts:
         prefix = f"{PREFIX}-fleet-{count}"
