@@ -40,8 +40,9 @@ def summary(view: views.KindView, event: Event) -> str:
 
 
 def as_json(event: Event) -> dict[str, Any]:
-    """An event as auditors' tools read it: the envelope, ``kind``, and the change."""
-    data: dict[str, Any] = msgspec.to_builtins(event)
+    """An event as auditors' tools read it: the envelope, ``kind``, and the change (and the
+    node record written with it, as stored, for an event that carries one)."""
+    data: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(event))  # a Raw snapshot
     return {"seq": event.seq, "kind": event.kind, **data}
 
 

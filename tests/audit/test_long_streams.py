@@ -71,6 +71,11 @@ def test_auditors_read_only_what_they_show(
     assert [e["seq"] for e in history] == list(range(LENGTH - 4, LENGTH + 1))
     table = ok_text(run(plugin, "history", "n1", "--limit", "2"))
     assert f"{G}:1" in table.splitlines()[-1 if usage_after(LENGTH) else -2]
+    around = ok_json(run(plugin, "history", "n1", "--since", "4999", "--until", "5001", "--json"))
+    assert [e["seq"] for e in around] == [4999, 5000, 5001]
+    assert ["snapshot" in e for e in around] == [False, True, False]
+    written = around[1]["snapshot"]  # the node record written with event 5000
+    assert written == {"capacity": CAPACITY, "usage": usage(5000), "seq": 5000}
     since = ok_json(run(plugin, "history", "n1", "--since", stamp(at(5498)), "--json"))
     assert [e["seq"] for e in since] == [5498, 5499, 5500]
     kinds = ["--kind", "usage_changed", "--limit", "2", "--json"]
