@@ -24,9 +24,14 @@ import msgspec
 
 from resource_extend.ledger.errors import PluginError
 from resource_extend.ledger.events import AnyEvent as Event
+from resource_extend.ledger.files import UnfitFile, read_small_file
 
 DIRECTORY_MODE = 0o750
 """A directory of exports made here: its owner writes, its group (auditors) reads."""
+
+MAX_EXPORT_BYTES = 256 << 20
+"""The most an export may hold to be read back: far past what a compaction writes (a step of
+5,000 events is a few MiB), short of what would exhaust an auditor's memory."""
 
 PARTIAL = ".partial"
 """The suffix of an export whose compaction has not been seen to commit."""
@@ -182,7 +187,12 @@ def _plain_name(name: str) -> bool:
 
 
 def _lines(path: Path) -> list[bytes] | None:
+    """The export's lines, ``None`` if there is no such file; an OSError naming the file if
+    it is anything but a regular file within ``MAX_EXPORT_BYTES`` (a FIFO named in etcd must
+    not hang an auditor, nor a device fill its memory)."""
     try:
-        return path.read_bytes().splitlines()
+        return read_small_file(str(path), MAX_EXPORT_BYTES).splitlines()
     except FileNotFoundError:
         return None
+    except UnfitFile as unfit:
+        raise OSError(0, str(unfit), str(path)) from None

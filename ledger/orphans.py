@@ -22,6 +22,7 @@ import msgspec
 
 from resource_extend.ledger import export
 from resource_extend.ledger.errors import PluginError
+from resource_extend.ledger.files import UnfitFile, read_small_file
 
 if TYPE_CHECKING:
     from resource_extend.ledger.scans import Scans
@@ -84,9 +85,11 @@ def classify(
     try:
         if (age := now - path.stat().st_mtime) < grace:
             return kept(f"written {age:.0f}s ago: its compaction may still commit")
-        lines = path.read_bytes().splitlines()
+        lines = read_small_file(str(path), export.MAX_EXPORT_BYTES).splitlines()
     except OSError as exc:
         return kept(f"cannot be read: {exc.strerror or exc}")
+    except UnfitFile as unfit:  # a FIFO must not hang the sweep, nor a device fill it
+        return kept(f"cannot be read: it {unfit}")
     for number, line in enumerate(lines, 1):
         try:
             seq = _seq.decode(line).seq

@@ -8,6 +8,7 @@ its content checks out; an export on another host is noted, not checked.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -145,3 +146,22 @@ def test_an_export_on_another_host_is_noted_not_checked(plugin: Plugin, etcd: Et
     assert summary == (
         "1 node verified: every head agrees with its stream, 1 elsewhere not checked"
     )
+
+
+def test_an_export_that_is_a_fifo_or_a_device_is_refused_not_read(
+    plugin: Plugin, etcd: Etcd, tmp_path: Path
+) -> None:
+    """What a checkpoint names is opened only if it is a regular file: a FIFO would hang
+    ``verify`` (and ``history``, ``show --at``) for every node, ``/dev/zero`` fill its memory.
+    Each is one finding naming the file; the other node verifies."""
+    compacted_twice(plugin, etcd, ["fifo", "device", "fine"], tmp_path)
+    fifo = newest_export(etcd, "fifo")
+    fifo.unlink()
+    os.mkfifo(fifo)
+    device = newest_export(etcd, "device")
+    device.unlink()
+    device.symlink_to("/dev/zero")
+    lines = report(run(plugin, "verify", "fifo", "device", "fine"), 2, 3)
+    assert f"{fifo}: is not a regular file (a FIFO)" in lines["fifo"], lines
+    assert f"{device}: is not a regular file (a character device)" in lines["device"], lines
+    assert "fine" not in lines, lines

@@ -5,6 +5,7 @@ seq to stored bytes) byte for byte at its seq, and it is older than the grace.""
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -109,3 +110,14 @@ def test_only_the_nodes_own_partials_are_found(tmp_path: Path) -> None:
 
 def test_no_directory_no_partials(tmp_path: Path) -> None:
     assert orphans.find(tmp_path / "missing", "n1", STREAM) == []
+
+
+def test_a_partial_that_is_a_fifo_is_kept_unread(tmp_path: Path) -> None:
+    """Opened only as a regular file: a FIFO would hang the sweep (and ``verify --repair``)."""
+    path = partial(tmp_path, "n1", [STREAM[1]], 1, 1)
+    path.unlink()
+    os.mkfifo(path)
+    [found] = orphans.find(tmp_path, "n1", STREAM, now=LATER)
+    assert not found.orphan
+    assert found.kept == "cannot be read: it is not a regular file (a FIFO)"
+    assert orphans.remove([found]) == [] and path.exists()
