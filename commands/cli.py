@@ -108,7 +108,8 @@ Operators:
 
 \b
 Exit status: 0 success; 1 a failure, said in one line on stderr (bad input, an unknown
-node, not enough resources, etcd unreachable; nothing was written); 2 a usage error
+node, not enough resources, etcd unreachable; nothing was written, unless the line
+begins "outcome unknown:": that write may have landed); 2 a usage error
 (an unknown command or option); 70 an internal error (a bug: set RESOURCE_GPU_DEBUG=1
 for its traceback). verify and doctor exit 1 when they find a problem.
 
