@@ -8,10 +8,13 @@ an unpublished temporary (``<name>.partial``). How:
    ``min_age`` seconds and everything after it (by this process's clock against each event's
    time; a checkpoint's is the last event it replaced). A call whose answer was lost looks for
    its own event among the recent ones (``Store._landed``): they must outlive it.
-2. Export the events to go under a temporary name, flushed to disk (``ledger.export``).
+2. Export the events to go under a temporary name, flushed to disk (``ledger.export``), the
+   node's sweep mark read first (``Store.swept_at``).
 3. One transaction (``Store.replace_with_checkpoint``): if the stream's first event and the
-   event at the cut are as read, put the checkpoint at the cut and delete the events before
-   it. Two compactions that read the same first event cannot both commit.
+   event at the cut are as read, and no orphan sweep has marked the node since, put the
+   checkpoint at the cut and delete the events before it. Two compactions that read the same
+   first event cannot both commit, and one paused past its export's grace, whose export a
+   sweep may have deleted, cannot commit at all (``ledger.orphans``).
 4. Won: publish the export (rename it to its final name). Lost to another compaction: delete
    the temporary and start again. Answer lost: read the cut back and settle by the
    checkpoint's operation id; if etcd cannot say, the temporary stays, and ``verify --repair``
@@ -164,6 +167,7 @@ def _replace(store: Store[Any], node: str, stream: Stream, to: Destination, verb
         store.kind, stream.events, export=""
     )  # refuses a stream with gaps
     op = new_op()
+    swept_at = store.swept_at(node)  # before the export exists: a sweep of it comes after
     written = time.monotonic()
     path = export.write_partial(
         to.directory, node, stream.raw_events, stream.events, op, create=to.create
@@ -177,13 +181,13 @@ def _replace(store: Store[Any], node: str, stream: Stream, to: Destination, verb
         export.discard(path)
         raise PluginError("the export took too long to write; nothing was compacted", node=node)
     try:
-        won = store.replace_with_checkpoint(node, checkpoint, stream)
+        won = store.replace_with_checkpoint(node, checkpoint, stream, swept_at=swept_at)
     except OutcomeUnknown:
         won = _settle(store, node, checkpoint, path)
     except StoreError:
         export.discard(path)  # etcd refused it, or it was never sent
         raise
-    if not won:
+    if not won:  # another compaction came first, or a sweep took this export for an orphan
         export.discard(path)
         raise _Raced
     export.publish(path, node, store.kind.program)
@@ -195,7 +199,7 @@ def _sweep(store: Store[Any], node: str, directory: str) -> None:
     """Delete the node's orphaned exports in ``directory`` (``ledger.orphans``): housekeeping,
     which never fails the compaction that has committed."""
     with contextlib.suppress(PluginError, OSError):
-        orphans.remove(orphans.find_in(store, directory, node))
+        orphans.sweep(store, node, orphans.find_in(store, directory, node))
 
 
 def _settle(store: Store[Any], node: str, checkpoint: Event, path: Path) -> bool:

@@ -67,6 +67,12 @@ class KeyLayout:
         (etcd counts every key a range covers). Outside ``event_span``: never an event."""
         return self.events(node) + b"first"
 
+    def swept(self, node: str) -> bytes:
+        """What the orphan sweep writes before it deletes a node's ``.partial`` exports, and a
+        compaction's commit compares unchanged since before it wrote its export: so a
+        compaction whose export was swept can never commit. Outside ``event_span``."""
+        return self.events(node) + b"swept"
+
     def seq_of(self, node: str, key: bytes) -> int:
         digits = key[len(self.events(node)) :]
         if not digits.isdigit():

@@ -8,6 +8,11 @@ gone from etcd: ``verify --repair`` publishes that one. Etcd tells them apart: a
 is an orphan only when every line of it is still in etcd byte for byte at its seq, so deleting
 it loses nothing; anything else is left alone. So is a file younger than ``grace`` seconds:
 its compaction may still be on its way to the commit.
+
+The grace is judged by the clocks, so a compaction paused past it (stopped, a VM paused, a swap
+storm) must not commit afterwards: :func:`sweep` has etcd mark the node swept before it deletes
+a file, and a compaction commits only if the mark is unchanged since before it wrote its
+export (``Store.replace_with_checkpoint``). One transaction or the other comes first.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import re
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -26,6 +31,7 @@ from resource_extend.ledger.files import UnfitFile, read_small_file
 
 if TYPE_CHECKING:
     from resource_extend.ledger.scans import Scans
+    from resource_extend.ledger.store import Store
 
 GRACE = 300.0
 """Seconds a ``.partial`` is left alone after it was written. A compaction sends its commit
@@ -128,6 +134,20 @@ def find_in(
     stored = store.stored_between(node, min(n[1] for n in named), max(n[2] for n in named))
     now = time.time()
     return [classify(one, stored, now=now, grace=grace) for one in named]
+
+
+def sweep(store: Store[Any], node: str, found: Iterable[Partial]) -> list[Path] | None:
+    """Delete the node's orphans among ``found`` (the paths deleted), once etcd has marked the
+    node swept while each one's first event is still there (``Store.mark_swept``): from then
+    on no compaction that wrote one of them can commit. None, deleting nothing, when a
+    compaction has committed past one since it was found (and ``OutcomeUnknown`` when etcd's
+    answer to the mark was lost)."""
+    orphaned = [partial for partial in found if partial.orphan]
+    if not orphaned:
+        return []
+    if not store.mark_swept(node, [partial.first for partial in orphaned]):
+        return None
+    return remove(orphaned)
 
 
 def remove(found: Iterable[Partial]) -> list[Path]:

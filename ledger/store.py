@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from typing import TypeVar
 
@@ -250,13 +250,40 @@ class Store(Outcomes[S]):
         txn = self._append_txn(node, head_revision, [event], after)
         return self._write_once(node, txn).succeeded
 
-    def replace_with_checkpoint(self, node: str, checkpoint: Event, replaced: Stream) -> bool:
+    def swept_at(self, node: str) -> int:
+        """The revision at which an orphan sweep last marked the node (``KeyLayout.swept``; 0:
+        never). A compaction reads it before it writes its export."""
+        reply = self.txn(wire.TxnRequest(success=[wire.get(self.keys.swept(node), keys_only=True)]))
+        kvs = reply.ranges()[0].kvs
+        return kvs[0].mod_revision if kvs else 0
+
+    def mark_swept(self, node: str, firsts: Iterable[int]) -> bool:
+        """Mark the node swept, unless a compaction has committed past any of ``firsts`` (the
+        first seqs of the exports about to be deleted: each compaction deletes its first event).
+
+            compare: every event in ``firsts`` is still there
+            then:    put the sweep's mark (``KeyLayout.swept``)
+            else:    nothing (False): an export may be a committed compaction's; keep it
+
+        Once it is done, no compaction that read the mark before can commit; an answer lost on
+        the way raises ``OutcomeUnknown`` (and nothing is to be deleted)."""
+        txn = wire.TxnRequest(
+            compare=[wire.exists(self.keys.event(node, seq)) for seq in sorted(set(firsts))],
+            success=[wire.put(self.keys.swept(node), self._by.encode())],
+        )
+        return self._write_once(node, txn).succeeded
+
+    def replace_with_checkpoint(
+        self, node: str, checkpoint: Event, replaced: Stream, *, swept_at: int
+    ) -> bool:
         """Put ``checkpoint`` in place of the event at its seq and delete every event before it;
-        ``replaced`` is the stream from its first event to that one, as read. False when
-        another compaction came first.
+        ``replaced`` is the stream from its first event to that one, as read, and ``swept_at``
+        the node's sweep mark as read before the export was written. False when another
+        compaction came first, or a sweep since (which may have deleted the export).
 
             compare: the stream's first event and the event at the checkpoint's seq are
-                     unchanged since ``replaced`` was read
+                     unchanged since ``replaced`` was read, and the sweep's mark since
+                     ``swept_at``
             then:    put the checkpoint, delete the events from the first to it, and
                      record its seq as the stream's first (``KeyLayout.first``)
             else:    nothing
@@ -275,6 +302,7 @@ class Store(Outcomes[S]):
             compare=[
                 wire.unchanged_since(first_key, replaced.event_revisions[0]),
                 wire.unchanged_since(key, replaced.event_revisions[-1]),
+                wire.unchanged_since(self.keys.swept(node), swept_at),
             ],
             success=[
                 wire.put(key, encode(checkpoint)),

@@ -216,12 +216,12 @@ class StreamReads(Scans, Generic[S]):
             wire.get(end, range_end(prefix), keys_only=True),
         ]
         reply = self.txn(wire.TxnRequest(success=ranges))
-        ours = self.keys.first(node)
+        ours = (self.keys.first(node), self.keys.swept(node))
         return [
             kv.key.decode(errors="replace")
             for found in reply.ranges()
             for kv in found.kvs
-            if kv.key != ours
+            if kv.key not in ours
         ]
 
     def event_at(self, node: str, seq: int) -> Event | None:

@@ -1,12 +1,16 @@
 """Orphaned ``.partial`` exports (``ledger.orphans``) against the real etcd: a compaction
 killed (SIGKILL) after writing its export and before its transaction reaches etcd leaves an
 orphan, found and removed; one killed after its commit, before the rename, leaves a
-``.partial`` a checkpoint names, which is kept (``verify --repair`` publishes it)."""
+``.partial`` a checkpoint names, which is kept (``verify --repair`` publishes it); one stopped
+(SIGSTOP) with its commit on the way, past its export's grace, has its export swept and then
+cannot commit: it starts over, and every event ends in exactly one export."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -42,6 +46,34 @@ class KillsInsteadOfWriting(AnswerDroppingProxy):
             kill()
             self.crashed.set()
             return
+        super()._forward(server, raw, stream, write, doomed, muted)  # type: ignore[arg-type]
+
+
+class StopsAtTheNextWrite(AnswerDroppingProxy):
+    """With ``stop`` set, at the next write runs it (SIGSTOP the writer) and holds the write
+    back until ``go`` is set: a process paused between its last check and its commit."""
+
+    stop: Callable[[], None] | None = None
+
+    def __init__(self, upstream: str) -> None:
+        super().__init__(upstream)
+        self.stopped = threading.Event()
+        self.go = threading.Event()
+
+    def _forward(
+        self,
+        server: object,
+        raw: bytes,
+        stream: int,
+        write: bool,
+        doomed: set[int],
+        muted: dict[int, Callable[[], None] | None],
+    ) -> None:
+        if write and self.stop is not None:
+            stop, self.stop = self.stop, None
+            stop()
+            self.stopped.set()
+            self.go.wait(60)
         super()._forward(server, raw, stream, write, doomed, muted)  # type: ignore[arg-type]
 
 
@@ -116,5 +148,48 @@ def test_an_orphan_is_found_and_removed_and_a_committed_partial_kept(
         assert [p.name for p in exports.iterdir()] == [kept.name.removesuffix(export.PARTIAL)]
     finally:
         store.close()
+        etcd.close()
+        proxy.close()
+
+
+def test_a_compaction_paused_past_its_grace_cannot_commit_once_its_export_is_swept(
+    etcd_endpoints: list[str], tmp_path: Path
+) -> None:
+    """Stopped with its commit on the way (after the age check), a compaction's ``.partial``
+    grows older than the grace and ``verify --repair`` sweeps it as an orphan (its events are
+    all in etcd). Resumed, its commit is refused, as the sweep marked the node in etcd, and it
+    starts over: the events end in one published export, none in no file. Without the mark
+    the commit landed and its events were in no file and not in etcd."""
+    exports = tmp_path / "exports"
+    exports.mkdir()
+    proxy = StopsAtTheNextWrite(etcd_endpoints[0])
+    plugin = Plugin([proxy.url], tmp_path, timeout=10)
+    etcd = Etcd(etcd_endpoints, plugin.prefix)
+    try:
+        plant(etcd, "paused", STREAM, head({G: 8}, {G: 7}, 8))
+        compacting = start(plugin, "compact", "paused", "--keep", "2", "--export-dir", str(exports))
+        proxy.stop = lambda: compacting.send_signal(signal.SIGSTOP)
+        try:
+            assert proxy.stopped.wait(30), "the compaction never sent its commit"
+            [partial] = exports.iterdir()
+            old = time.time() - 2 * orphans.GRACE
+            os.utime(partial, (old, old))
+            swept = plugin.run("verify", None, "paused", "--archive", str(exports), "--repair")
+            assert f"-> removed: {partial.name}" in swept.stdout, swept.stdout + swept.stderr
+            assert not partial.exists()
+        finally:
+            proxy.go.set()
+            compacting.send_signal(signal.SIGCONT)
+        _, err = compacting.communicate(timeout=60)
+        assert compacting.returncode == 0, err
+        assert [e["seq"] for e in etcd.event_docs("paused")] == [6, 7, 8]
+        [published] = exports.iterdir()
+        assert not published.name.endswith(export.PARTIAL)
+        lines = [json.loads(line) for line in published.read_bytes().splitlines()]
+        assert [line["seq"] for line in lines] == [1, 2, 3, 4, 5, 6]
+        verified = plugin.run("verify", None, "paused")
+        assert verified.status == 0, verified.stdout + verified.stderr
+        assert "1 export checked" in verified.stdout, verified.stdout
+    finally:
         etcd.close()
         proxy.close()
