@@ -85,6 +85,13 @@ def write_partial(
     try:
         if create:
             folder.mkdir(mode=DIRECTORY_MODE, parents=True, exist_ok=True)
+        unsafe = unsafe_directory(folder)
+        if unsafe:
+            raise PluginError(
+                f"cannot write the export {str(path)!r}: {unsafe}: another user could delete "
+                "or replace exports there; nothing was compacted",
+                node=node,
+            )
         with open(partial, "xb") as out:
             out.write(json_lines(stored))
             out.flush()
@@ -97,6 +104,23 @@ def write_partial(
             f"cannot write the export {str(path)!r}: {exc.strerror or exc}", node=node
         ) from None
     return path
+
+
+def unsafe_directory(folder: Path) -> str:
+    """Why another user could change what is in ``folder`` (a resolved path), or ``""``: it
+    must belong to this user (or root) and be writable by nobody else, and every directory
+    above it belong to root or this user and be writable by nobody else, unless sticky
+    (``/tmp``: nobody may rename or delete what they do not own there), as the resident
+    helper's runtime directory must (``commands.rundir``)."""
+    mine = (0, os.getuid())
+    for place in (folder, *folder.parents):
+        info = os.stat(place, follow_symlinks=False)
+        mode = info.st_mode & 0o7777
+        if info.st_uid not in mine:
+            return f"{place} belongs to uid {info.st_uid}"
+        if mode & 0o022 and (place == folder or not mode & 0o1000):
+            return f"{place} is writable by others (mode {mode:o}): chmod go-w {place}"
+    return ""
 
 
 def publish(path: Path, node: str, program: str) -> None:

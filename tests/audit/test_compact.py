@@ -210,7 +210,21 @@ def test_bad_compactions_change_nothing(plugin: Plugin, etcd: Etcd, tmp_path: Pa
     directory = tmp_path / "exports"
     directory.mkdir()
     missing = tmp_path / "no-such-dir"
+    open_to_all = tmp_path / "open-to-all"
+    open_to_all.mkdir()
+    open_to_all.chmod(0o777)
+    open_above = tmp_path / "open-above"
+    (open_above / "exports").mkdir(parents=True)
+    open_above.chmod(0o777)  # another user could rename exports/ away and put theirs there
     cases: dict[str, tuple[list[str], list[str]]] = {
+        "export dir writable by others": (
+            ["n1", "--keep", "1", "--export-dir", str(open_to_all)],
+            [f"{open_to_all} is writable by others (mode 777): chmod go-w {open_to_all}"],
+        ),
+        "a directory above it writable by others": (
+            ["n1", "--keep", "1", "--export-dir", str(open_above / "exports")],
+            [f"{open_above} is writable by others (mode 777)"],
+        ),
         "no export dir": (["n1", "--keep", "1"], ["export"]),
         "export dir missing": (
             ["n1", "--keep", "1", "--export-dir", str(missing)],
@@ -234,7 +248,7 @@ def test_bad_compactions_change_nothing(plugin: Plugin, etcd: Etcd, tmp_path: Pa
             assert fragment in line, (name, line)
     assert usage.status == 2 and "--keep" in usage.stderr
     assert ok_text(nothing).strip() == "node n1: nothing to compact"
-    assert exports(directory) == []
+    assert exports(directory) == exports(open_to_all) == exports(open_above / "exports") == []
     assert not missing.exists()
 
 
