@@ -9,6 +9,9 @@ the checkpoint compaction left). So reading the state anywhere costs at most abo
 run backwards in a stream from v3: ``ledger.digests.stamped``).
 
 Every read of one :class:`Positions` is at one etcd revision, so what it shows is one moment.
+A fold checks the hash chain over what it reads (``ledger.digests``), and the node record's tip
+when it reads to the stream's end: what it shows is what the stream holds, or an error that
+says where the chain breaks.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import msgspec
 
 from resource_extend.ledger import wire
 from resource_extend.ledger.audit import BrokenStream, apply, written_at
+from resource_extend.ledger.digests import first_break, named_by_next, tip_in_head
 from resource_extend.ledger.errors import PluginError
 from resource_extend.ledger.events import SNAPSHOT_EVERY, AnyEvent
 from resource_extend.ledger.migration import not_migrated
@@ -155,10 +159,14 @@ class Positions(Generic[S]):
         start = self._start(after)
         state: S | None = None
         expected = start
-        for event in self.events(start - 1, until):
+        before: tuple[Event, bytes] | None = None
+        for event, stored in self._stored(start - 1, until):
             if event.seq != expected:
                 raise self._missing(expected, event.seq - 1)
             expected += 1
+            if before is not None:
+                self._check_link(before, (event, stored))
+            before = event, stored
             if event.seq == start and event.snapshot is not msgspec.UNSET:
                 state = snapshot_of(self.store.kind, event)
             else:
@@ -174,6 +182,34 @@ class Positions(Generic[S]):
                 yield event, state
         if expected <= min(until, self.last):
             raise self._missing(expected, min(until, self.last))
+        if before is not None and before[0].seq == self.last and self.head is not None:
+            self._check_tip(*before)
+
+    def _stored(self, after: int, until: int) -> Iterator[tuple[Event, bytes]]:
+        """The events ``after + 1`` .. ``until``, each with its etcd value, a page at a time."""
+        opened = self.store.open_stream(self.node, after=after, until=until, revision=self.revision)
+        for page in opened.pages:
+            yield from zip(page.events, page.raw, strict=True)
+
+    def _check_link(self, before: tuple[Event, bytes], event: tuple[Event, bytes]) -> None:
+        """The event names the one before it as stored (``ledger.digests``)."""
+        broken = first_break([before[0], event[0]], [before[1], event[1]])
+        if broken is not None:
+            raise self._broken(broken.reason)
+
+    def _check_tip(self, last: Event, stored: bytes) -> None:
+        """The node record names the stream's last event as stored (when it names one)."""
+        assert self.head is not None
+        tip = tip_in_head(self.head).digest
+        if tip is not None and tip != named_by_next(last, stored):
+            raise self._broken(f"the node record does not name event {last.seq} as stored")
+
+    def _broken(self, reason: str) -> PluginError:
+        return PluginError(
+            f"the stream's hash chain does not hold: {reason}; nothing folded from it is "
+            f"shown (see: {self.store.kind.program} verify {self.node})",
+            node=self.node,
+        )
 
     def _missing(self, first: int, last: int) -> PluginError:
         return PluginError(

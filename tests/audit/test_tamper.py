@@ -241,3 +241,26 @@ def test_a_head_ahead_of_its_stream_fails_writes_rather_than_leave_a_gap(
     assert result.status == 1 and "contention" not in result.stderr, result.stderr
     assert "event 3, the last, is missing from the stream, though the head says" in result.stderr
     assert etcd.revision() == before
+
+
+def test_show_and_history_check_the_chain_over_what_they_read(plugin: Plugin, etcd: Etcd) -> None:
+    """An edited event, or an edited last one (which only the node record's tip names): what
+    ``show`` and ``history`` would fold through it is refused, naming the break and pointing
+    at verify; a fold that does not reach it is shown as it is."""
+    stored = written(plugin, etcd)  # events 1..6
+    edit_a_delta(etcd, stored)  # event 3 now says 5 cards were given back
+    for argv in (["show", "n1"], ["history", "n1"], ["history", "n1", "--json"]):
+        result = run(plugin, *argv)
+        assert result.status == 1 and result.stdout == "", (argv, result.stdout)
+        assert "hash chain does not hold: event 4 does not name event 3" in result.stderr, argv
+        assert "verify n1" in result.stderr
+    earlier = run(plugin, "show", "n1", "--at", "2", "--json")
+    assert earlier.status == 0, earlier.stderr
+    assert json.loads(earlier.stdout)["usage"] == {"prod_count_map": {G: 1}}
+
+    put_event(etcd, "n1", 3, stored[2])  # put back; now the last event is edited
+    put_event(etcd, "n1", 6, edited(stored[5], set_delta))
+    shown = run(plugin, "show", "n1")
+    assert shown.status == 1, shown.stdout
+    assert "the node record does not name event 6 as stored" in shown.stderr
+    assert run(plugin, "show", "n1", "--at", "5").status == 0
