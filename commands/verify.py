@@ -53,9 +53,12 @@ class Verified(msgspec.Struct):
     """``seq N, digest D``: where the stream ends and the digest its next event will name."""
 
 
-def _verify_head(store: Store[NodeState], node: str, repair: bool, found: Verified) -> Event | None:
-    """Check (and repair) the node's head against its stream, read a page at a time; the
-    stream's first event."""
+def _verify_head(
+    store: Store[NodeState], node: str, repair: Trust | None, found: Verified
+) -> Event | None:
+    """Check (and, given ``repair``, repair) the node's head against its stream, read a page
+    at a time; the stream's first event. A head is rewritten only from a stream whose first
+    checkpoint checks out against its export (``repair``)."""
     for _ in range(REPAIR_ATTEMPTS):
         opened = store.open_stream(node)
         walk: Walk[NodeState] = Walk(store.kind)
@@ -84,6 +87,11 @@ def _verify_head(store: Store[NodeState], node: str, repair: bool, found: Verifi
             found.findings.append(f"{report} (not repairable: the stream itself is broken)")
             found.agrees = False
             return walk.first
+        untrusted = repair.start(store.kind, walk.first)
+        if untrusted:
+            found.findings.append(f"{report} (not repaired: {untrusted})")
+            found.agrees = False
+            return walk.first
         last = walk.last.seq if walk.last is not None else 0
         tip = tip_of(walk.last, walk.last_raw) if walk.last is not None else EMPTY
         change, state = verdicts.repair(store.kind, opened.head, verdict)
@@ -97,20 +105,58 @@ def _verify_head(store: Store[NodeState], node: str, repair: bool, found: Verifi
     return None
 
 
+class Trust(msgspec.Struct, frozen=True):
+    """Where exports are read (``--archive``), and whether one that cannot be read here is
+    taken on trust (``--allow-elsewhere``)."""
+
+    archive: str
+    allow_elsewhere: bool = False
+
+    def start(self, kind: Kind[NodeState], first: Event | None) -> str:
+        """Why a stream that starts with ``first`` may not be folded into a head: its
+        checkpoint does not check out against its export, or its export cannot be read here
+        (unless allowed); empty when it may."""
+        if first is None or not isinstance(first.change, Checkpoint):
+            return ""
+        from resource_extend.ledger.chain import walk
+
+        link = next(walk(kind, first, self.archive))
+        if link.checked is None:
+            if link.found.state == "elsewhere" and self.allow_elsewhere:
+                return ""
+            return f"its checkpoint's {link.what} cannot be checked here ({link.found.state})"
+        if link.checked.problems:
+            return f"its checkpoint's {link.what} does not check out"
+        return ""
+
+
 def _verify_exports(
-    kind: Kind[NodeState], node: str, checkpoint: Event, archive: str, repair: bool, found: Verified
+    kind: Kind[NodeState],
+    node: str,
+    checkpoint: Event,
+    trust: Trust,
+    repair: bool,
+    found: Verified,
 ) -> None:
     """Follow the chain of exports from ``checkpoint`` back to event 1, checking each one
     that is here (``ledger.chain``); with ``repair``, publish one an interrupted compaction
     left unpublished, once its content checks out."""
     from resource_extend.ledger.chain import walk
 
-    for link in walk(kind, checkpoint, archive):
+    for link in walk(kind, checkpoint, trust.archive):
         file, checked, what = link.found, link.checked, link.what
         if file.state == "elsewhere":
             where = "in the archive" if file.host == export.ARCHIVE else f"on host {file.host}"
-            found.findings.append(f"{what} is {where}: not checked here")
-            found.exports_elsewhere += 1
+            if trust.allow_elsewhere:
+                found.findings.append(f"{what} is {where}: not checked here (allowed)")
+                found.exports_elsewhere += 1
+            else:
+                read = "--archive DIR reads it; " if file.host == export.ARCHIVE else ""
+                found.findings.append(
+                    f"{what} is {where}: not checked here, so neither is its checkpoint "
+                    f"({read}--allow-elsewhere takes it on trust)"
+                )
+                found.agrees = False
             return
         if checked is None:
             reason = "is missing" if file.state == "missing" else f"cannot be read: {file.reason}"
@@ -137,12 +183,12 @@ def _verify_exports(
 
 
 def _verify_one(
-    store: Store[NodeState], node: str, archive: str, repair: bool, directories: list[str]
+    store: Store[NodeState], node: str, trust: Trust, repair: bool, directories: list[str]
 ) -> Verified:
     found = Verified()
-    first = _verify_head(store, node, repair, found)
+    first = _verify_head(store, node, trust if repair else None, found)
     if first is not None and isinstance(first.change, Checkpoint):
-        _verify_exports(store.kind, node, first, archive, repair, found)
+        _verify_exports(store.kind, node, first, trust, repair, found)
     _orphans(store, node, directories, repair, found)
     return found
 
@@ -198,6 +244,15 @@ def plural(number: int, what: str) -> str:
     ),
 )
 @click.option(
+    "--allow-elsewhere",
+    is_flag=True,
+    help=(
+        "Take an export that cannot be read here (on another host, or in an archive not "
+        "given) on trust, noting it, rather than count its node as disagreeing: its "
+        "checkpoint's state is then not checked."
+    ),
+)
+@click.option(
     "--repair",
     is_flag=True,
     help=(
@@ -206,7 +261,12 @@ def plural(number: int, what: str) -> str:
     ),
 )
 def verify(
-    nodes: tuple[str, ...], every: bool, archive: str | None, digests: bool, repair: bool
+    nodes: tuple[str, ...],
+    every: bool,
+    archive: str | None,
+    digests: bool,
+    allow_elsewhere: bool,
+    repair: bool,
 ) -> None:
     """Fold each node's events and compare the result with its head (the record core reads);
     check the exports a compacted stream's checkpoints name, back to event 1.
@@ -221,16 +281,18 @@ def verify(
     archive (read with --archive, or streams.archive_dir), or host:path. When that file is
     here it must hold exactly the events the checkpoint stands for: every line an
     event, seqs without gaps from event 1 or the previous checkpoint up to the checkpoint's,
-    folding to the checkpoint's state, and the file name carrying the checkpoint's op. The
-    previous checkpoint's export is checked the same way, back to event 1. A missing or
-    mismatched export is a disagreement; one on another host (or in an archive not given) is
-    noted, not checked.
+    folding to the checkpoint's state, and the file name carrying the checkpoint's op (and
+    its digest, from 0.8). The previous checkpoint's export is checked the same way, back to
+    event 1. A missing or mismatched export is a disagreement, and so is one that cannot be
+    read here (on another host, or in an archive not given), whose checkpoint then cannot be
+    checked either: --allow-elsewhere notes it instead.
 
     With --repair, a head is rewritten from its stream when the stream is whole (no events
-    missing). The repair is an event like any other: head_repaired, holding the head as it
-    was found. An export left as <name>.partial by a compaction interrupted between its
-    commit and the rename is renamed, once its content checks out. A head the upstream
-    plugin wrote that has no stream yet is not a disagreement.
+    missing) and its checkpoint checks out against its export. The repair is an event like
+    any other: head_repaired, holding the head as it was found. An export left as
+    <name>.partial by a compaction interrupted between its commit and the rename is renamed,
+    once its content checks out. A head the upstream plugin wrote that has no stream yet is
+    not a disagreement.
     """
 
     def check(session: Session) -> str:
@@ -238,6 +300,7 @@ def verify(
         store.budget_per_request()  # many nodes outlast one call's budget; no request may
         targets = named_nodes(store, nodes, every, "verify")
         exports = archive_dir(session, archive)
+        trust = Trust(exports, allow_elsewhere)
         directories = list(dict.fromkeys(d for d in (exports, streams_dir(session)) if d))
         reports: list[str] = []
         total = Verified()
@@ -245,7 +308,7 @@ def verify(
         unknown: list[str] = []
         for node in targets:
             try:
-                found = _verify_one(store, node, exports, repair, directories)
+                found = _verify_one(store, node, trust, repair, directories)
             except PluginError as exc:
                 found = Verified(findings=[f"cannot verify: {exc.reason}"], agrees=False)
             if not found.known:
@@ -285,7 +348,7 @@ def verify(
         if total.exports_read:
             summary += f", {plural(total.exports_read, 'export')} checked"
         if total.exports_elsewhere:
-            summary += f", {total.exports_elsewhere} elsewhere not checked"
+            summary += f", {total.exports_elsewhere} elsewhere not checked (allowed)"
         if total.repaired:
             summary += f", {total.repaired} repaired"
         return summary

@@ -218,11 +218,14 @@ class ExportCheck(msgspec.Struct, frozen=True):
     """The events it holds, oldest first (empty when it has problems)."""
 
 
-def check_export(kind: Kind[S], checkpoint: Event, name: str, lines: list[bytes]) -> ExportCheck:
-    """Check the export ``name`` (its file name) against ``checkpoint``: every line is an event;
-    their seqs run without gaps from event 1 or the previous checkpoint to the checkpoint's
-    seq; they fold to the checkpoint's state, first seq and time; the name carries the
-    checkpoint's op."""
+def check_export(
+    kind: Kind[S], checkpoint: Event, name: str, lines: list[bytes], digest: str = ""
+) -> ExportCheck:
+    """Check the export ``name`` (its file name; ``digest``: the SHA-256 of its bytes) against
+    ``checkpoint``: every line is an event; their seqs run without gaps from event 1 or the
+    previous checkpoint to the checkpoint's seq; they fold to the checkpoint's state, first
+    seq and time; the name carries the checkpoint's op; and, all that holding, it is byte for
+    byte the file the checkpoint names (its digest, from 0.8)."""
     change = checkpoint.change
     assert isinstance(change, Checkpoint)
     problems: list[str] = []
@@ -261,6 +264,11 @@ def check_export(kind: Kind[S], checkpoint: Event, name: str, lines: list[bytes]
             )
     if not problems:
         problems += _fold_problems(kind, change, events)
+    if not problems and change.export_digest is not None and digest != change.export_digest:
+        problems.append(
+            f"it is not the file the checkpoint names, byte for byte (it digests to "
+            f"{digest[:12]}, the checkpoint's export_digest is {change.export_digest[:12]})"
+        )
     if problems:
         return ExportCheck(problems=problems)
     return ExportCheck(problems=[], previous=previous, events=events)

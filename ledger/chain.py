@@ -46,7 +46,7 @@ def walk(kind: Kind[Any], checkpoint: Event, archive_dir: str = "") -> Iterator[
         if found.state not in ("published", "unpublished"):
             yield Link(current, found)
             return
-        checked = audit.check_export(kind, current, found.path.name, found.lines)
+        checked = audit.check_export(kind, current, found.path.name, found.lines, found.digest)
         yield Link(current, found, checked)
         current = checked.previous
 

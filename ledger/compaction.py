@@ -33,7 +33,7 @@ import msgspec
 
 from resource_extend.ledger import audit, export, orphans
 from resource_extend.ledger.config import Destination
-from resource_extend.ledger.digests import named_by_next
+from resource_extend.ledger.digests import digest, named_by_next
 from resource_extend.ledger.errors import Contention, OutcomeUnknown, PluginError, StoreError
 from resource_extend.ledger.events import AnyEvent as Event
 from resource_extend.ledger.events import Checkpoint
@@ -174,7 +174,10 @@ def _replace(store: Store[Any], node: str, stream: Stream, to: Destination, verb
     )
     tip = named_by_next(stream.events[-1], stream.raw_events[-1])  # what the next event names
     change = msgspec.structs.replace(
-        change, export=export.location(path, archive=to.archive), tip=tip
+        change,
+        export=export.location(path, archive=to.archive),
+        tip=tip,
+        export_digest=digest(export.json_lines(stream.raw_events)),
     )
     checkpoint = store.new_event(stream.events[-1].seq, verb, change, op)
     if time.monotonic() - written > orphans.GRACE / 2:  # another compaction may sweep it now

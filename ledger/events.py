@@ -55,6 +55,9 @@ class Checkpoint(Change, Generic[S], tag="checkpoint"):
     since: int | None = None
     """The first seq its export holds (from v3): ``first``, or the previous checkpoint's, whose
     own export holds the events before that."""
+    export_digest: str | None = None
+    """The SHA-256 of its export file as written (from 0.8; ``verify`` checks the file it reads
+    against it; a checkpoint without one has its export checked by content alone)."""
 
 
 class HeadRepaired(Change, Generic[S], tag="head_repaired"):

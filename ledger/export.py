@@ -17,7 +17,7 @@ import os
 import socket
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import quote
 
 import msgspec
@@ -179,6 +179,8 @@ class Found(msgspec.Struct, frozen=True):
     between commit and rename); ``elsewhere``: on another host, or in the archive when no
     archive directory was given, not read."""
     lines: list[bytes] = msgspec.field(default_factory=list)
+    digest: str = ""
+    """The SHA-256 of the file as read (published or unpublished)."""
     reason: str = ""
     """Why it could not be read (``unreadable``)."""
 
@@ -195,10 +197,10 @@ def read(where: str, archive_dir: str = "") -> Found:
     elif host != socket.gethostname():
         return Found(host=host, path=path, state="elsewhere")
     try:
-        if (lines := _lines(path)) is not None:
-            return Found(host=host, path=path, state="published", lines=lines)
-        if (lines := _lines(partial_of(path))) is not None:
-            return Found(host=host, path=path, state="unpublished", lines=lines)
+        if (data := _data(path)) is not None:
+            return Found(host=host, path=path, state="published", **_contents(data))
+        if (data := _data(partial_of(path))) is not None:
+            return Found(host=host, path=path, state="unpublished", **_contents(data))
     except OSError as exc:
         reason = f"{exc.filename}: {exc.strerror or exc}"
         return Found(host=host, path=path, state="unreadable", reason=reason)
@@ -210,12 +212,16 @@ def _plain_name(name: str) -> bool:
     return name not in ("", ".", "..") and "/" not in name and "\0" not in name
 
 
-def _lines(path: Path) -> list[bytes] | None:
-    """The export's lines, ``None`` if there is no such file; an OSError naming the file if
+def _contents(data: bytes) -> dict[str, Any]:
+    return {"lines": data.splitlines(), "digest": hashlib.sha256(data).hexdigest()}
+
+
+def _data(path: Path) -> bytes | None:
+    """The export's bytes, ``None`` if there is no such file; an OSError naming the file if
     it is anything but a regular file within ``MAX_EXPORT_BYTES`` (a FIFO named in etcd must
     not hang an auditor, nor a device fill its memory)."""
     try:
-        return read_small_file(str(path), MAX_EXPORT_BYTES).splitlines()
+        return read_small_file(str(path), MAX_EXPORT_BYTES)
     except FileNotFoundError:
         return None
     except UnfitFile as unfit:

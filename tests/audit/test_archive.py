@@ -81,13 +81,14 @@ def test_history_show_and_verify_read_a_nodes_whole_life_across_the_archive(
     shutil.copytree(archive, moved)
     write_streams(plugin, {"budget": NODES * BOUND * EVENT_BYTES})  # no archive_dir any more
 
-    history, at_5, verified, unpointed = run_many(
+    history, at_5, verified, unpointed, allowed = run_many(
         plugin,
         [
             ["history", "n0", "--json", "--archive", str(moved)],
             ["show", "n0", "--at", "5", "--json", "--archive", str(moved)],
             ["verify", "--all", "--archive", str(moved)],
             ["verify", "--all"],
+            ["verify", "--all", "--allow-elsewhere"],
         ],
     )
     events = ok_json(history)
@@ -97,9 +98,13 @@ def test_history_show_and_verify_read_a_nodes_whole_life_across_the_archive(
     assert ok_text(verified).strip() == (
         f"{NODES} nodes verified: every head agrees with its stream, {NODES} exports checked"
     )
-    said = ok_text(unpointed)
-    assert "is in the archive: not checked here" in said
-    assert said.strip().endswith(f"{NODES} elsewhere not checked")
+    # Not given the archive, verify cannot check the checkpoints: a disagreement, unless allowed.
+    assert unpointed.status == 1
+    assert "is in the archive: not checked here, so neither is its checkpoint" in unpointed.stdout
+    assert "--archive DIR reads it; --allow-elsewhere takes it on trust" in unpointed.stdout
+    said = ok_text(allowed)
+    assert "is in the archive: not checked here (allowed)" in said
+    assert said.strip().endswith(f"{NODES} elsewhere not checked (allowed)")
 
     without = run(plugin, "show", "n0", "--at", "5")
     assert "archive:" in error_line(without, "show")

@@ -7,15 +7,18 @@ its content checks out; an export on another host is noted, not checked.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.audit.helpers import (
     Doc,
     G,
     added,
+    delete_key,
     event,
     export_chain,
     head,
@@ -123,7 +126,10 @@ def test_broken_exports_are_disagreements_and_an_unpublished_one_is_repaired(
     assert ok_text(run(plugin, "verify", "partial")).startswith("1 node verified")
 
 
-def test_an_export_on_another_host_is_noted_not_checked(plugin: Plugin, etcd: Etcd) -> None:
+def test_an_export_on_another_host_is_a_disagreement_unless_allowed(
+    plugin: Plugin, etcd: Etcd
+) -> None:
+    """Its checkpoint's state cannot be checked here: taken on trust only when asked to."""
     elsewhere = "build-host-7:/var/lib/resource-gpu/exports/n1.x.jsonl"
     checkpoint = event(
         5,
@@ -137,14 +143,20 @@ def test_an_export_on_another_host_is_noted_not_checked(plugin: Plugin, etcd: Et
         verb="compact",
     )
     plant(etcd, "n1", [checkpoint, *STREAM[5:]], head({G: 8}, {G: 7}, 8))
-    result = run(plugin, "verify", "n1")
+    refused = report(run(plugin, "verify", "n1"), 1, 1)
+    assert refused["n1"] == (
+        f"node n1: export of checkpoint 5 ({elsewhere}) is on host build-host-7: not checked "
+        "here, so neither is its checkpoint (--allow-elsewhere takes it on trust)"
+    )
+    result = run(plugin, "verify", "n1", "--allow-elsewhere")
     assert result.status == 0, result.stderr
     note, summary = result.stdout.splitlines()
     assert note == (
-        f"node n1: export of checkpoint 5 ({elsewhere}) is on host build-host-7: not checked here"
+        f"node n1: export of checkpoint 5 ({elsewhere}) is on host build-host-7: not checked "
+        "here (allowed)"
     )
     assert summary == (
-        "1 node verified: every head agrees with its stream, 1 elsewhere not checked"
+        "1 node verified: every head agrees with its stream, 1 elsewhere not checked (allowed)"
     )
 
 
@@ -165,3 +177,83 @@ def test_an_export_that_is_a_fifo_or_a_device_is_refused_not_read(
     assert f"{fifo}: is not a regular file (a FIFO)" in lines["fifo"], lines
     assert f"{device}: is not a regular file (a character device)" in lines["device"], lines
     assert "fine" not in lines, lines
+
+
+def forge_checkpoint(etcd: Etcd, node: str, edit: Callable[[Doc], None]) -> None:
+    """Rewrite the node's checkpoint (its first event) in place."""
+    first = etcd.events(node)[0]
+    doc = first.json()
+    assert doc["change"]["kind"] == "checkpoint"
+    edit(doc["change"])
+    etcd.put_many({first.key: json.dumps(doc).encode()})
+
+
+def set_head_usage(etcd: Etcd, node: str, usage: dict[str, int]) -> None:
+    """The head as the forger leaves it: its tip kept, its usage lowered to match."""
+    found = etcd.head(node)
+    assert found is not None
+    record = found.json()
+    record["usage"] = {"prod_count_map": usage}
+    etcd.put_many({etcd.head_key(node): json.dumps(record).encode()})
+
+
+def test_a_checkpoint_whose_export_cannot_be_read_here_is_not_taken_on_trust(
+    plugin: Plugin, etcd: Etcd, tmp_path: Path
+) -> None:
+    """Forged: a checkpoint's usage emptied and its export pointed at another host, or at an
+    archive file that is not there, the head lowered to match (the chain still holds: the
+    event after a checkpoint names the last event it replaced). verify fails on both (it
+    passed, noting one "elsewhere"), and names why."""
+    compacted_twice(plugin, etcd, ["host", "archived"], tmp_path)
+    for node, where in (("host", "build-host-7:/x.jsonl"), ("archived", "archive:x.jsonl")):
+
+        def emptied(change: Doc, where: str = where) -> None:
+            change.update(state={**change["state"], "usage": {}}, export=where)
+
+        forge_checkpoint(etcd, node, emptied)
+        set_head_usage(etcd, node, {G: 2})  # events 7 and 8 take one card each
+    lines = report(run(plugin, "verify", "host", "archived"), 2, 2)
+    unchecked = "not checked here, so neither is its checkpoint"
+    assert f"is on host build-host-7: {unchecked}" in lines["host"], lines
+    assert f"is in the archive: {unchecked}" in lines["archived"], lines
+    given = report(run(plugin, "verify", "archived", "--archive", str(tmp_path)), 1, 1)
+    assert "(archive:x.jsonl) is missing" in given["archived"], given
+
+
+def test_repair_never_adopts_a_checkpoint_it_cannot_check(
+    plugin: Plugin, etcd: Etcd, tmp_path: Path
+) -> None:
+    """The real checkpoint and the event after it deleted, the last event replaced by a forged
+    checkpoint with a plausible tip (the digest of the event it replaces, which is what a head
+    and a next event name) and more cards: --repair rewrote the head to the forged capacity."""
+    compacted_twice(plugin, etcd, ["n1"], tmp_path)
+    checkpoint, _, last = etcd.events("n1")
+    doc = last.json()
+    forged = {
+        **checkpoint.json()["change"],
+        "state": {"capacity": {G: 64}, "usage": {}},
+        "export": "build-host-7:/x.jsonl",
+        "tip": hashlib.sha256(last.value).hexdigest(),  # what event 8 digested to
+        "export_digest": None,
+    }
+    etcd.put_many({last.key: json.dumps({**doc, "change": forged}).encode()})
+    for kv in (checkpoint, _):
+        delete_key(etcd, kv.key)
+    etcd.put_many({etcd.events_prefix("n1") + "first": b"8"})
+    before = etcd.head("n1")
+    lines = report(run(plugin, "verify", "n1", "--repair"), 1, 1)
+    assert "(not repaired: its checkpoint's export of checkpoint 8" in lines["n1"], lines
+    assert "cannot be checked here (elsewhere)" in lines["n1"]
+    assert etcd.head("n1") == before  # the head left as it was: 8 cards
+
+
+def test_an_export_that_is_not_the_file_written_byte_for_byte_is_a_disagreement(
+    plugin: Plugin, etcd: Etcd, tmp_path: Path
+) -> None:
+    """Line endings rewritten: every event reads the same, but the checkpoint names the
+    file's digest (from 0.8)."""
+    compacted_twice(plugin, etcd, ["n1"], tmp_path)
+    newest = newest_export(etcd, "n1")
+    newest.write_bytes(newest.read_bytes().replace(b"\n", b"\r\n"))
+    lines = report(run(plugin, "verify", "n1"), 1, 1)
+    assert "it is not the file the checkpoint names, byte for byte" in lines["n1"], lines
