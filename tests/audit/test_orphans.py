@@ -27,37 +27,17 @@ from tests.faults import AnswerDroppingProxy
 from tests.plugin import TRANSPORT, Plugin
 
 
-class KillsInsteadOfWriting(AnswerDroppingProxy):
-    """With ``kill`` set, runs it in place of forwarding the next write: etcd never sees it."""
+class AtTheNextWrite(AnswerDroppingProxy):
+    """With ``act`` set, runs it at the next write, before etcd sees the write: then drops the
+    write (``forward`` False: ``act`` killed the writer), or holds it back until ``go`` is set
+    (``act`` stopped the writer: a process paused between its last check and its commit)."""
 
-    kill: Callable[[], None] | None = None
-
-    def _forward(
-        self,
-        server: object,
-        raw: bytes,
-        stream: int,
-        write: bool,
-        doomed: set[int],
-        muted: dict[int, Callable[[], None] | None],
-    ) -> None:
-        if write and self.kill is not None:
-            kill, self.kill = self.kill, None
-            kill()
-            self.crashed.set()
-            return
-        super()._forward(server, raw, stream, write, doomed, muted)  # type: ignore[arg-type]
-
-
-class StopsAtTheNextWrite(AnswerDroppingProxy):
-    """With ``stop`` set, at the next write runs it (SIGSTOP the writer) and holds the write
-    back until ``go`` is set: a process paused between its last check and its commit."""
-
-    stop: Callable[[], None] | None = None
+    act: Callable[[], None] | None = None
+    forward = True
 
     def __init__(self, upstream: str) -> None:
         super().__init__(upstream)
-        self.stopped = threading.Event()
+        self.acted = threading.Event()
         self.go = threading.Event()
 
     def _forward(
@@ -69,16 +49,19 @@ class StopsAtTheNextWrite(AnswerDroppingProxy):
         doomed: set[int],
         muted: dict[int, Callable[[], None] | None],
     ) -> None:
-        if write and self.stop is not None:
-            stop, self.stop = self.stop, None
-            stop()
-            self.stopped.set()
+        if write and self.act is not None:
+            act, self.act = self.act, None
+            act()
+            self.acted.set()
+            if not self.forward:
+                self.forward = True  # for the next act, if any
+                return
             self.go.wait(60)
         super()._forward(server, raw, stream, write, doomed, muted)  # type: ignore[arg-type]
 
 
 def killed_compaction(
-    plugin: Plugin, proxy: KillsInsteadOfWriting, node: str, exports: Path, *, committed: bool
+    plugin: Plugin, proxy: AtTheNextWrite, node: str, exports: Path, *, committed: bool
 ) -> None:
     """``compact NODE``, SIGKILLed as its transaction goes to etcd: before etcd gets it, or
     (``committed``) once etcd has applied it."""
@@ -87,7 +70,7 @@ def killed_compaction(
     if committed:
         proxy.crash_on_next_write(kill, at_answer=True)
     else:
-        proxy.kill = kill
+        proxy.act, proxy.forward = kill, False
     try:
         compacting.communicate(timeout=60)
     finally:
@@ -100,7 +83,7 @@ def test_an_orphan_is_found_and_removed_and_a_committed_partial_kept(
 ) -> None:
     exports = tmp_path / "exports"
     exports.mkdir()
-    proxy = KillsInsteadOfWriting(etcd_endpoints[0])
+    proxy = AtTheNextWrite(etcd_endpoints[0])
     plugin = Plugin([proxy.url], tmp_path, timeout=10)
     etcd = Etcd(etcd_endpoints, plugin.prefix)
     settings = EtcdConfig(machines=etcd_endpoints, prefix=plugin.prefix, transport=TRANSPORT)
@@ -162,15 +145,15 @@ def test_a_compaction_paused_past_its_grace_cannot_commit_once_its_export_is_swe
     the commit landed and its events were in no file and not in etcd."""
     exports = tmp_path / "exports"
     exports.mkdir()
-    proxy = StopsAtTheNextWrite(etcd_endpoints[0])
+    proxy = AtTheNextWrite(etcd_endpoints[0])
     plugin = Plugin([proxy.url], tmp_path, timeout=10)
     etcd = Etcd(etcd_endpoints, plugin.prefix)
     try:
         plant(etcd, "paused", STREAM, head({G: 8}, {G: 7}, 8))
         compacting = start(plugin, "compact", "paused", "--keep", "2", "--export-dir", str(exports))
-        proxy.stop = lambda: compacting.send_signal(signal.SIGSTOP)
+        proxy.act = lambda: compacting.send_signal(signal.SIGSTOP)
         try:
-            assert proxy.stopped.wait(30), "the compaction never sent its commit"
+            assert proxy.acted.wait(30), "the compaction never sent its commit"
             [partial] = exports.iterdir()
             old = time.time() - 2 * orphans.GRACE
             os.utime(partial, (old, old))

@@ -9,6 +9,8 @@ normal enumeration runs to many passes, and the bound is small so that it cuts t
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -35,6 +37,22 @@ SOURCES = ["/a/s", "/mnt/s", "/x", "/data/q"]
 small_quotas = st.tuples(*[st.sampled_from([0, 0, 1, 2, 3, 5, 8]) for _ in range(4)])
 
 
+def drawn_disks(
+    draw: st.DrawFn, quotas: list[int], root: list[str] | None = None
+) -> tuple[list[Disk], list[Disk]]:
+    """Up to three disks mounting some of ``MOUNTS`` (the first also ``root``), each quota one
+    of ``quotas``: as capacity, and as usage (some of each quota taken)."""
+    disks, used_disks = [], []
+    for i in range(draw(st.integers(0, 3))):
+        mounts = draw(st.lists(st.sampled_from(MOUNTS), unique=True, max_size=3))
+        mounts = mounts if i or not root else [*root, *mounts]
+        quota = draw(st.tuples(*[st.sampled_from(quotas) for _ in range(4)]))
+        taken = tuple(draw(st.integers(0, q)) if draw(st.booleans()) else 0 for q in quota)
+        disks.append(Disk(device=f"/dev/vd{'abc'[i]}", mounts=mounts).with_quota(quota))
+        used_disks.append(Disk(device=f"/dev/vd{'abc'[i]}", mounts=mounts).with_quota(taken))
+    return disks, used_disks
+
+
 @st.composite
 def nodes(draw: st.DrawFn) -> tuple[NodeResource, NodeResource]:
     scale = draw(st.sampled_from([1, 1, 3, 10]))
@@ -45,13 +63,7 @@ def nodes(draw: st.DrawFn) -> tuple[NodeResource, NodeResource]:
         size = draw(st.integers(0, 60)) * scale
         capacity[path] = size
         usage[path] = draw(st.one_of(st.just(0), st.integers(0, size)))
-    disks, used_disks = [], []
-    for i in range(draw(st.integers(0, 3))):
-        mounts = draw(st.lists(st.sampled_from(MOUNTS), unique=True, max_size=3))
-        quota = draw(st.tuples(*[st.sampled_from([0, 5, 20, 40, 1000]) for _ in range(4)]))
-        taken = tuple(draw(st.integers(0, q)) if draw(st.booleans()) else 0 for q in quota)
-        disks.append(Disk(device=f"/dev/vd{'abc'[i]}", mounts=mounts).with_quota(quota))
-        used_disks.append(Disk(device=f"/dev/vd{'abc'[i]}", mounts=mounts).with_quota(taken))
+    disks, used_disks = drawn_disks(draw, [0, 5, 20, 40, 1000])
     return (
         NodeResource(volumes=capacity, disks=disks),
         NodeResource(volumes=usage, disks=used_disks),
@@ -78,17 +90,26 @@ def requests(draw: st.DrawFn, first: int = 0) -> list[Binding]:
     return [draw(one_binding(f"/d{first + i}")) for i in range(count)]
 
 
-@DIFFERENTIAL
-@given(node=nodes(), request=requests(), bound=st.integers(1, 50))
-def test_bounded_plans_equal_the_reference(
+def places_as_the_reference(
     node: tuple[NodeResource, NodeResource], request: list[Binding], bound: int
-) -> None:
+) -> list[Any]:
+    """The bounded scheduler's plans for ``request`` on ``node``, checked to be the
+    reference's."""
     capacity, usage = node
     found = volume_plans(capacity, usage, request, bound)
     assert [(p.volumes, p.disks) for p in found] == reference.volume_plans(
         capacity, usage, request, bound
     )
-    assert plan_count(capacity, usage, request, bound) == len(found)
+    return found
+
+
+@DIFFERENTIAL
+@given(node=nodes(), request=requests(), bound=st.integers(1, 50))
+def test_bounded_plans_equal_the_reference(
+    node: tuple[NodeResource, NodeResource], request: list[Binding], bound: int
+) -> None:
+    found = places_as_the_reference(node, request, bound)
+    assert plan_count(*node, request, bound) == len(found)
     kinds = {k for b in request for k in ("normal", "monopoly", "unlimited") if getattr(b, k)}
     event(f"plans: {'none' if not found else 'bound' if len(found) == bound else 'some'}")
     event(f"classes: {'+'.join(sorted(kinds)) or 'mounts only'}")
@@ -130,17 +151,8 @@ def roomy_nodes(draw: st.DrawFn) -> tuple[NodeResource, NodeResource]:
     usage = {
         path: draw(st.one_of(st.just(0), st.integers(0, size))) for path, size in capacity.items()
     }
-    disks, used_disks = [], []
     root = draw(st.sampled_from([["/"], ["/"], ["/"], []]))  # a disk serving every path
-    for i in range(draw(st.integers(0, 3))):
-        mounts = draw(st.lists(st.sampled_from(MOUNTS), unique=True, max_size=3))
-        mounts = mounts if i else [*root, *mounts]
-        quota = draw(
-            st.tuples(*[st.sampled_from([0, 30, 200, 1000, 1000, 1000, 1000]) for _ in range(4)])
-        )
-        taken = tuple(draw(st.integers(0, q)) if draw(st.booleans()) else 0 for q in quota)
-        disks.append(Disk(device=f"/dev/vd{'abc'[i]}", mounts=mounts).with_quota(quota))
-        used_disks.append(Disk(device=f"/dev/vd{'abc'[i]}", mounts=mounts).with_quota(taken))
+    disks, used_disks = drawn_disks(draw, [0, 30, 200, 1000, 1000, 1000, 1000], root)
     return (
         NodeResource(volumes=capacity, disks=disks),
         NodeResource(volumes=usage, disks=used_disks),
@@ -181,11 +193,7 @@ def split_bindings(draw: st.DrawFn) -> list[Binding]:
 def test_bindings_passing_over_a_disk_place_as_the_reference(
     node: tuple[NodeResource, NodeResource], request: list[Binding], bound: int
 ) -> None:
-    capacity, usage = node
-    found = volume_plans(capacity, usage, request, bound)
-    assert [(p.volumes, p.disks) for p in found] == reference.volume_plans(
-        capacity, usage, request, bound
-    )
+    found = places_as_the_reference(node, request, bound)
     event(f"plans: {'none' if not found else 'bound' if len(found) == bound else 'some'}")
 
 
@@ -196,12 +204,8 @@ def test_many_bindings_place_as_the_reference(
 ) -> None:
     """The enumeration places a stretch of bindings at a time (running sums): the same
     plans as the reference's one binding at a time, equal bindings and quotas included."""
-    capacity, usage = node
-    found = volume_plans(capacity, usage, request, bound)
-    assert [(p.volumes, p.disks) for p in found] == reference.volume_plans(
-        capacity, usage, request, bound
-    )
-    assert plan_count(capacity, usage, request, bound) == len(found)
+    found = places_as_the_reference(node, request, bound)
+    assert plan_count(*node, request, bound) == len(found)
     event(f"plans: {'none' if not found else 'bound' if len(found) == bound else 'some'}")
 
 
