@@ -94,13 +94,15 @@ def check_config(explicit: str | None) -> tuple[Config | None, Finding]:
 
 def every_finding(explicit: str | None) -> list[Finding]:
     """Every check, in order: config, etcd (each endpoint, alarms, clock), the prefix, the
-    resident helper, and (resource-gpu only) the GPU driver and the container runtime."""
+    export directory, the resident helper, and (resource-gpu only) the GPU driver and the
+    container runtime."""
     from resource_extend.commands import doctor_etcd, doctor_host, doctor_prefix
 
     config, found = check_config(explicit)
     findings = [found]
     if config is None:
-        findings += [not_checked(check, "no valid config") for check in ("etcd", "prefix")]
+        checks = ("etcd", "prefix", "exports")
+        findings += [not_checked(check, "no valid config") for check in checks]
     else:
         probed = doctor_etcd.EtcdFindings()
         findings += guarded("etcd", lambda: doctor_etcd.check_etcd(config, probed))
@@ -108,6 +110,7 @@ def every_finding(explicit: str | None) -> list[Finding]:
             findings += guarded("prefix", lambda: doctor_prefix.check_prefix(explicit))
         else:
             findings.append(not_checked("prefix", "no etcd endpoint passed its check"))
+        findings += guarded("exports", lambda: doctor_host.check_exports(config))
     findings += guarded("helper", lambda: doctor_host.check_helper(explicit, config))
     if current().kind == "gpu":
         findings += guarded("gpu driver", doctor_host.check_gpu_host)

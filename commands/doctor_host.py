@@ -1,5 +1,6 @@
-"""``doctor``'s look at this host: the resident helper (running, which code, its socket's owner
-and mode) and, for resource-gpu, the NVIDIA driver and container runtime.
+"""``doctor``'s look at this host: the directory compactions write exports to, the resident
+helper (running, which code, its socket's owner and mode) and, for resource-gpu, the NVIDIA
+driver and container runtime.
 
 The Docker daemon's config is read from ``/etc/docker/daemon.json``, or the file
 ``$RESOURCE_GPU_DOCKER_DAEMON_JSON`` names; the docker CLI is never run.
@@ -26,6 +27,32 @@ RUNTIME_FIX = (
     "--runtime=docker; systemctl restart docker"
 )
 STOP_FIX = "{prog} helper --stop --all (the next core call starts a fresh helper)"
+
+
+def check_exports(config: Config) -> list[Finding]:
+    """The directory this host's compactions write exports to (``streams.archive_dir``, else
+    ``streams.export_dir``): nobody else may change it or any directory above it, or the
+    compactions refuse to write there (``ledger.export.unsafe_directory``)."""
+    from pathlib import Path
+
+    from resource_extend.ledger.export import unsafe_directory
+
+    if not (directory := config.streams.destination.directory):
+        return [ok("exports", "no export directory: streams are not compacted on this host")]
+    folder = Path(directory).expanduser().resolve()
+    existing = next(place for place in (folder, *folder.parents) if place.exists())
+    unsafe = unsafe_directory(existing)
+    made = "" if existing == folder else f" (made on the first compaction, in {existing})"
+    if unsafe:
+        return [
+            fail(
+                "exports",
+                f"compactions cannot write exports to {folder}{made}: {unsafe}",
+                "chmod go-w the directory named, or point streams.export_dir (or "
+                "streams.archive_dir) at a directory only {prog}'s user can change",
+            )
+        ]
+    return [ok("exports", f"compactions write exports to {folder}{made}")]
 
 
 def check_helper(explicit: str | None, config: Config | None) -> list[Finding]:

@@ -29,7 +29,7 @@ import pytest
 from resource_extend.commands.doctor_clock import clock_offset, fail_after, judge_clock
 from resource_extend.commands.doctor_durability import CHECK as DURABILITY
 from resource_extend.commands.doctor_host import container_runtime
-from tests.audit.helpers import G, added, event, head, plant, put_head
+from tests.audit.helpers import G, added, event, head, plant, put_head, write_streams
 from tests.etcd_server import Cluster, Member, etcdctl_binary, free_port
 from tests.etcdkv import Etcd, upstream_head
 from tests.plugin import Plugin
@@ -140,6 +140,7 @@ def test_nothing_wrong_exits_0_with_every_finding_ok(plugin: Plugin, host: Host)
         "upstream records",
         "0.1 streams",
         "drift",
+        "exports",
         "helper",
         "gpu driver",
         "nvidia container runtime",
@@ -185,7 +186,7 @@ def test_a_missing_config_fails_and_etcd_is_not_checked(plugin: Plugin, host: Ho
     assert str(missing) in config["message"] and "not found" in config["message"]
     assert "$ERU_RESOURCE_CONFIG_PATH" in config["message"]
     assert "--config" in config["fix"] and "ERU_RESOURCE_CONFIG_PATH" in config["fix"]
-    for check in ("etcd", "prefix"):
+    for check in ("etcd", "prefix", "exports"):
         assert finding(findings, check)["status"] == "warn"
         assert finding(findings, check)["message"] == "not checked: no valid config"
     assert finding(findings, "helper")["status"] == "ok"  # the other checks still ran
@@ -572,3 +573,20 @@ def test_daemon_json_that_is_not_json_fails() -> None:
     assert found.status == "fail" and "not valid JSON" in found.message
     found = container_runtime([], "/etc/docker/daemon.json", json.dumps(NVIDIA))
     assert found.status == "warn" and "nvidia-ctk" in found.message
+
+
+def test_an_export_directory_others_can_change_fails(
+    plugin: Plugin, host: Host, tmp_path: Path
+) -> None:
+    """Compactions would refuse to write there: doctor says so before one has to."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    write_streams(plugin, {"export_dir": str(shared / "exports")})
+    found = finding(doctor(plugin, host), "exports")
+    assert found["status"] == "fail", found
+    assert f"{shared} is writable by others (mode 777)" in found["message"]
+    assert "(made on the first compaction" in found["message"]
+    assert "chmod go-w" in found["fix"]
+    shared.chmod(0o755)
+    assert finding(doctor(plugin, host), "exports")["status"] == "ok"
