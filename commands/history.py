@@ -147,7 +147,7 @@ def archived_rows(
     then the stream after the checkpoint, a page at a time."""
     from resource_extend.ledger.chain import exports_back_to
 
-    since, reach = select.since, select.reach
+    since, until, reach = select.since, select.until, select.reach
 
     def far_enough(first: Event) -> bool:
         if reach is not None and first.seq < reach:
@@ -156,7 +156,13 @@ def archived_rows(
             return False
         return first.seq < since if isinstance(since, int) else audit.written_at(first) < since
 
-    files = exports_back_to(session.kind, checkpoint, exports, far_enough)
+    def too_late(first: Event) -> bool:
+        """The file starting with ``first`` holds nothing up to ``--until``."""
+        if until is None:
+            return False
+        return first.seq > until if isinstance(until, int) else audit.written_at(first) > until
+
+    files = exports_back_to(session.kind, checkpoint, exports, far_enough, too_late)
     archived = (
         (event, state)
         for events in files

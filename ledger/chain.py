@@ -52,18 +52,26 @@ def walk(kind: Kind[Any], checkpoint: Event, archive_dir: str = "") -> Iterator[
 
 
 def exports_back_to(
-    kind: Kind[Any], checkpoint: Event, archive_dir: str, far_enough: Callable[[Event], bool]
+    kind: Kind[Any],
+    checkpoint: Event,
+    archive_dir: str,
+    far_enough: Callable[[Event], bool],
+    too_late: Callable[[Event], bool] = lambda first: False,
 ) -> list[list[Event]]:
     """The events of the exports behind ``checkpoint`` (a stream's first), oldest first, back
-    to the first whose own first event is ``far_enough`` (or to event 1). Each file starts with
-    event 1 or the checkpoint that stands for the file before it. An export that cannot be
-    read or does not check out is an error that names it."""
+    to the first whose own first event is ``far_enough`` (or to event 1), leaving out (read
+    and checked, then let go) those whose first event is ``too_late``: so memory holds the
+    files wanted and one more. Each file starts with event 1 or the checkpoint that stands for
+    the file before it. An export that cannot be read or does not check out is an error that
+    names it."""
     files: list[list[Event]] = []
     for link in walk(kind, checkpoint, archive_dir):
         if link.checked is None or link.checked.problems:
             raise PluginError(f"{link.what} {_why(link)}")
-        files.append(link.checked.events)
-        if far_enough(link.checked.events[0]):
+        first = link.checked.events[0]
+        if not too_late(first):
+            files.append(link.checked.events)
+        if far_enough(first):
             break
     return files[::-1]
 
