@@ -98,8 +98,11 @@ def archive_pass(
 
 def _checked_directory(directory: str) -> str:
     """The archive directory, created (mode 0750) if missing; refused if others may write
-    to it, for the audit trail would then be theirs to change."""
-    from resource_extend.ledger.export import DIRECTORY_MODE
+    to it, or to a directory above it (``ledger.export.unsafe_directory``, which every
+    compaction applies too), for the audit trail would then be theirs to change."""
+    from pathlib import Path
+
+    from resource_extend.ledger.export import DIRECTORY_MODE, unsafe_directory
 
     try:
         os.makedirs(directory, mode=DIRECTORY_MODE, exist_ok=True)
@@ -112,6 +115,11 @@ def _checked_directory(directory: str) -> str:
         raise PluginError(
             f"the archive {directory!r} is writable by every user: anyone could change the "
             f"audit trail (chmod o-w {directory})"
+        )
+    if unsafe := unsafe_directory(Path(directory).resolve()):
+        raise PluginError(
+            f"cannot use the archive {directory!r}: {unsafe}: another user could change the "
+            "audit trail"
         )
     return directory
 

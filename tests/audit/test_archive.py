@@ -138,6 +138,22 @@ def test_an_archive_others_could_write_is_refused(
     assert "writable by every user" in line and f"chmod o-w {archive}" in line, line
 
 
+def test_an_archive_under_a_directory_others_could_write_is_refused(
+    plugin: Plugin, etcd: Etcd, tmp_path: Path
+) -> None:
+    """Refused before any compaction, in one line: whoever can write above it could put a
+    directory of their own in its place."""
+    above = tmp_path / "shared"
+    above.mkdir()
+    above.chmod(0o777)
+    archive = above / "archive"
+    setup(plugin, etcd, archive)
+    with no_write(etcd):
+        line = error_line(run(plugin, "archive"), "archive")
+    assert f"cannot use the archive {str(archive)!r}: {above} is writable by others" in line
+    assert [len(etcd.events(f"n{n}")) for n in range(NODES)] == [LONG] * NODES
+
+
 def test_a_running_archiver_keeps_passing_and_stops_cleanly_on_sigterm(
     plugin: Plugin, etcd: Etcd, tmp_path: Path
 ) -> None:
