@@ -33,7 +33,7 @@ import msgspec
 
 from resource_extend.ledger import audit, export, orphans
 from resource_extend.ledger.config import Destination
-from resource_extend.ledger.digests import digest, named_by_next
+from resource_extend.ledger.digests import named_by_next
 from resource_extend.ledger.errors import Contention, OutcomeUnknown, PluginError, StoreError
 from resource_extend.ledger.events import AnyEvent as Event
 from resource_extend.ledger.events import Checkpoint
@@ -169,7 +169,7 @@ def _replace(store: Store[Any], node: str, stream: Stream, to: Destination, verb
     op = new_op()
     swept_at = store.swept_at(node)  # before the export exists: a sweep of it comes after
     written = time.monotonic()
-    path = export.write_partial(
+    path, file_digest = export.write_partial(
         to.directory, node, stream.raw_events, stream.events, op, create=to.create
     )
     tip = named_by_next(stream.events[-1], stream.raw_events[-1])  # what the next event names
@@ -177,7 +177,7 @@ def _replace(store: Store[Any], node: str, stream: Stream, to: Destination, verb
         change,
         export=export.location(path, archive=to.archive),
         tip=tip,
-        export_digest=digest(export.json_lines(stream.raw_events)),
+        export_digest=file_digest,
     )
     checkpoint = store.new_event(stream.events[-1].seq, verb, change, op)
     if time.monotonic() - written > orphans.GRACE / 2:  # another compaction may sweep it now

@@ -75,10 +75,11 @@ def write_partial(
     op: str,
     *,
     create: bool = False,
-) -> Path:
+) -> tuple[Path, str]:
     """Write the events (``stored``: their etcd values) to a new temporary file in
     ``directory`` (``create``: made, with its parents, if missing), on disk (file and
-    directory entry) when this returns; the final path."""
+    directory entry) when this returns; the final path, and the SHA-256 of what was written
+    (what the checkpoint names)."""
     folder = Path(directory).expanduser().resolve()
     path = folder / file_name(node, events, op)
     partial = partial_of(path)
@@ -92,8 +93,9 @@ def write_partial(
                 "or replace exports there; nothing was compacted",
                 node=node,
             )
+        data = json_lines(stored)
         with open(partial, "xb") as out:
-            out.write(json_lines(stored))
+            out.write(data)
             out.flush()
             os.fsync(out.fileno())
         sync_directory(folder)
@@ -103,7 +105,7 @@ def write_partial(
         raise PluginError(
             f"cannot write the export {str(path)!r}: {exc.strerror or exc}", node=node
         ) from None
-    return path
+    return path, hashlib.sha256(data).hexdigest()
 
 
 def unsafe_directory(folder: Path) -> str:
