@@ -35,6 +35,8 @@ def doctor(as_json_output: bool) -> None:
     upstream records  records the upstream plugin wrote that no write adopted yet (a warn)
     0.1 streams       streams still in release 0.1's layout (see migrate)
     drift             heads that disagree with their streams, as verify --all finds them
+    event times       each node's newest event against this host's clock: fail when one is
+                      stamped more than 60 s ahead (a writer's clock is ahead)
     helper            the resident helper: running for this config with this
                       installation's code; each helper socket of this user's is its own
                       and writable by nobody else
@@ -50,7 +52,8 @@ def doctor(as_json_output: bool) -> None:
 
     Cost: the prefix is listed as "{prog} nodes" lists it (one paged read of the node
     records, one of the stream keys); drift is checked on at most 50 nodes (a random 50 when
-    there are more) whose streams hold at most 2,000 events. Nothing is written; nvidia-smi
+    there are more) whose streams hold at most 2,000 events; event times on the newest event
+    of at most 1,000 nodes, read in batches. Nothing is written; nvidia-smi
     is the only program run (the docker CLI never is).
 
     \b

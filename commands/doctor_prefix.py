@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 
 DRIFT_NODES = 50
 """The most nodes whose heads doctor compares with their streams (``verify --all``: every one)."""
+TIMES_NODES = 1000
+"""The most nodes whose newest event doctor checks against this host's clock (batched reads
+of one key each)."""
 DRIFT_EVENTS = 2000
 """The longest stream doctor folds (a longer one is left to ``verify NODE``)."""
 SHOWN = 5
@@ -46,6 +49,7 @@ def check_prefix(explicit: str | None) -> list[Finding]:
             _upstream_finding(upstream, where),
             _legacy_finding(legacy),
             _drift_finding(store, candidates, len(heads)),
+            _times_finding(store, candidates),
         ]
     finally:
         session.close()
@@ -103,11 +107,7 @@ def _drift_finding(store: Store[Any], candidates: list[str], records: int) -> Fi
     check = "drift"
     if not candidates:
         return ok(check, f"no streams to compare ({records} node records)")
-    sample = candidates
-    if len(candidates) > DRIFT_NODES:
-        import random
-
-        sample = sorted(random.sample(candidates, DRIFT_NODES))
+    sample = _sample(candidates, DRIFT_NODES)
     bounds = store.stream_bounds(sample)
     long = [name for name in sample if bounds[name].count > DRIFT_EVENTS]
     disagree: list[str] = []
@@ -148,6 +148,52 @@ def _drift_finding(store: Store[Any], candidates: list[str], records: int) -> Fi
         "{prog} verify --all shows every disagreement; {prog} verify --all --repair rewrites "
         "each head from its stream (a whole stream only), recorded as an event",
     )
+
+
+def _times_finding(store: Store[Any], candidates: list[str]) -> Finding:
+    """The newest event of each node (at most ``TIMES_NODES``, a random sample past that),
+    against this host's clock: one stamped more than ``audit.AHEAD_BOUND`` ahead was written
+    by a clock ahead, and until that clock is right every event after it carries its time."""
+    from datetime import datetime, timezone
+
+    from resource_extend.ledger import audit
+
+    check = "event times"
+    sample = _sample(candidates, TIMES_NODES)
+    now = datetime.now(timezone.utc)
+    ahead: list[str] = []
+    for name, bounds in store.stream_bounds(sample, tails=sample).items():
+        if bounds.tail is None:
+            continue
+        try:
+            note = audit.ahead_of_now(store.kind.events.decode(bounds.tail), now)
+        except msgspec.DecodeError:
+            continue  # an unreadable event: the drift check reports it
+        if note is not None:
+            ahead.append(f"{name} ({note})")
+    scope = f"the newest event of {len(sample)} of {len(candidates)} nodes"
+    if not ahead:
+        return ok(check, f"no event is stamped ahead of this host's clock ({scope})")
+    return fail(
+        check,
+        f"{len(ahead)} nodes' newest events are stamped more than {audit.AHEAD_BOUND:g} s ahead "
+        f"of this host's clock: {'; '.join(ahead[:SHOWN])}{'; ...' if len(ahead) > SHOWN else ''}. "
+        "Every later event carries that time (its writer's own kept as clock), so history "
+        "and show --at see them late, and compaction here judges their age by their writers' "
+        "clocks",
+        "synchronise the clock of each host named (written by USER@HOST; NTP: timedatectl "
+        "set-ntp true, or chrony); if this host's clock is the one that is wrong, this "
+        "doctor's clock check says so",
+    )
+
+
+def _sample(names: list[str], most: int) -> list[str]:
+    """``names``, or a random ``most`` of them, in order."""
+    if len(names) <= most:
+        return names
+    import random
+
+    return sorted(random.sample(names, most))
 
 
 def _filled(text: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any
 
 import click
@@ -9,7 +10,7 @@ import msgspec
 
 from resource_extend.commands.archive import archive_dir, archive_option
 from resource_extend.commands.protocol import Session, click_config, respond, run
-from resource_extend.ledger import export, verdicts
+from resource_extend.ledger import audit, export, verdicts
 from resource_extend.ledger.digests import EMPTY, named_by_next, tip_of
 from resource_extend.ledger.errors import PluginError
 from resource_extend.ledger.events import AnyEvent as Event
@@ -23,6 +24,10 @@ NodeState = Any
 """Whichever kind's state: verify and compact are the ledger's, written once for every kind."""
 
 REPAIR_ATTEMPTS = 5
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
 
 
 def named_nodes(
@@ -51,6 +56,9 @@ class Verified(msgspec.Struct):
     exports_elsewhere: int = 0
     tip: str = ""
     """``seq N, digest D``: where the stream ends and the digest its next event will name."""
+    clocks: list[str] = msgspec.field(default_factory=list)
+    """Events stamped by a clock ahead (``audit.stamped_ahead``, ``audit.ahead_of_now``):
+    noted, not a disagreement."""
 
 
 def _verify_head(
@@ -69,6 +77,7 @@ def _verify_head(
             return None
         if walk.last is not None:
             found.tip = f"seq {walk.last.seq}, digest {named_by_next(walk.last, walk.last_raw)}"
+            found.clocks = clock_notes(walk)
         verdict = verdicts.judge(opened.head, walk)
         stray = store.stray_keys(node) if opened.head is not None else []
         if stray:
@@ -103,6 +112,19 @@ def _verify_head(
     found.findings.append("not repaired: the node kept changing while it was being repaired")
     found.agrees = False
     return None
+
+
+SHOWN_NOTES = 3
+"""Clock notes shown per node before "and N more"."""
+
+
+def clock_notes(walk: Walk[NodeState]) -> list[str]:
+    """What ``walk`` noted of clocks ahead, and whether its last event is stamped ahead of
+    this host's clock now (``audit.AHEAD_BOUND``)."""
+    notes = list(walk.notes)
+    if walk.last is not None and (ahead := audit.ahead_of_now(walk.last, utc_now())) is not None:
+        notes.append(ahead)
+    return notes
 
 
 class Trust(msgspec.Struct, frozen=True):
@@ -187,6 +209,9 @@ def _verify_one(
 ) -> Verified:
     found = Verified()
     first = _verify_head(store, node, trust if repair else None, found)
+    found.findings += [f"note: {note}" for note in found.clocks[:SHOWN_NOTES]]
+    if found.clocks[SHOWN_NOTES:]:
+        found.findings.append(f"and {len(found.clocks) - SHOWN_NOTES} more stamped ahead")
     if first is not None and isinstance(first.change, Checkpoint):
         _verify_exports(store.kind, node, first, trust, repair, found)
     _orphans(store, node, directories, repair, found)
@@ -276,6 +301,10 @@ def verify(
       node n1: usage differs: head <the record's usage>, stream <what the events fold to>
     Exit status: 0 when every head agrees (or was repaired), 1 otherwise, and 1 for a named
     node that does not exist (no head and no events: said so, not counted as disagreeing).
+    An event stamped more than 60 s ahead of this host's clock, or of the clock of the
+    writer after it, is noted ("node n1: note: event 7 is stamped 3 h ahead ..."): its
+    writer's clock was ahead. A note is no disagreement; doctor's "event times" check
+    fails on it while it lasts.
 
     A compacted stream starts with a checkpoint naming its export: archive:<file> in the
     archive (read with --archive, or streams.archive_dir), or host:path. When that file is
@@ -322,6 +351,7 @@ def verify(
             total.repaired += found.repaired
             total.exports_read += found.exports_read
             total.exports_elsewhere += found.exports_elsewhere
+            total.clocks += found.clocks
         if reports:
             respond("\n".join(reports), text=True, io=session.io)
         verified = len(targets) - len(unknown)
@@ -351,6 +381,8 @@ def verify(
             summary += f", {total.exports_elsewhere} elsewhere not checked (allowed)"
         if total.repaired:
             summary += f", {total.repaired} repaired"
+        if total.clocks:
+            summary += f"; {plural(len(total.clocks), 'event')} stamped by a clock ahead (noted)"
         return summary
 
     run("verify", check, config=click_config(), text=True)

@@ -199,11 +199,81 @@ def checkpoint_for(kind: Kind[S], events: list[Event], export: str) -> Checkpoin
     )
 
 
+AHEAD_BOUND = 60.0
+"""Seconds an event's time may run ahead of the reading host's clock and still be believed
+(doctor fails a clock this far from etcd's). Past it the time came from a clock ahead (or was
+raised to such a time, ``Event.clock``), and compaction judges the event's age otherwise
+(``believed_at``); ``verify`` and ``doctor`` name the event."""
+
+
+def believed_at(event: Event, now: datetime) -> datetime | None:
+    """The time an event's age is judged by at ``now``: its own (``written_at``), unless that
+    is more than ``AHEAD_BOUND`` ahead of ``now``; then the writer's own clock (``clock``, kept
+    when ``at`` was raised to a time ahead), unless that is ahead too. None: no time to
+    believe; the event was written no later than the one after it, which vouches for it."""
+    for at in (written_at(event), event.clock):
+        if at is not None and (at - now).total_seconds() <= AHEAD_BOUND:
+            return at
+    return None
+
+
 def too_young(event: Event, *, now: datetime, min_age: float) -> bool:
     """Whether compaction must leave ``event`` in place: it was written less than ``min_age``
-    seconds before ``now`` (or after it, by ``now``'s clock). A checkpoint counts from the last
-    event it replaced. ``min_age`` 0 leaves nothing too young."""
-    return min_age > 0 and (now - written_at(event)).total_seconds() < min_age
+    seconds before ``now`` (by ``believed_at``; a checkpoint counts from the last event it
+    replaced). An event with no time to believe is not too young by itself: compaction takes it
+    only when an event after it in the cut is old enough (``unvouched``). ``min_age`` 0
+    leaves nothing too young."""
+    if min_age <= 0:
+        return False
+    at = believed_at(event, now)
+    return at is not None and (now - at).total_seconds() < min_age
+
+
+def unvouched(events: list[Event], *, now: datetime, min_age: float) -> int:
+    """How many of the last ``events`` of a cut compaction must leave in place as well: those
+    after the last event with a time to believe (``believed_at``), for nothing vouches that
+    they are old enough. 0 when ``min_age`` is 0."""
+    if min_age <= 0:
+        return 0
+    for back, event in enumerate(reversed(events)):
+        if believed_at(event, now) is not None:
+            return back
+    return len(events)
+
+
+def stamped_ahead(before: Event, event: Event) -> str | None:
+    """A note when ``before`` carries a time more than ``AHEAD_BOUND`` ahead of the clock of
+    the writer after it (who had to raise its own time to it: ``Event.clock``): ``before``'s
+    writer's clock was ahead. None otherwise."""
+    if event.clock is None or before.clock is not None:
+        return None  # not raised, or raised in turn: the first one was noted
+    ahead = (written_at(before) - event.clock).total_seconds()
+    if ahead <= AHEAD_BOUND:
+        return None
+    return (
+        f"event {before.seq} is stamped {spoken(ahead)} ahead of the clock of the writer after "
+        f"it ({event.by or 'unknown'}): the clock of {before.by or 'its writer'} was ahead"
+    )
+
+
+def ahead_of_now(event: Event, now: datetime) -> str | None:
+    """A note when ``event``'s time (or, raised, its writer's clock) is more than
+    ``AHEAD_BOUND`` ahead of ``now``, this host's clock."""
+    if believed_at(event, now) is not None:
+        return None
+    ahead = (written_at(event) - now).total_seconds()
+    return (
+        f"event {event.seq} is stamped {spoken(ahead)} ahead of this host's clock "
+        f"(written by {event.by or 'unknown'}): that clock, or this one, is wrong"
+    )
+
+
+def spoken(seconds: float) -> str:
+    """``90 s``, ``25 min``, ``3 h``, ``2 days``: how far a clock is off, roughly."""
+    for unit, size, below in (("s", 1, 100), ("min", 60, 100 * 60), ("h", 3600, 48 * 3600)):
+        if seconds < below:
+            return f"{round(seconds / size)} {unit}"
+    return f"{round(seconds / 86400)} days"
 
 
 class ExportCheck(msgspec.Struct, frozen=True):

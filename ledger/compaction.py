@@ -6,8 +6,10 @@ an unpublished temporary (``<name>.partial``). How:
 
 1. Choose the cut: the newest ``keep`` events stay, and so does every event younger than
    ``min_age`` seconds and everything after it (by this process's clock against each event's
-   time; a checkpoint's is the last event it replaced). A call whose answer was lost looks for
-   its own event among the recent ones (``Store._landed``): they must outlive it.
+   time; a checkpoint's is the last event it replaced; a time far ahead of this clock is not
+   believed, and such an event goes only with an older one after it: ``audit.believed_at``).
+   A call whose answer was lost looks for its own event among the recent ones
+   (``Store._landed``): they must outlive it.
 2. Export the events to go under a temporary name, flushed to disk (``ledger.export``), the
    node's sweep mark read first (``Store.swept_at``).
 3. One transaction (``Store.replace_with_checkpoint``): if the stream's first event and the
@@ -145,8 +147,11 @@ def _to_cut(
     )
     if stream.stopped_at is not None:
         through = stream.stopped_at - 1
-        if through - first < at_least:
-            return None
+    if unvouched := audit.unvouched(stream.events, now=now, min_age=min_age):
+        through = stream.events[-unvouched].seq - 1  # stamped ahead, and nothing after them
+        stream = _shortened(stream, len(stream.events) - unvouched)
+    if through - first < at_least:
+        return None
     if not stream.events or stream.events[0].seq != first:
         raise _Raced  # the first event is gone since the stream's first key was read
     if first != 1 and not isinstance(stream.events[0].change, Checkpoint) and not exact:
@@ -158,6 +163,17 @@ def _to_cut(
             node=node,
         )
     return stream
+
+
+def _shortened(stream: Stream, length: int) -> Stream:
+    """``stream`` with its first ``length`` events only."""
+    return msgspec.structs.replace(
+        stream,
+        events=stream.events[:length],
+        raw_events=stream.raw_events[:length],
+        event_revisions=stream.event_revisions[:length],
+        stopped_at=stream.events[length].seq,
+    )
 
 
 def _replace(store: Store[Any], node: str, stream: Stream, to: Destination, verb: str) -> Compacted:

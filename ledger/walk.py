@@ -12,7 +12,13 @@ from typing import Generic, TypeVar
 
 import msgspec
 
-from resource_extend.ledger.audit import BrokenStream, apply, order_problems, start_problems
+from resource_extend.ledger.audit import (
+    BrokenStream,
+    apply,
+    order_problems,
+    stamped_ahead,
+    start_problems,
+)
 from resource_extend.ledger.digests import CHAINED_FROM, named_by_next
 from resource_extend.ledger.events import AnyEvent
 from resource_extend.ledger.kinds import Kind
@@ -36,6 +42,7 @@ class Walk(Generic[S]):
     checkpoint and run without gaps; each event must name its predecessor (``ledger.digests``);
     each change must agree with itself (``Kind.contradiction``) and follow the state before it,
     never into an impossible state (``Kind.invalid``); a snapshot must hold the state folded there.
+    An event stamped by a clock ahead is noted, not a problem (``notes``).
 
     A fold that fails or an impossible state stops the fold (``broken``): what comes after it
     proves nothing, but the chain is still followed, for an edited event shows as a fold gone
@@ -53,6 +60,9 @@ class Walk(Generic[S]):
         self.broken = False
         """The chain or the fold failed: the state is not the stream's, and no repair may
         trust it."""
+        self.notes: list[str] = []
+        """What is worth saying but is no disagreement: an event stamped by a clock ahead
+        (``audit.stamped_ahead``)."""
         self._gapless = True
         self._chain_broken = False
 
@@ -80,6 +90,8 @@ class Walk(Generic[S]):
                 )
                 self._chain_broken = True
                 return
+        if before is not None and (note := stamped_ahead(before, event)) is not None:
+            self.notes.append(note)
         if self.broken:
             return
         contradiction = self.kind.contradiction(event.change)

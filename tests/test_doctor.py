@@ -29,7 +29,7 @@ import pytest
 from resource_extend.commands.doctor_clock import clock_offset, fail_after, judge_clock
 from resource_extend.commands.doctor_durability import CHECK as DURABILITY
 from resource_extend.commands.doctor_host import container_runtime
-from tests.audit.helpers import G, added, event, head, plant, put_head, write_streams
+from tests.audit.helpers import G, added, event, head, plant, put_head, used, write_streams
 from tests.etcd_server import Cluster, Member, etcdctl_binary, free_port
 from tests.etcdkv import Etcd, upstream_head
 from tests.plugin import Plugin
@@ -140,6 +140,7 @@ def test_nothing_wrong_exits_0_with_every_finding_ok(plugin: Plugin, host: Host)
         "upstream records",
         "0.1 streams",
         "drift",
+        "event times",
         "exports",
         "helper",
         "gpu driver",
@@ -433,6 +434,30 @@ def test_a_drifted_head_fails(plugin: Plugin, etcd: Etcd, host: Host) -> None:
     assert "1 heads disagree" in found["message"] and "n2 (usage differs" in found["message"]
     assert "all 2 nodes" in found["message"]
     assert "resource-gpu verify --all --repair" in found["fix"]
+
+
+def test_an_event_stamped_by_a_clock_ahead_fails_naming_its_writer(
+    plugin: Plugin, etcd: Etcd, host: Host
+) -> None:
+    """A node's newest event stamped 2 hours ahead of this host's clock: doctor names the node,
+    the event and the host that wrote it; a minute's skew is within the bound."""
+    import datetime as dt
+
+    now = dt.datetime.now(dt.timezone.utc)
+    late = event(2, used({G: 1}), at=now + dt.timedelta(hours=2))
+    late["by"] = "core@fast-host"
+    plant(etcd, "n1", [event(1, added({G: 4})), late], head({G: 4}, {G: 1}, 2))
+    plant(
+        etcd,
+        "n2",
+        [event(1, added({G: 4}), at=now + dt.timedelta(seconds=30))],
+        head({G: 4}, {}, 1),
+    )
+    found = finding(doctor(plugin, host), "event times")
+    assert found["status"] == "fail", found
+    assert "n1 (event 2 is stamped 2 h ahead" in found["message"], found
+    assert "core@fast-host" in found["message"] and "n2" not in found["message"]
+    assert "NTP" in found["fix"]
 
 
 def test_a_0_1_stream_fails(plugin: Plugin, etcd: Etcd, host: Host) -> None:

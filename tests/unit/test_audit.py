@@ -319,6 +319,66 @@ def test_a_checkpoint_is_as_old_as_the_last_event_it_replaced() -> None:
     assert not audit.too_young(checkpoint, now=replaced + timedelta(seconds=300), min_age=300)
 
 
+def test_a_time_far_ahead_is_not_believed_but_the_writers_own_clock_is() -> None:
+    """Within ``AHEAD_BOUND`` of the reader's clock a time is believed; past it, the writer's
+    own clock when the time was raised (``clock``), unless that is ahead too."""
+    now = T0
+    bound = timedelta(seconds=audit.AHEAD_BOUND)
+    near = replace(LIFE[0], at=now + bound)
+    far = replace(LIFE[0], at=now + bound + timedelta(microseconds=1))
+    assert audit.believed_at(near, now) == near.at
+    assert audit.believed_at(far, now) is None
+    assert audit.believed_at(replace(far, clock=now - timedelta(hours=1)), now) == now - timedelta(
+        hours=1
+    )
+    assert audit.believed_at(replace(far, clock=far.at), now) is None
+    assert not audit.too_young(far, now=now, min_age=300)  # by itself: unvouched decides
+
+
+def test_events_stamped_ahead_at_the_end_of_a_cut_are_not_vouched_for() -> None:
+    now = T0 + timedelta(days=1)
+    ahead = [replace(event, at=now + timedelta(days=1)) for event in LIFE[:3]]
+    vouched = replace(ahead[2], clock=now - timedelta(hours=1))
+    assert audit.unvouched([LIFE[0], *ahead[1:]], now=now, min_age=300) == 2
+    assert audit.unvouched([*ahead[:2], vouched], now=now, min_age=300) == 0
+    assert audit.unvouched(ahead, now=now, min_age=300) == 3
+    assert audit.unvouched(ahead, now=now, min_age=0) == 0
+
+
+def test_the_first_event_stamped_ahead_is_noted_with_its_writer() -> None:
+    before = replace(LIFE[0], at=T0 + timedelta(hours=3), by="core@fast")
+    after = replace(LIFE[1], at=before.at, clock=T0, by="core@right")
+    note = audit.stamped_ahead(before, after)
+    assert note == (
+        "event 1 is stamped 3 h ahead of the clock of the writer after it (core@right): the "
+        "clock of core@fast was ahead"
+    )
+    assert audit.stamped_ahead(after, replace(LIFE[2], at=before.at, clock=T0)) is None  # raised
+    assert audit.stamped_ahead(LIFE[0], LIFE[1]) is None  # not raised
+    assert audit.stamped_ahead(replace(before, at=T0 + timedelta(seconds=60)), after) is None
+    assert audit.ahead_of_now(before, T0) == (
+        "event 1 is stamped 3 h ahead of this host's clock (written by core@fast): that "
+        "clock, or this one, is wrong"
+    )
+    assert audit.ahead_of_now(after, T0) is None  # its writer's own clock is believed
+
+
+@pytest.mark.parametrize(
+    ("seconds", "spoken"),
+    [
+        (61, "61 s"),
+        (150, "2 min"),
+        (5999, "100 min"),
+        (6000, "2 h"),
+        (172799, "48 h"),
+        (172800, "2 days"),
+        (86400 * 30, "30 days"),
+    ],
+)
+def test_how_far_a_clock_is_off_is_said_roughly(seconds: float, spoken: str) -> None:
+    assert audit.spoken(seconds) == spoken
+
+
 # --- exports ---------------------------------------------------------------------------------
 
 
