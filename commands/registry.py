@@ -53,6 +53,7 @@ AUDITOR_COMMANDS: dict[str, str] = {
     "archive": "resource_extend.commands.archive:archive",
     "doctor": "resource_extend.commands.doctor:doctor",
     "exporter": "resource_extend.commands.exporter:exporter",
+    "sample-config": "resource_extend.commands.sample_config:sample_config",
 }
 """Commands for people (auditors, operators); not offered to core."""
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from resource_extend.commands.program import PROGRAMS
+from resource_extend.commands.sample_config import SAMPLES
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,7 +25,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
     for name in ("pyproject.toml", "README.md", *(f"scripts/{p}" for p in PROGRAMS)):
         (source / name).parent.mkdir(exist_ok=True)
         shutil.copy(ROOT / name, source / name)
-    for layer in ("ledger", "commands", "projections"):
+    for layer in ("ledger", "commands", "projections", "docs"):
         shutil.copytree(ROOT / layer, source / layer, ignore=shutil.ignore_patterns("__pycache__"))
     out = tmp_path_factory.mktemp("wheel")
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
@@ -43,6 +44,15 @@ def test_site_packages_gains_one_top_level_package(wheel: zipfile.ZipFile) -> No
     for kind in ("gpu", "storage"):
         assert f"resource_extend/commands/{kind}/__init__.py" in wheel.namelist()
         assert f"resource_extend/projections/{kind}/__init__.py" in wheel.namelist()
+
+
+def test_the_samples_come_with_the_package_and_no_other_doc(wheel: zipfile.ZipFile) -> None:
+    """``sample-config`` reads them from the installed package: a host needs no source tree."""
+    shipped = {
+        n.split("/", 2)[2] for n in wheel.namelist() if n.startswith("resource_extend/samples/")
+    }
+    wanted = {file.replace("{prog}", p) for file, _ in SAMPLES.values() for p in PROGRAMS}
+    assert shipped == wanted
 
 
 @pytest.mark.parametrize("program", sorted(PROGRAMS))

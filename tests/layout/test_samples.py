@@ -1,0 +1,58 @@
+"""``sample-config``: the files an install needs come with the package, each program's own."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from resource_extend.commands import program
+from resource_extend.commands.sample_config import SAMPLES, sample
+from tests.plugin import binary
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+@pytest.mark.parametrize("name", sorted(program.PROGRAMS))
+@pytest.mark.parametrize("what", sorted(SAMPLES))
+def test_each_sample_is_the_file_under_docs(name: str, what: str) -> None:
+    with program.using(name) as serving:
+        file = serving.fill(SAMPLES[what][0])
+        assert sample(what) == (DOCS / file).read_text()
+
+
+def test_the_two_units_differ_only_in_the_program_they_run() -> None:
+    """Two files, so each can be copied as it is: kept one unit by this test."""
+    gpu = (DOCS / "resource-gpu-exporter.service").read_text()
+    storage = (DOCS / "resource-storage-exporter.service").read_text()
+    swapped = (
+        storage.replace("resource-storage", "resource-gpu")
+        .replace("storage.yaml", "gpu.yaml")
+        .replace("storage ledger", "GPU ledger")
+        .replace("9465", "9464")
+    )
+    gpu_line = (
+        "# resource-storage-exporter.service is the same unit for resource-storage (port 9465)."
+    )
+    other = "# resource-gpu-exporter.service is the same unit for resource-gpu (port 9464)."
+    assert swapped.replace(other, gpu_line) == gpu
+
+
+@pytest.mark.parametrize("name", sorted(program.PROGRAMS))
+def test_the_command_prints_the_config_sample_by_default(name: str) -> None:
+    shown = subprocess.run(
+        [*binary(name), "sample-config"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert (shown.returncode, shown.stderr) == (0, "")
+    assert shown.stdout == (DOCS / "plugin.yaml.sample").read_text()
+
+
+def test_an_unknown_sample_is_a_usage_error_listing_the_known_ones() -> None:
+    shown = subprocess.run(
+        [*binary(), "sample-config", "unti"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert shown.returncode == 2 and not shown.stdout
+    assert "'unti' is not one of 'config', 'unit', 'alerts', 'dashboard'" in shown.stderr
