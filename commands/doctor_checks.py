@@ -85,11 +85,19 @@ def check_config(explicit: str | None) -> tuple[Config | None, Finding]:
             "file; if that is the file, correct what the message names",
         )
     machines = len(config.etcd.machines)
-    return config, ok(
-        CONFIG_CHECK,
+    summary = (
         f"{path} (from {how}) is valid: prefix {config.etcd.prefix}, "
-        f"{machines} etcd endpoint{'s' * (machines != 1)}, transport {config.etcd.transport}",
+        f"{machines} etcd endpoint{'s' * (machines != 1)}, transport {config.etcd.transport}"
     )
+    if config.unrecognised:
+        strays = ", ".join(config.unrecognised)
+        return config, warn(
+            CONFIG_CHECK,
+            f"{summary}; it also holds {strays}, neither this plugin's key nor core's: ignored",
+            "if it is a typo, correct it (every key is in '{prog} sample-config'); if a newer "
+            "core reads it, leave it",
+        )
+    return config, ok(CONFIG_CHECK, summary)
 
 
 def every_finding(explicit: str | None) -> list[Finding]:

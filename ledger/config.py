@@ -144,6 +144,9 @@ class Config(msgspec.Struct, kw_only=True):
         msgspec.field(default_factory=dict)
     )
     """resource-gpu detect: a card's name as the driver reports it -> its product."""
+    unrecognised: list[str] = msgspec.field(default_factory=list)
+    """Top-level keys neither this plugin's nor core's, far from any of ours: ignored (a file
+    shared with a newer core may hold them), and reported by doctor (``stray_keys``)."""
 
     def __post_init__(self) -> None:
         for name, product in self.products.items():
@@ -154,6 +157,70 @@ class Config(msgspec.Struct, kw_only=True):
                     f"products: {name!r} maps to {product!r}, which is not a product name "
                     "(blank, or with control characters)"
                 )
+
+
+SECTIONS: dict[str, type[msgspec.Struct]] = {
+    "": Config,
+    "etcd": EtcdConfig,
+    "etcd.auth": Auth,
+    "streams": StreamsConfig,
+    "scheduler": SchedulerConfig,
+}
+"""The sections whose keys are checked, by dotted path (``""``: the top level)."""
+
+CORE_TOP_LEVEL = frozenset({
+    "log_level", "bind", "statsd", "profile", "lock_timeout", "global_timeout",
+    "connection_timeout", "ha_keepalive_interval", "cert_path", "max_concurrency", "store",
+    "resource_plugins_dir", "resource_plugins_timeout", "resource_plugin", "auth", "grpc",
+    "wal_file", "wal_open_timeout", "git", "redis", "docker", "virt", "systemd", "sentry_dsn",
+    "log", "probe_target",
+})  # fmt: skip
+
+CORE_KEYS: dict[str, frozenset[str]] = {
+    "": CORE_TOP_LEVEL,
+    "etcd": frozenset({"lock_prefix"}),
+    "scheduler": frozenset({"maxshare", "sharebase"}),
+}
+"""Keys of eru core's own config (``types.Config``), which the upstream plugins read from a
+file shared with core: accepted here, and not used."""
+
+NEAR = 0.75
+"""How alike (``difflib``'s ratio) a top-level key must be to one of ours to be taken for its
+typo, and refused."""
+
+
+def stray_keys(raw: object) -> tuple[list[str], list[str]]:
+    """The keys in a parsed config file that are neither this plugin's nor core's: those
+    refused (``"etcd.timeot (did you mean etcd.timeout?)"``: any in a section of ours, or a
+    top-level one that looks like a typo of ours) and those only noted (other top-level ones:
+    a newer core's, perhaps). Pure: what ``parse`` and doctor judge a file by."""
+    import difflib
+
+    refused: list[str] = []
+    noted: list[str] = []
+    for section, struct in SECTIONS.items():
+        found: object = raw
+        for part in filter(None, section.split(".")):
+            found = found.get(part) if isinstance(found, dict) else None
+        if not isinstance(found, dict):
+            continue  # absent, or the wrong type: msgspec says so
+        ours = [field.encode_name for field in msgspec.structs.fields(struct)]
+        ours = [name for name in ours if name != "unrecognised"]
+        known = {*ours, *CORE_KEYS.get(section, ())}
+        for key in found:
+            if not isinstance(key, str) or key in known:
+                continue
+            name = f"{section}.{key}" if section else key
+            close = difflib.get_close_matches(key, ours, n=1, cutoff=0.6 if section else NEAR)
+            if close:
+                refused.append(
+                    f"{name} (did you mean {section + '.' if section else ''}{close[0]}?)"
+                )
+            elif section:
+                refused.append(name)
+            else:
+                noted.append(name)
+    return refused, noted
 
 
 _loaded: dict[str, tuple[bytes, str, Config]] = {}
@@ -258,10 +325,19 @@ def parse(text: str, *, source: str = "config", base: str | None = None) -> Conf
             f"config {source!r} is empty: it needs at least an etcd section (write the file "
             "aside and rename it into place, so a call never reads it half-written)"
         )
+    refused, noted = stray_keys(raw)
+    if refused:
+        listed = ", ".join(refused)
+        raise PluginError(
+            f"config {source!r}: unknown key{'s' * (len(refused) > 1)} {listed}: neither this "
+            "plugin's nor core's (sample-config prints the sample, which holds every key)"
+        )
     try:
         config = msgspec.convert(raw, Config)
     except msgspec.ValidationError as exc:
         raise PluginError(f"config {source!r}: {_one_line(exc)}") from None
+    if noted:
+        config = msgspec.structs.replace(config, unrecognised=noted)
     return _anchored(config, base)
 
 

@@ -200,6 +200,29 @@ def test_an_invalid_config_fails_naming_the_file_and_the_fault(plugin: Plugin, h
     assert str(plugin.config) in config["message"] and "etcd.machines" in config["message"]
 
 
+def add_to_config(plugin: Plugin, **keys: Any) -> None:
+    plugin.config.write_text(json.dumps({**json.loads(plugin.config.read_text()), **keys}))
+
+
+def test_a_typo_in_a_key_fails_naming_the_key_and_its_likely_spelling(
+    plugin: Plugin, host: Host
+) -> None:
+    add_to_config(plugin, residnet=False)
+    config = finding(doctor(plugin, host), "config")
+    assert config["status"] == "fail"
+    assert "unknown key residnet (did you mean resident?)" in config["message"]
+
+
+def test_a_key_neither_ours_nor_cores_is_a_warning_naming_it(plugin: Plugin, host: Host) -> None:
+    add_to_config(plugin, metrics_exporter={"port": 1})
+    findings = doctor(plugin, host)
+    config = finding(findings, "config")
+    assert config["status"] == "warn"
+    assert "metrics_exporter" in config["message"] and "ignored" in config["message"]
+    assert "sample-config" in config["fix"]
+    assert finding(findings, endpoint_check(plugin.endpoints[0]))["status"] == "ok"  # used
+
+
 # -- etcd -----------------------------------------------------------------------------------------
 
 

@@ -74,9 +74,47 @@ def test_integer_timeout_is_accepted() -> None:
     assert parse("etcd: {machines: [a], timeout: 3}").etcd.timeout == 3.0
 
 
-def test_unknown_keys_are_ignored() -> None:
-    etcd = parse("other: 1\netcd: {machines: [a], colour: blue}").etcd
-    assert etcd.machines == ["a"]
+def test_cores_own_keys_are_accepted_and_unused() -> None:
+    """The upstream plugins read a file shaped like core's config: its keys are not typos."""
+    text = "log_level: INFO\netcd: {machines: [a], lock_prefix: /lock}\nscheduler: {maxshare: -1}"
+    config = parse(text)
+    assert config.etcd.machines == ["a"]
+    assert config.unrecognised == []
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("etcd: {machines: [a], timeot: 3}", "etcd.timeot (did you mean etcd.timeout?)"),
+        ("etcd: {machines: [a], colour: blue}", "etcd.colour"),
+        ("etcd: {machines: [a], auth: {usrname: x}}", "etcd.auth.usrname (did you mean "),
+        ("etcd: {machines: [a]}\nstreams: {max_event: 9}", "streams.max_event (did you mean"),
+        ("etcd: {machines: [a]}\nresidnet: false", "residnet (did you mean resident?)"),
+        ("etcd: {machines: [a]}\nstream: {}", "stream (did you mean streams?)"),
+    ],
+)
+def test_an_unknown_key_is_refused_naming_it_and_the_nearest_known_one(
+    text: str, named: str
+) -> None:
+    with pytest.raises(PluginError) as info:
+        parse(text, source="gpu.yaml")
+    message = str(info.value)
+    assert message.startswith("config 'gpu.yaml': unknown key ")
+    assert named in message
+    assert "\n" not in message
+
+
+def test_every_unknown_key_is_named_at_once() -> None:
+    with pytest.raises(PluginError, match=r"unknown keys etcd.timeot .*, etcd.prefx "):
+        parse("etcd: {machines: [a], timeot: 3, prefx: /x}")
+
+
+def test_a_top_level_key_like_none_of_ours_is_kept_as_unrecognised() -> None:
+    """A file shared with a newer core may hold keys of its own: noted (doctor reports them),
+    not refused, so an upgrade of core cannot break every call."""
+    config = parse("etcd: {machines: [a]}\nmetrics_exporter: {port: 1}\nresident: false")
+    assert config.unrecognised == ["metrics_exporter"]
+    assert config.resident is False
 
 
 @pytest.mark.parametrize(
