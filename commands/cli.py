@@ -38,6 +38,19 @@ class LazyGroup(click.Group):
             command.help = current().fill(command.help)
         return command
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError:
+            import difflib
+
+            close = difflib.get_close_matches(args[0], self.list_commands(ctx), n=1)
+            if close:
+                ctx.fail(f"No such command {args[0]!r}: did you mean {close[0]!r}?")
+            raise
+
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if not args and not ctx.resilient_parsing:  # a bare "resource-gpu" (not completion):
             # a few lines, not the whole manual as an error

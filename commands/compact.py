@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from resource_extend.commands.protocol import Session, click_config, respond, run
-from resource_extend.commands.verify import named_nodes, plural
+from resource_extend.commands.verify import named_nodes, nodes_or_all, plural
 from resource_extend.ledger import audit
 from resource_extend.ledger.errors import PluginError
 
@@ -67,6 +67,8 @@ def compact(
     streams.max_events in {config}); "{prog} archive" keeps them at half their bound.
     """
 
+    nodes_or_all(nodes, every)
+
     def run_compaction(session: Session) -> str:
         from resource_extend.ledger.compaction import compact as compact_node
         from resource_extend.ledger.config import Destination
@@ -82,7 +84,7 @@ def compact(
         store = session.store
         store.budget_per_request()  # many nodes outlast one call's budget; no request may
         lines = []
-        targets = named_nodes(store, nodes, every, "compact")
+        targets = named_nodes(store, nodes, every)
         failed = 0
         for node in targets:
             try:

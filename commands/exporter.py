@@ -7,6 +7,7 @@ import threading
 
 import click
 
+from resource_extend.commands.exporter_listen import DEFAULT_LISTEN, Address, parse_listen
 from resource_extend.commands.protocol import (
     Session,
     click_config,
@@ -20,10 +21,20 @@ from resource_extend.ledger.errors import PluginError
 INSTALL_HINT = "pip install 'resource-extend[exporter]' (or pip install prometheus-client)"
 
 
+def listen_address(ctx: click.Context, _: click.Parameter, value: str) -> Address:
+    """``--listen`` (a click callback): an address not understood is a usage error."""
+    try:
+        return parse_listen(value)
+    except PluginError as exc:
+        raise click.UsageError(exc.reason, ctx) from None
+
+
 @click.command("exporter")
 @click.option(
     "--listen",
-    default="127.0.0.1:9464",
+    "address",
+    default=DEFAULT_LISTEN,
+    callback=listen_address,
     show_default=True,
     metavar="HOST:PORT",
     help="Where to serve /metrics: HOST:PORT, [IPv6]:PORT, or :PORT for every address.",
@@ -50,7 +61,9 @@ INSTALL_HINT = "pip install 'resource-extend[exporter]' (or pip install promethe
     metavar="SECONDS",
     help="Pause between two verify passes over every stream (0: no verify, no drift gauge).",
 )
-def exporter(listen: str, every: float, stale_after: float | None, verify_every: float) -> None:
+def exporter(
+    address: Address, every: float, stale_after: float | None, verify_every: float
+) -> None:
     """Serve the ledger's metrics to Prometheus on http://HOST:PORT/metrics, until stopped
     (SIGTERM or SIGINT: the server closes, the background jobs end, exit status 0).
 
@@ -97,6 +110,13 @@ def exporter(listen: str, every: float, stale_after: float | None, verify_every:
     too. On start one line on stdout names the URL served; on stop, one line says so.
     """
     stopping = threading.Event()
+    stale = 2 * every if stale_after is None else stale_after
+    if stale < every:
+        raise click.UsageError(
+            f"--stale-after {stale:g} is shorter than --every {every:g}: every series "
+            "would go stale between two reads",
+            click.get_current_context(),
+        )
 
     def serve(session: Session) -> str:
         try:
@@ -108,13 +128,6 @@ def exporter(listen: str, every: float, stale_after: float | None, verify_every:
         from resource_extend.commands.exporter_view import prefix_of, view_families
         from resource_extend.commands.program import current
 
-        stale = 2 * every if stale_after is None else stale_after
-        if stale < every:
-            raise PluginError(
-                f"--stale-after {stale:g} is shorter than --every {every:g}: every series "
-                "would go stale between two reads"
-            )
-        address = http.parse_listen(listen)
         config = session.config
         prefix, kind_gauges = prefix_of(current().name), program_package().exporter_gauges()
 

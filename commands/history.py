@@ -15,7 +15,7 @@ from resource_extend.commands import views
 from resource_extend.commands.archive import archive_dir, archive_option
 from resource_extend.commands.protocol import Session, click_config, run
 from resource_extend.ledger import audit
-from resource_extend.ledger.errors import PluginError
+from resource_extend.ledger.errors import InvalidRequest, PluginError
 from resource_extend.ledger.events import AnyEvent as Event
 from resource_extend.ledger.events import Checkpoint, HeadRepaired
 from resource_extend.ledger.keys import check_node_name
@@ -25,6 +25,17 @@ if TYPE_CHECKING:
 
 
 POINT_HELP = "a seq (42) or an RFC 3339 time (2026-11-29T03:00:00Z; no offset means UTC)"
+
+
+def point_option(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> audit.Point | None:
+    """``--since``, ``--until``, ``--at`` (a click callback): a point not understood is a usage
+    error (exit 2), said before anything is read."""
+    try:
+        return None if value is None else audit.parse_point(value)
+    except InvalidRequest as exc:
+        raise click.BadParameter(exc.reason, ctx, param) from None
 
 
 def summary(view: views.KindView, event: Event) -> str:
@@ -198,8 +209,15 @@ class Selection(msgspec.Struct, frozen=True):
 
 @click.command("history")
 @click.argument("node")
-@click.option("--since", metavar="POINT", help=f"From this event on: {POINT_HELP}.")
-@click.option("--until", metavar="POINT", help="Up to this event, included (same forms).")
+@click.option(
+    "--since", callback=point_option, metavar="POINT", help=f"From this event on: {POINT_HELP}."
+)
+@click.option(
+    "--until",
+    callback=point_option,
+    metavar="POINT",
+    help="Up to this event, included (same forms).",
+)
 @click.option(
     "--kind",
     "kinds",
@@ -214,8 +232,8 @@ class Selection(msgspec.Struct, frozen=True):
 @click.option("--json", "as_json_output", is_flag=True, help="Print a JSON array, oldest first.")
 def history(
     node: str,
-    since: str | None,
-    until: str | None,
+    since: audit.Point | None,
+    until: audit.Point | None,
     kinds: tuple[str, ...],
     limit: int | None,
     archive: str | None,
@@ -237,13 +255,11 @@ def history(
     """
 
     def show(session: Session) -> Any:
-        start = audit.parse_point(since, "--since") if since is not None else None
-        end = audit.parse_point(until, "--until") if until is not None else None
         positions = positions_of(session, node)
         first = positions.at_or_after(positions.first) if positions.first else None
         if first is None:
             return [] if as_json_output else NOT_ADOPTED
-        low, high = window(positions, start, end)
+        low, high = window(positions, since, until)
         if limit is not None:
             low = (
                 newest(positions, low, high, kinds, limit) if kinds else max(low, high - limit + 1)
@@ -251,17 +267,19 @@ def history(
         rows = None
         exports = archive_dir(session, archive)
         if exports and reaches_archive(first, low):
-            by_seq = limit is not None and not kinds and not isinstance(end, datetime)
+            by_seq = limit is not None and not kinds and not isinstance(until, datetime)
             reach = high - limit + 1 if by_seq and limit is not None else None
-            select = Selection(start, end, kinds, limit, high, reach)
+            select = Selection(since, until, kinds, limit, high, reach)
             try:
                 rows = archived_rows(session, positions, first, exports, select)
             except PluginError:
                 if archive:  # named by hand: it must hold the chain
                     raise
         if rows is None:
-            if end is not None and isinstance(first.change, Checkpoint) and high < first.seq:
-                raise PluginError(f"nothing left up to {until}: {audit.compacted_note(first)}")
+            if until is not None and isinstance(first.change, Checkpoint) and high < first.seq:
+                raise PluginError(
+                    f"nothing left up to {audit.shown_point(until)}: {audit.compacted_note(first)}"
+                )
             rows = [
                 (event, state)
                 for event, state in positions.rows(low - 1, high)

@@ -12,6 +12,7 @@ from resource_extend.commands.history import (
     NOT_ADOPTED,
     POINT_HELP,
     columns,
+    point_option,
     positions_of,
 )
 from resource_extend.commands.protocol import Session, click_config, run
@@ -28,7 +29,9 @@ if TYPE_CHECKING:
 
 @click.command("show")
 @click.argument("node")
-@click.option("--at", "at", metavar="POINT", help=f"As of this point: {POINT_HELP}.")
+@click.option(
+    "--at", "point", callback=point_option, metavar="POINT", help=f"As of this point: {POINT_HELP}."
+)
 @archive_option
 @click.option(
     "--json",
@@ -36,7 +39,7 @@ if TYPE_CHECKING:
     is_flag=True,
     help='Print {"capacity": R, "usage": R, "seq": N} instead of a table.',
 )
-def show(node: str, at: str | None, archive: str | None, as_json_output: bool) -> None:
+def show(node: str, point: audit.Point | None, archive: str | None, as_json_output: bool) -> None:
     """Print NODE's capacity and usage now, or as of an earlier point, folded from its events.
 
     \b
@@ -50,7 +53,6 @@ def show(node: str, at: str | None, archive: str | None, as_json_output: bool) -
     """
 
     def state(session: Session) -> Any:
-        point = audit.parse_point(at, "--at") if at is not None else None
         positions = positions_of(session, node)
         first = positions.at_or_after(positions.first) if positions.first else None
         if first is None:

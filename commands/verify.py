@@ -30,12 +30,15 @@ def utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def named_nodes(
-    store: Store[NodeState], nodes: tuple[str, ...], every: bool, which: str
-) -> list[str]:
-    """The nodes named, or with ``every`` all under the prefix (one or the other)."""
+def nodes_or_all(nodes: tuple[str, ...], every: bool) -> None:
+    """A usage error (exit 2) unless the command was given nodes or ``--all``, not both."""
     if every == bool(nodes):
-        raise PluginError(f"name the nodes to {which}, or pass --all (not both)")
+        ctx = click.get_current_context()
+        raise click.UsageError(f"name the nodes to {ctx.info_name}, or pass --all (not both)", ctx)
+
+
+def named_nodes(store: Store[NodeState], nodes: tuple[str, ...], every: bool) -> list[str]:
+    """The nodes named, or with ``every`` all under the prefix (``nodes_or_all`` checked)."""
     if every:
         return sorted(store.list_nodes())
     return [check_node_name(node) for node in dict.fromkeys(nodes)]
@@ -324,10 +327,12 @@ def verify(
     not a disagreement.
     """
 
+    nodes_or_all(nodes, every)
+
     def check(session: Session) -> str:
         store = session.store
         store.budget_per_request()  # many nodes outlast one call's budget; no request may
-        targets = named_nodes(store, nodes, every, "verify")
+        targets = named_nodes(store, nodes, every)
         exports = archive_dir(session, archive)
         trust = Trust(exports, allow_elsewhere)
         directories = list(dict.fromkeys(d for d in (exports, streams_dir(session)) if d))

@@ -51,7 +51,7 @@ Point = int | datetime
 written at or before it)."""
 
 
-def parse_point(text: str, option: str) -> Point:
+def parse_point(text: str, option: str = "") -> Point:
     """A seq (``42``) or an RFC 3339 time (``2026-11-29T03:00:00Z``, any offset; no offset
     means UTC). A leap second (``23:59:60``) is the instant after ``23:59:59.999999``."""
     if text.isascii() and text.isdigit():
@@ -63,10 +63,16 @@ def parse_point(text: str, option: str) -> Point:
         if leap:
             at = at.replace(microsecond=0) + timedelta(seconds=1)
     except ValueError:
+        named = f"{option} {text!r}" if option else repr(text)
         raise InvalidRequest(
-            f"{option} {text!r} is neither a seq nor an RFC 3339 time (e.g. 2026-11-29T03:00:00Z)"
+            f"{named} is neither a seq nor an RFC 3339 time (e.g. 2026-11-29T03:00:00Z)"
         ) from None
     return at if at.tzinfo else at.replace(tzinfo=timezone.utc)
+
+
+def shown_point(point: Point) -> str:
+    """A point as people write it: a seq, or an RFC 3339 time."""
+    return str(point) if isinstance(point, int) else rfc3339(point)
 
 
 def rfc3339(at: datetime) -> str:

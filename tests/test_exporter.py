@@ -434,7 +434,9 @@ def exporter_run(plugin: Plugin, *args: str, env: dict[str, str] | None = None) 
     ],
 )
 def test_a_bad_listen_address_is_refused_in_one_line(plugin: Plugin, listen: str, why: str) -> None:
-    line = failure_line(exporter_run(plugin, "--listen", listen), "exporter")
+    refused = exporter_run(plugin, "--listen", listen)
+    line = failure_line(refused, "exporter")
+    assert refused.status == 2  # a usage error, said before anything starts
     assert f"--listen {listen!r}: {why}" in line and "expected HOST:PORT" in line, line
 
 
@@ -451,6 +453,7 @@ def test_an_address_in_use_and_a_stale_limit_below_the_interval_are_refused(
     )
     short = exporter_run(plugin, "--every", "10", "--stale-after", "5")
     assert "--stale-after 5 is shorter than --every 10" in failure_line(short, "exporter")
+    assert short.status == 2
 
 
 def test_without_prometheus_client_it_says_how_to_install_it(

@@ -36,6 +36,7 @@ from tests.audit.helpers import (
     run_many,
     seqs,
     take,
+    usage_error,
     used,
     write_streams,
 )
@@ -230,14 +231,15 @@ def test_bad_compactions_change_nothing(plugin: Plugin, etcd: Etcd, tmp_path: Pa
             ["n1", "--keep", "1", "--export-dir", str(missing)],
             ["cannot write the export", str(missing)],
         ),
-        "neither nodes nor --all": (["--keep", "1", "--export-dir", str(directory)], ["--all"]),
-        "nodes and --all": (["n1", "--all", "--keep", "1", "--export-dir", str(directory)], []),
     }
+    both = ["n1", "--all", "--keep", "1", "--export-dir", str(directory)]
+    targets = {"neither nodes nor --all": both[2:], "nodes and --all": both}
     with no_write(etcd):
-        *results, usage, nothing = run_many(
+        *results, neither, both_given, usage, nothing = run_many(
             plugin,
             [
                 *(["compact", *argv] for argv, _ in cases.values()),
+                *(["compact", *argv] for argv in targets.values()),
                 ["compact", "n1", "--export-dir", str(directory)],  # no --keep
                 ["compact", "n1", "--keep", "7", "--export-dir", str(directory)],
             ],
@@ -246,6 +248,8 @@ def test_bad_compactions_change_nothing(plugin: Plugin, etcd: Etcd, tmp_path: Pa
         line = error_line(result, "compact")
         for fragment in fragments:
             assert fragment in line, (name, line)
+    for result in (neither, both_given):
+        assert "--all" in usage_error(result)  # a usage error: exit 2
     assert usage.status == 2 and "--keep" in usage.stderr
     assert ok_text(nothing).strip() == "node n1: nothing to compact"
     assert exports(directory) == exports(open_to_all) == exports(open_above / "exports") == []

@@ -165,9 +165,9 @@ def test_bad_options_and_points_are_one_line_errors(n1: Plugin, etcd: Etcd) -> N
         "bad kind": (["n1", "--kind", "bogus"], "usage", ["--kind", "bogus"]),
         "limit 0": (["n1", "--limit", "0"], "usage", ["--limit", "0"]),
         "limit not a number": (["n1", "--limit", "two"], "usage", ["--limit", "two"]),
-        "words": (["n1", "--since", "yesterday"], "error", ["--since", "yesterday"]),
-        "month 13": (["n1", "--until", "2026-13-01T00:00:00Z"], "error", ["--until", "2026-13"]),
-        "negative seq": (["n1", "--since", "-3"], "error", ["--since", "-3"]),
+        "words": (["n1", "--since", "yesterday"], "usage", ["--since", "yesterday"]),
+        "month 13": (["n1", "--until", "2026-13-01T00:00:00Z"], "usage", ["--until", "2026-13"]),
+        "negative seq": (["n1", "--since", "-3"], "usage", ["--since", "-3"]),
         "unknown node": (["ghost"], "error", ["ghost", "never known"]),
         "node with a slash": (["a/b", "--json"], "error", ["a/b"]),
     }
@@ -192,7 +192,7 @@ def test_bad_options_and_points_are_one_line_errors(n1: Plugin, etcd: Etcd) -> N
     ids=["superscript-two-is-not-a-seq", "empty-is-not-no-bound"],
 )
 def test_malformed_points_are_clean_errors(n1: Plugin, option: str, text: str) -> None:
-    """Bad point text is refused like any other: exit 1, one line naming the option (not an
-    internal error, and not silently ignored)."""
-    line = error_line(run(n1, "history", "n1", option, text), "history")
+    """Bad point text is refused like any other usage error: exit 2, one line naming the
+    option (not an internal error, and not silently ignored)."""
+    line = usage_error(run(n1, "history", "n1", option, text))
     assert option in line

@@ -25,6 +25,7 @@ from tests.audit.helpers import (
     run,
     run_many,
     table_rows,
+    usage_error,
     used,
 )
 from tests.etcdkv import Etcd
@@ -91,8 +92,6 @@ def test_points_without_a_state_are_one_line_errors(n1: Plugin) -> None:
             ["no events yet", "the first is at"],
         ),
         "unknown node": (["ghost"], ["ghost"]),
-        "not a point": (["n1", "--at", "noon"], ["--at", "noon"]),
-        "not a time": (["n1", "--at", "2026-11-31T00:00:00Z"], ["--at", "2026-11-31"]),
     }
     results = run_many(n1, [["show", *argv, "--json"] for argv, _ in cases.values()])
     problems: dict[str, str] = {}
@@ -108,5 +107,16 @@ def test_points_without_a_state_are_one_line_errors(n1: Plugin) -> None:
 
 def test_an_empty_point_is_an_error_not_now(n1: Plugin) -> None:
     """``--at ""`` is neither a seq nor a time; it must not quietly mean "now"."""
-    line = error_line(run(n1, "show", "n1", "--at", "", "--json"), "show")
+    line = usage_error(run(n1, "show", "n1", "--at", "", "--json"))
     assert "--at" in line
+
+
+@pytest.mark.parametrize(
+    ("at", "fragment"),
+    [("noon", "'noon'"), ("2026-11-31T00:00:00Z", "2026-11-31"), ("-1", "'-1'")],
+)
+def test_a_point_that_is_neither_a_seq_nor_a_time_is_a_usage_error(
+    n1: Plugin, at: str, fragment: str
+) -> None:
+    line = usage_error(run(n1, "show", "n1", "--at", at))
+    assert "--at" in line and fragment in line and "neither a seq nor" in line

@@ -1,0 +1,50 @@
+"""Where the exporter serves: ``--listen``, checked before anything starts (a usage error)."""
+
+from __future__ import annotations
+
+import msgspec
+
+from resource_extend.ledger.errors import PluginError
+
+DEFAULT_LISTEN = "127.0.0.1:9464"
+"""Loopback, on the port registered for Prometheus exporters' examples."""
+
+
+class Address(msgspec.Struct, frozen=True):
+    host: str
+    port: int
+
+    @property
+    def text(self) -> str:
+        """``host:port``, an IPv6 address in brackets."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.text}/metrics"
+
+
+def parse_listen(text: str) -> Address:
+    """``HOST:PORT``, ``[IPv6]:PORT`` or ``:PORT`` (every IPv4 address); port 0 picks a free
+    one. Otherwise a PluginError saying what is wrong."""
+    host, colon, port = text.rpartition(":")
+    bracketed = host.startswith("[") and host.endswith("]")
+    host = host[1:-1] if bracketed else host
+    why = ""
+    if not colon or not port:
+        why = "no port"
+    elif not (port.isascii() and port.isdigit()):
+        why = f"the port {port!r} is not a number"
+    elif int(port) > 65535:
+        why = f"the port {port} is out of range (0-65535)"
+    elif ":" in host and not bracketed:
+        why = "an IPv6 address goes in brackets"
+    elif not host.isprintable() or any(c in host for c in " /[]"):
+        why = f"{host!r} is not a host name or address"
+    if why:
+        raise PluginError(
+            f"--listen {text!r}: {why}; expected HOST:PORT, such as 127.0.0.1:9464, "
+            "[::1]:9464, or :9464 for every address"
+        )
+    return Address(host or "0.0.0.0", int(port))
