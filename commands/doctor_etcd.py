@@ -25,7 +25,9 @@ from resource_extend.ledger.config import Config, EtcdConfig
 from resource_extend.ledger.errors import StoreError
 from resource_extend.ledger.keys import KeyLayout, range_end
 from resource_extend.ledger.transport import (
+    PLAIN_HINT,
     HttpTransport,
+    NotEtcd,
     Refused,
     Transport,
     Unavailable,
@@ -40,6 +42,10 @@ AUTH_SIGNS = ("authentication failed", "unauthenticated", "user name", "invalid 
 REACH_FIX = (
     "start etcd there, or correct the etcd.machines entry {entry!r} (a client URL, "
     "http(s)://host:port, of a running member)"
+)
+ENTRY_FIX = (
+    "correct the etcd.machines entry {entry!r} as the message says: a client URL of a running "
+    "member (what etcd's --advertise-client-urls names)"
 )
 TLS_FIX = (
     "set etcd.ca to the CA that signed etcd's certificate (and etcd.cert/etcd.key to a client "
@@ -139,6 +145,9 @@ def probe(settings: EtcdConfig, index: int, root: bytes) -> Probe:
         status = calls.send(0, wire.StatusRequest(), wire.StatusResponse, settings.timeout)
         heads = wire.RangeRequest(key=root, range_end=range_end(root), count_only=True)
         counted = calls.send(0, heads, wire.RangeResponse, settings.timeout)
+    except NotEtcd as exc:
+        found.finding = fail(check, str(exc), ENTRY_FIX.format(entry=entry))
+        return found
     except Unavailable as exc:
         found.finding = _unreachable(check, entry, str(exc))
         return found
@@ -171,10 +180,10 @@ def _answered(
 ) -> Finding:
     over = "gRPC" if settings.transport == "grpc" else "HTTP"
     who = f"user {settings.auth.username}" if settings.auth.username else "no auth"
+    records = f"{counted.count} node record{'s' * (counted.count != 1)}"
     message = (
         f"answers over {over} ({'TLS' if tls else 'no TLS'}, {who}): etcd "
-        f"{version or '(version not said)'}; {counted.count} node records under "
-        f"{settings.prefix}"
+        f"{version or '(version not said)'}; {records} under {settings.prefix}"
     )
     if _older(version, MIN_VERSION):
         oldest = ".".join(map(str, MIN_VERSION))
@@ -188,6 +197,8 @@ def _answered(
 
 def _unreachable(check: str, entry: str, reason: str) -> Finding:
     reason = reason.removeprefix("unavailable: ")
+    if PLAIN_HINT in reason:  # an https:// URL for a plain etcd, most likely
+        return fail(check, f"TLS handshake failed: {reason}", ENTRY_FIX.format(entry=entry))
     if _tls(reason):
         return fail(check, f"TLS handshake failed: {reason}", TLS_FIX)
     return fail(check, f"unreachable: {reason}", REACH_FIX.format(entry=entry))

@@ -139,10 +139,12 @@ def _drift_finding(store: Store[Any], candidates: list[str], records: int) -> Fi
     )
     if not disagree:
         return ok(check, _filled(f"heads agree with their streams: {scope}{skipped}"))
+    count = len(disagree)
+    heads = "1 head disagrees with its stream" if count == 1 else f"{count} heads disagree"
     return fail(
         check,
         _filled(
-            f"{len(disagree)} heads disagree with their streams (checked {scope}): "
+            f"{heads} (checked {scope}): "
             f"{'; '.join(disagree[:SHOWN])}{'; ...' if len(disagree) > SHOWN else ''}{skipped}"
         ),
         "{prog} verify --all shows every disagreement; {prog} verify --all --repair rewrites "

@@ -316,7 +316,8 @@ def parse(text: str, *, source: str = "config", base: str | None = None) -> Conf
     try:
         raw = yaml.load(text, Loader=loader)
     except yaml.YAMLError as exc:
-        raise PluginError(f"config {source!r} is not valid YAML: {_one_line(exc)}") from None
+        where = _one_line(exc).replace('in "<unicode string>", ', "at ")  # the file is named
+        raise PluginError(f"config {source!r} is not valid YAML: {where}") from None
     except Exception as exc:  # what PyYAML lets through: a date's ValueError, say
         reason = _one_line(exc)
         raise PluginError(f"config {source!r} has a value YAML cannot read: {reason}") from None

@@ -19,6 +19,7 @@ from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.errors import EtcdFull, StoreError
 from resource_extend.ledger.transport import (
     NoSpace,
+    NotEtcd,
     Refused,
     Request,
     Transport,
@@ -191,6 +192,8 @@ class Connection:
                     return self._transport.send(self._current, request, reply, timeout)
                 except NoSpace:
                     raise EtcdFull(where) from None
+                except NotEtcd as exc:
+                    raise StoreError(f"{where}: {exc}") from None
                 except Refused as exc:
                     raise StoreError(f"etcd at {where} refused the request: {exc}") from None
                 except Unavailable as exc:

@@ -24,6 +24,11 @@ class HTTPError(OSError):
     """The connection failed, or the peer broke the protocol."""
 
 
+class Unanswered(HTTPError):
+    """The peer closed the connection without a byte of reply (as etcd's TLS-only port does
+    with a plain request)."""
+
+
 class Response:
     def __init__(
         self, status: int, reason: str, body: bytes, headers: dict[str, str] | None = None
@@ -56,6 +61,10 @@ class Connection:
         self._tls = tls
         self._sock: _socket.socket | None = None
         self._buffer = b""
+        self._answered = False
+        """A byte of this connection's current reply has come."""
+        self.in_handshake = False
+        """The last failure came in the TLS handshake (the request was not sent)."""
 
     def close(self) -> None:
         if self._sock is not None:
@@ -76,6 +85,7 @@ class Connection:
     def _exchange(
         self, method: str, path: str, body: bytes | None, headers: dict[str, str]
     ) -> Response:
+        self.in_handshake = False
         try:
             sock = self._connect()
             host = f"[{self.host}]" if ":" in self.host else self.host  # an IPv6 address
@@ -101,7 +111,9 @@ class Connection:
                     import socket
 
                     plain = socket.socket(sock.family, sock.type, sock.proto, sock.detach())
+                    self.in_handshake = True  # a failure now sent nothing of the request
                     sock = self._tls.wrap_socket(plain, server_hostname=self.host)
+                    self.in_handshake = False
             except BaseException:
                 sock.close()
                 raise
@@ -112,8 +124,11 @@ class Connection:
     def _fill(self) -> None:
         assert self._sock is not None
         data = self._sock.recv(65536)
+        if not data and not self._buffer and not self._answered:
+            raise Unanswered("the connection closed without a byte of reply")
         if not data:
             raise HTTPError("the connection closed before the reply was complete")
+        self._answered = True
         self._buffer += data
 
     def _line(self) -> bytes:
@@ -133,6 +148,7 @@ class Connection:
         return data
 
     def _read_response(self) -> Response:
+        self._answered = False
         code = 100
         while 100 <= code < 200:  # 1xx replies are interim, even unasked (RFC 9110 §15.2)
             version, status, *reason = self._line().decode("latin-1").split(" ", 2)

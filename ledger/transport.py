@@ -61,6 +61,39 @@ class Refused(Exception):
     """etcd answered with an error."""
 
 
+class NotEtcd(Refused):
+    """What answered is not etcd's client API: the wrong port (etcd's peer port, another
+    server), or TLS on one side only. Said as the likely mistake in ``etcd.machines``."""
+
+
+PEER_PORT = 2380
+"""etcd's default peer port: a client URL naming it is the commonest wrong endpoint."""
+
+TLS_ONLY_SIGN = b"HTTP request to an HTTPS server"
+"""What a TLS-only server (Go's) answers a plain HTTP request with."""
+
+PLAIN_SIGNS = ("WRONG_VERSION_NUMBER", "RECORD_LAYER", "HTTP_REQUEST")
+"""The reasons ``ssl`` gives when the other side answers a TLS handshake in plain text."""
+
+PLAIN_HINT = "if this etcd has no TLS, write http://"
+"""Said of a handshake the other side ended unanswered: what a plain etcd does (Go's server
+reads the handshake as a bad request and closes), and also, rarely, a busy TLS one: so the
+call still fails over to the next endpoint."""
+
+
+def not_etcd(
+    port: int, path: str, status: int, reason: str, body: bytes, *, is_etcd: bool
+) -> NotEtcd:
+    """The error for an answer that is not etcd's client API, naming the likely mistake;
+    ``is_etcd``: the server says it is etcd (its peer port answers ``/version`` too)."""
+    answered = f"not an etcd client URL (HTTP {status} {reason} to {path})"
+    if TLS_ONLY_SIGN in body:
+        return NotEtcd(f"{answered}: it speaks TLS only: write https://")
+    if port == PEER_PORT or is_etcd:
+        return NotEtcd(f"{answered}: is {port} the peer port? etcd clients use 2379")
+    return NotEtcd(f"{answered}: is it etcd's client port (2379 unless etcd was told otherwise)?")
+
+
 class NoSpace(Refused):
     """etcd's NOSPACE alarm is raised: its database reached its quota."""
 
@@ -174,7 +207,7 @@ class HttpTransport:
             return connection.get(path)
         except OSError as exc:
             self.drop(endpoint)
-            raise Unavailable(_describe_os_error(exc)) from None
+            raise _failure(exc, connection, tls=self._endpoints[endpoint].tls) from None
 
     def drop(self, endpoint: int) -> None:
         connection = self._connections.pop(endpoint, None)
@@ -247,14 +280,16 @@ class HttpTransport:
             response = connection.post(path, body, headers)
         except OSError as exc:
             self.drop(endpoint)
-            raise Unavailable(_describe_os_error(exc)) from None
+            raise _failure(exc, connection, tls=self._endpoints[endpoint].tls) from None
         raw = response.body
         if response.status == 200:
             return raw
         try:
             error = msgspec.json.decode(raw, type=_GatewayError)
-        except msgspec.DecodeError:
-            error = _GatewayError(message=f"HTTP {response.status} {response.reason}")
+        except msgspec.DecodeError:  # not etcd's gateway: not etcd, or not its client port
+            port, status, reason = self._endpoints[endpoint].port, response.status, response.reason
+            is_etcd = self._says_etcd(endpoint, timeout)
+            raise not_etcd(port, path, status, reason, raw, is_etcd=is_etcd) from None
         code = GRPC_CODES[error.code] if 0 <= error.code < len(GRPC_CODES) else "unknown"
         detail = f"{code}: {error.message}"
         if code in TRANSIENT_CODES or response.status in (502, 503, 504):
@@ -265,6 +300,14 @@ class HttpTransport:
             return self._post(endpoint, path, body, timeout, fresh_token=True)
         raise refused(detail)
 
+    def _says_etcd(self, endpoint: int, timeout: float) -> bool:
+        """Whether the endpoint answers ``GET /version`` as etcd does (its peer port too)."""
+        try:
+            reply = self.get(endpoint, "/version", timeout)
+        except (Unavailable, NotEtcd):
+            return False
+        return reply.status == 200 and b'"etcdserver"' in reply.body
+
     def _token(self, endpoint: int, timeout: float) -> str:
         token = self._tokens.get(endpoint)
         if token is None:
@@ -273,6 +316,27 @@ class HttpTransport:
             raw = self._post(endpoint, "/v3/auth/authenticate", body, timeout, authenticated=False)
             token = self._tokens[endpoint] = msgspec.json.decode(raw, type=_Token).token
         return token
+
+
+def _failure(exc: OSError, connection: http11.Connection, *, tls: bool) -> Unavailable | NotEtcd:
+    """What a failed exchange means: the endpoint did not answer, or it answered a TLS
+    handshake in plain text (an https:// URL for a plain etcd: then nothing was sent), or it
+    closed a plain request unanswered, as etcd's TLS-only port does (an http:// URL for it:
+    said as a hint only, since an etcd going down closes connections so too)."""
+    if isinstance(exc, http11.Unanswered) and not tls:
+        return Unavailable(f"unavailable: {exc} (if this etcd serves TLS, write https://)")
+    if connection.in_handshake:
+        reason = str(getattr(exc, "reason", "") or "")
+        if any(sign in reason for sign in PLAIN_SIGNS):
+            return NotEtcd(
+                f"not an etcd client URL over TLS (the handshake got a plain answer: {reason}): "
+                "for an etcd without TLS write http://"
+            )
+        if "UNEXPECTED_EOF" in reason:
+            return Unavailable(
+                f"unavailable: the TLS handshake was closed unanswered ({reason}): {PLAIN_HINT}"
+            )
+    return Unavailable(_describe_os_error(exc))
 
 
 def _describe_os_error(exc: BaseException) -> str:

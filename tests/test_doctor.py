@@ -454,7 +454,8 @@ def test_a_drifted_head_fails(plugin: Plugin, etcd: Etcd, host: Host) -> None:
     put_head(etcd, "n2", head({G: 2}, {G: 1}, 1))  # usage the stream never recorded
     found = finding(doctor(plugin, host), "drift")
     assert found["status"] == "fail", found
-    assert "1 heads disagree" in found["message"] and "n2 (usage differs" in found["message"]
+    assert "1 head disagrees with its stream" in found["message"]
+    assert "n2 (usage differs" in found["message"]
     assert "all 2 nodes" in found["message"]
     assert "resource-gpu verify --all --repair" in found["fix"]
 

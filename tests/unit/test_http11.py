@@ -612,8 +612,8 @@ def test_a_peer_closing_mid_answer(partial: bytes) -> None:
     the transport reports as Unavailable); what was read of it is gone with the connection."""
     with serving(breaks_off(partial), reply(OK)) as peer, client_of(peer) as client:
         started = time.monotonic()
-        with pytest.raises(HTTPError, match=CLOSED_EARLY):
-            post(client)
+        with pytest.raises(HTTPError, match=CLOSED_EARLY if partial else "without a byte"):
+            post(client)  # closed before a byte: Unanswered, as a TLS-only port does it
         assert time.monotonic() - started < TIMEOUT / 2
         assert post(client) == (200, "OK", b"ok")  # a new connection, nothing left over
     assert peer.accepted == 2

@@ -1,0 +1,29 @@
+"""``ledger.transport.not_etcd``: the likely mistake named from what answered (the real
+endpoints are in tests/test_wrong_endpoints.py)."""
+
+from __future__ import annotations
+
+from resource_extend.ledger.transport import PEER_PORT, not_etcd
+
+TXN = "/v3/kv/txn"
+
+
+def test_a_tls_only_server_asked_in_plain_text_says_to_write_https() -> None:
+    body = b"Client sent an HTTP request to an HTTPS server.\n"
+    said = str(not_etcd(2379, TXN, 400, "Bad Request", body, is_etcd=False))
+    assert said.endswith("it speaks TLS only: write https://")
+
+
+def test_the_peer_port_is_named_by_its_number_or_by_etcd_answering_version() -> None:
+    by_number = str(
+        not_etcd(PEER_PORT, TXN, 404, "Not Found", b"404 page not found\n", is_etcd=False)
+    )
+    by_answer = str(not_etcd(12380, TXN, 404, "Not Found", b"404 page not found\n", is_etcd=True))
+    assert by_number.endswith("is 2380 the peer port? etcd clients use 2379")
+    assert by_answer.endswith("is 12380 the peer port? etcd clients use 2379")
+
+
+def test_anything_else_asks_whether_it_is_the_client_port() -> None:
+    said = str(not_etcd(8080, TXN, 501, "Not Implemented", b"", is_etcd=False))
+    assert said.startswith("not an etcd client URL (HTTP 501 Not Implemented to /v3/kv/txn)")
+    assert "peer" not in said and "client port" in said
