@@ -157,15 +157,9 @@ def cli(config: str | None) -> None:
 
 
 def _print_version(ctx: click.Context) -> None:
-    from importlib import metadata
+    from resource_extend.commands.program import DISTRIBUTION, installed_version
 
-    from resource_extend.commands.program import DISTRIBUTION
-
-    try:
-        version = metadata.version(DISTRIBUTION)
-    except metadata.PackageNotFoundError:
-        version = "unknown (not installed)"
-    click.echo(f"{current().name} {version} ({DISTRIBUTION})")
+    click.echo(f"{current().name} {installed_version()} ({DISTRIBUTION})")
     ctx.exit(0)
 
 

@@ -75,14 +75,14 @@ def exporter(
 
     \b
     Metrics, <p> standing for resource_gpu_ (resource-gpu) or resource_storage_:
-      <p>capacity_cards, <p>used_cards {node,product}              resource-gpu
-      <p>volume_capacity_bytes, <p>volume_used_bytes {node,volume}  resource-storage
-      <p>storage_capacity_bytes, <p>storage_used_bytes {node}
+      <p>capacity_cards, <p>used_cards {nodename,product}         resource-gpu
+      <p>volume_capacity_bytes, <p>volume_used_bytes {nodename,volume}  resource-storage
+      <p>capacity_bytes, <p>used_bytes {nodename}
       <p>disk_capacity_iops, <p>disk_used_iops,
       <p>disk_capacity_bytes_per_second, <p>disk_used_bytes_per_second
-                                               {node,device,direction}
-      <p>stream_events {node}                  events its stream holds in etcd
-      <p>last_event_age_seconds {node}         seconds since its last event
+                                               {nodename,device,direction}
+      <p>stream_events {nodename}              events its stream holds in etcd
+      <p>last_event_age_seconds {nodename}     seconds since its last event
       <p>nodes                                 nodes with a record
       <p>drifted_nodes                         heads that disagree with their stream
       <p>appends_total {verb}                  events appended (since the exporter started)
@@ -91,6 +91,14 @@ def exporter(
       <p>etcd_up                               1 when the last read of etcd worked
       <p>last_refresh_timestamp_seconds, <p>refresh_duration_seconds,
       <p>last_verify_timestamp_seconds, <p>verify_duration_seconds
+
+    resource_extend_build_info {program,version} is 1: the release each exporter runs.
+
+    Series join core's own: core reports gpu_capacity and gpu_used {podname,nodename,product}
+    and storage_capacity and storage_used {podname,nodename} from the same node records, so
+    "gpu_used - on(nodename, product) resource_gpu_used_cards" is 0 while both agree (and
+    likewise storage_used and resource_storage_used_bytes). The ledger knows no pod: join on
+    nodename.
 
     A background job reads etcd every --every seconds: one paged range over every node's
     record, two point reads a node for its stream's length, and the events appended since
@@ -126,7 +134,7 @@ def exporter(
         from resource_extend.commands import exporter_serve as http
         from resource_extend.commands.exporter_refresh import Refresher
         from resource_extend.commands.exporter_view import prefix_of, view_families
-        from resource_extend.commands.program import current
+        from resource_extend.commands.program import current, installed_version
 
         config = session.config
         prefix, kind_gauges = prefix_of(current().name), program_package().exporter_gauges()
@@ -144,7 +152,14 @@ def exporter(
             lambda view: http.render(view_families(view, prefix, kind_gauges)),
             report,
         )
-        server = http.listen(address, http.metrics_app(lambda: refresher.status, prefix, stale))
+        app = http.metrics_app(
+            lambda: refresher.status,
+            prefix,
+            stale,
+            program=current().name,
+            version=installed_version(),
+        )
+        server = http.listen(address, app)
         jobs = [
             threading.Thread(target=server.serve_forever, name="http", daemon=True),
             threading.Thread(

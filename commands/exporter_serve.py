@@ -55,9 +55,33 @@ def render(families: list[Family]) -> bytes:
     return generate_latest(registry)
 
 
-def metrics_app(status: Callable[[], Status], prefix: str, stale_after: float) -> App:
-    """The WSGI app: ``/metrics`` serves ``status()`` (read once a scrape), ``/`` says where
-    to look; anything else is 404."""
+BUILD_INFO = "resource_extend_build_info"
+"""1, labelled with the program and its version: which release each exporter runs."""
+
+LANDING = """<!doctype html>
+<html><head><meta charset="utf-8"><title>{program} exporter</title></head>
+<body><h1>{program} exporter</h1>
+<p>{program} {version}: the ledger's metrics for Prometheus are at
+<a href="/metrics">/metrics</a>. "{program} exporter --help" lists them.</p>
+</body></html>
+"""
+
+
+def build_info(program: str, version: str) -> bytes:
+    """The ``resource_extend_build_info`` family, rendered (it never changes)."""
+    labels = ("program", "version")
+    family = Family(BUILD_INFO, "The program this exporter runs, and its version.", "gauge",
+                    labels, [((program, version), 1.0)])  # fmt: skip
+    return render([family])
+
+
+def metrics_app(
+    status: Callable[[], Status], prefix: str, stale_after: float, *, program: str, version: str
+) -> App:
+    """The WSGI app: ``/metrics`` serves ``status()`` (read once a scrape), ``/`` is a page
+    saying where to look; anything else is 404."""
+    built = build_info(program, version)
+    landing = LANDING.format(program=program, version=version).encode()
 
     def app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         path, method = environ.get("PATH_INFO", ""), environ.get("REQUEST_METHOD", "GET")
@@ -65,8 +89,8 @@ def metrics_app(status: Callable[[], Status], prefix: str, stale_after: float) -
             start_response("405 Method Not Allowed", [("Allow", "GET, HEAD")])
             return [b""]
         if path == "/":
-            start_response("200 OK", [("Content-Type", "text/plain; charset=utf-8")])
-            return [b"metrics are at /metrics\n"]
+            start_response("200 OK", [("Content-Type", "text/html; charset=utf-8")])
+            return [b"" if method == "HEAD" else landing]
         if path != "/metrics":
             start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
             return [b"not found: metrics are at /metrics\n"]
@@ -74,7 +98,7 @@ def metrics_app(status: Callable[[], Status], prefix: str, stale_after: float) -
         dynamic = scrape_families(
             current, prefix, now=now, now_wall=time.time(), stale_after=stale_after
         )
-        body = render(dynamic)
+        body = built + render(dynamic)
         if fresh(current, now, stale_after):
             body += current.rendered
         headers = [("Content-Type", TEXT_FORMAT), ("Content-Length", str(len(body)))]

@@ -22,6 +22,11 @@ Point = tuple[tuple[str, ...], float]
 """One sample of a family: its labels' values, in the family's order, and its value."""
 
 
+NODE_LABEL = "nodename"
+"""The node's label, named as in core's own metrics (``gpu_used{podname,nodename,...}``), so
+that the two join."""
+
+
 class KindGauges(Protocol):
     """What a kind gives the exporter (``projections.gpu.metrics``): its gauges, and a node's
     values of them."""
@@ -160,11 +165,11 @@ def view_families(view: View, prefix: str, kind_gauges: KindGauges) -> list[Fami
     """What a view serves for as long as it is fresh: the kind's gauges and each node's
     stream length, the node count and the writes that gave up (rendered once per refresh)."""
     by_name = {
-        name: Family(f"{prefix}{name}", help, "gauge", ("node", *labels), [])
+        name: Family(f"{prefix}{name}", help, "gauge", (NODE_LABEL, *labels), [])
         for name, help, labels in kind_gauges.GAUGES
     }
     events = Family(f"{prefix}stream_events", "Events the node's stream holds in etcd.",
-                    "gauge", ("node",), [])  # fmt: skip
+                    "gauge", (NODE_LABEL,), [])  # fmt: skip
     for series in view.nodes:
         node = series.node
         for name, labels, value in series.samples:
@@ -219,7 +224,7 @@ def scrape_families(
     ]
     served.append(
         Family(f"{prefix}last_event_age_seconds", "Seconds since the node's last event.",
-               "gauge", ("node",), ages)
+               "gauge", (NODE_LABEL,), ages)
     )  # fmt: skip
     if drift is not None:
         served.append(

@@ -12,6 +12,16 @@ DISTRIBUTION = "resource-extend"
 """The package pip installs, with both commands."""
 
 
+def installed_version() -> str:
+    """This install's version (``--version``, the exporter's build_info)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 class Program:
     """One plugin: its names, and where its verbs live."""
 

@@ -162,22 +162,22 @@ def test_gpu_capacity_usage_and_streams_per_node_as_the_ledger_holds_them(
     assert exporter.get(scraped, "etcd_up") == 1
     assert scraped.content_type.startswith("text/plain; version=0.0.4")
     assert scraped.series(exporter.name("capacity_cards")) == {
-        frozenset({("node", "n1"), ("product", G)}): 4,
-        frozenset({("node", "n1"), ("product", A)}): 2,
-        frozenset({("node", "n2"), ("product", A)}): 8,
+        frozenset({("nodename", "n1"), ("product", G)}): 4,
+        frozenset({("nodename", "n1"), ("product", A)}): 2,
+        frozenset({("nodename", "n2"), ("product", A)}): 8,
     }
     assert scraped.series(exporter.name("used_cards")) == {
-        frozenset({("node", "n1"), ("product", G)}): 3,
-        frozenset({("node", "n1"), ("product", A)}): 0,
-        frozenset({("node", "n2"), ("product", A)}): 0,
+        frozenset({("nodename", "n1"), ("product", G)}): 3,
+        frozenset({("nodename", "n1"), ("product", A)}): 0,
+        frozenset({("nodename", "n2"), ("product", A)}): 0,
     }
     # A compacted stream counts its checkpoint, as ``nodes`` does: 2 events for n1, not 3.
     events = scraped.series(exporter.name("stream_events"))
     listed = nodes_listed(plugin)
     assert listed == {"n1": 2, "n2": 1}
-    assert events == {frozenset({("node", n)}): float(count) for n, count in listed.items()}
+    assert events == {frozenset({("nodename", n)}): float(count) for n, count in listed.items()}
     ages = scraped.series(exporter.name("last_event_age_seconds"))
-    assert set(ages) == {frozenset({("node", "n1")}), frozenset({("node", "n2")})}
+    assert set(ages) == {frozenset({("nodename", "n1")}), frozenset({("nodename", "n2")})}
     assert all(0 <= age < 120 for age in ages.values()), ages
     assert exporter.get(scraped, "last_refresh_timestamp_seconds") == pytest.approx(
         time.time(), abs=60
@@ -188,7 +188,8 @@ def test_gpu_capacity_usage_and_streams_per_node_as_the_ledger_holds_them(
     assert types[exporter.name("capacity_cards")] == "gauge"
     for counter in ("appends", "cas_retries", "write_failures"):
         assert types[exporter.name(counter)] == "counter", counter
-    assert all(name.startswith(exporter.prefix) for name in scraped.families)
+    own = set(scraped.families) - {"resource_extend_build_info"}  # shared by both programs
+    assert all(name.startswith(exporter.prefix) for name in own)
     assert not [name for name in scraped.sample_names() if "n1" in name or "n2" in name]
 
     assert exporter.stop() == (f"stopped serving {exporter.url}\n", "")
@@ -215,15 +216,15 @@ def test_storage_volumes_storage_and_disk_quotas_per_node(
     scraped = exporter.wait(lambda s: exporter.get(s, "nodes") == 1, "the node")
 
     def get(metric: str, **labels: str) -> float | None:
-        return exporter.get(scraped, metric, node="s1", **labels)
+        return exporter.get(scraped, metric, nodename="s1", **labels)
 
     assert exporter.name("capacity_cards") not in scraped.families
     assert get("volume_capacity_bytes", volume="/data0") == TiB
     assert get("volume_capacity_bytes", volume="/data1") == 2 * TiB
     assert get("volume_used_bytes", volume="/data0") == 2**30
     assert get("volume_used_bytes", volume="/data1") == 0
-    assert get("storage_capacity_bytes") == 7 * TiB  # the volumes, and 4T besides
-    assert get("storage_used_bytes") == 2**31
+    assert get("capacity_bytes") == 7 * TiB  # the volumes, and 4T besides
+    assert get("used_bytes") == 2**31
     quota = {
         ("iops", "read"): 1000,
         ("iops", "write"): 2000,
@@ -320,7 +321,7 @@ def test_a_head_that_drifted_from_its_stream_is_counted_until_repaired(
     drifted["usage"] = {"prod_count_map": {G: 3}}  # what no event says
     etcd.put_many({etcd.head_key("n1"): json.dumps(drifted).encode()})
     scraped = exporter.wait(lambda s: exporter.get(s, "drifted_nodes") == 1, "the drift")
-    assert exporter.get(scraped, "used_cards", node="n1", product=G) == 3  # the head, as core
+    assert exporter.get(scraped, "used_cards", nodename="n1", product=G) == 3  # the head, as core
 
     repaired = plugin.run("verify", None, "n1", "--repair")
     assert repaired.status == 0, repaired.stderr
@@ -347,7 +348,7 @@ def test_series_are_dropped_while_etcd_is_away_and_return_with_it(
     plugin = Plugin(own_etcd.endpoints, tmp_path, timeout=1)
     plugin.add("n1", {G: 2})
     exporter = start(exporters, plugin, "--stale-after", "1")
-    capacity = {"metric": "capacity_cards", "node": "n1", "product": G}
+    capacity = {"metric": "capacity_cards", "nodename": "n1", "product": G}
 
     def has_nodes(s: Scrape) -> bool:
         return exporter.get(s, "etcd_up") == 1 and exporter.get(s, **capacity) == 2
@@ -474,3 +475,60 @@ def test_help_reads_as_a_manual(plugin: Plugin) -> None:
     for said in ("/metrics", "--stale-after", "SIGTERM", "drifted_nodes", "cas_retries_total"):
         assert said in shown.stdout, said
     assert "{prog}" not in shown.stdout
+
+
+# -- what joins core's metrics, and what Prometheus' own tool says ---------------------------------
+
+
+def test_build_info_and_a_landing_page_name_the_program_and_its_release(
+    plugin: Plugin, exporters: list[Exporter]
+) -> None:
+    from resource_extend.commands.program import installed_version
+
+    exporter = start(exporters, plugin)
+    scraped = exporter.scrape()
+    assert scraped.series("resource_extend_build_info") == {
+        frozenset({("program", "resource-gpu"), ("version", installed_version())}): 1
+    }
+    root = exporter.url.removesuffix("metrics")
+    with urllib.request.urlopen(root, timeout=10) as reply:
+        page = reply.read().decode()
+        assert reply.headers["Content-Type"] == "text/html; charset=utf-8"
+    assert '<a href="/metrics">/metrics</a>' in page and installed_version() in page
+
+
+def promtool() -> str:
+    """Prometheus' checker: CI installs it (Debian's prometheus); elsewhere the checks that
+    need it are skipped unless RESOURCE_EXTEND_REQUIRE_PROMTOOL=1 makes its absence fail."""
+    import shutil
+
+    found = shutil.which("promtool")
+    if found is None:
+        if os.environ.get("RESOURCE_EXTEND_REQUIRE_PROMTOOL") == "1":
+            pytest.fail("promtool is not installed (apt-get install prometheus)")
+        pytest.skip("promtool is not installed")
+    return found
+
+
+def test_promtool_finds_the_alert_rules_sound() -> None:
+    rules = Path(__file__).resolve().parents[1] / "docs" / "resource-extend-alerts.yml"
+    checked = subprocess.run(
+        [promtool(), "check", "rules", str(rules)], capture_output=True, text=True, check=False
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+@pytest.mark.parametrize("program", ["resource-gpu", "resource-storage"])
+def test_promtool_finds_a_scrape_clean(
+    program: str, etcd_endpoints: list[str], tmp_path: Path, exporters: list[Exporter]
+) -> None:
+    checker = promtool()
+    plugin = Plugin(etcd_endpoints, tmp_path, program=program)
+    if program == "resource-gpu":
+        plugin.add("n1", {"nvidia-3090": 2})
+    exporter = start(exporters, plugin)
+    text = exporter.wait(lambda s: exporter.get(s, "etcd_up") == 1, "a read of etcd").text
+    checked = subprocess.run(
+        [checker, "check", "metrics"], input=text, capture_output=True, text=True, check=False
+    )
+    assert checked.returncode == 0 and not checked.stdout + checked.stderr, checked.stderr

@@ -38,8 +38,8 @@ _DISK = ("device", "direction")
 GAUGES: tuple[Gauge, ...] = (
     ("volume_capacity_bytes", "Bytes of each volume of the node.", ("volume",)),
     ("volume_used_bytes", "Bytes workloads hold on each volume of the node.", ("volume",)),
-    ("storage_capacity_bytes", "The node's storage in bytes, its volumes included.", ()),
-    ("storage_used_bytes", "Bytes of the node's storage workloads hold.", ()),
+    ("capacity_bytes", "The node's storage in bytes, its volumes included.", ()),
+    ("used_bytes", "Bytes of the node's storage workloads hold.", ()),
     ("disk_capacity_iops", "Each disk's IOPS quota, per direction (read, write).", _DISK),
     ("disk_used_iops", "IOPS of each disk's quota workloads hold, per direction.", _DISK),
     (
@@ -64,8 +64,8 @@ def gauges(state: NodeState) -> list[Sample]:
     for path in sorted(had.keys() | held.keys()):
         samples.append(("volume_capacity_bytes", (path,), float(had.get(path, 0))))
         samples.append(("volume_used_bytes", (path,), float(held.get(path, 0))))
-    samples.append(("storage_capacity_bytes", (), float(capacity.storage)))
-    samples.append(("storage_used_bytes", (), float(usage.storage)))
+    samples.append(("capacity_bytes", (), float(capacity.storage)))
+    samples.append(("used_bytes", (), float(usage.storage)))
     used_disks = {disk.device: disk for disk in usage.disks or ()}
     for disk in capacity.disks or ():
         used = used_disks.get(disk.device)
