@@ -1,7 +1,8 @@
 """Drive a GPU node and a storage node through core's flows against a throwaway etcd, then
-print their histories.
+run an operator's loop over them: two writers racing, history, ``show --at``, verify, doctor
+and a scrape of the exporter.
 
-Run by ``scripts/demo`` (which installs everything first). Each step shows the verb, the
+Run by ``scripts/demo`` (which installs what it needs first). Each step shows the verb, the
 request core would send on stdin, and the plugin's answer. Both programs share the one config
 file here (each may have its own: gpu.yaml, storage.yaml).
 """
@@ -13,6 +14,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -60,11 +62,15 @@ def main() -> None:
                 drive(config)
                 print("\n## resource-storage")
                 drive_storage(config)
+                race(config)
+                print("\n## an operator's loop")
                 for program, node in zip(PROGRAMS, (NODE, DISK_NODE), strict=True):
-                    print(f"\n$ {program} history {node}")
-                    subprocess.run([program, "--config", str(config), "history", node], check=True)
-                print("\n$ resource-storage nodes")
-                subprocess.run(["resource-storage", "--config", str(config), "nodes"], check=True)
+                    people(config, program, "history", node)
+                people(config, "resource-gpu", "show", NODE, "--at", "3")
+                people(config, "resource-gpu", "verify", "--all")
+                people(config, "resource-storage", "nodes")
+                people(config, "resource-storage", "doctor")
+                scrape(config)
                 print("\n# the resident helper that served the calls after the first")
                 print("$ resource-gpu helper")
                 subprocess.run(["resource-gpu", "--config", str(config), "helper"], check=False)
@@ -74,6 +80,61 @@ def main() -> None:
                     subprocess.run([program, "helper", "--all", "--stop"], check=False)
     finally:
         etcd.stop()
+
+
+def people(config: Path, program: str, *argv: str) -> None:
+    """A command for people, shown as typed and answered."""
+    print(f"\n$ {program} {' '.join(argv)}")
+    sys.stdout.flush()
+    subprocess.run([program, "--config", str(config), *argv], check=False)
+
+
+def race(config: Path) -> None:
+    """Two core calls deploying to one node at once: both land, one after the other (the
+    second loses its compare-and-swap, re-reads and retries), and the history says so."""
+    print("\n# 7. two deploys race for the same node: both land, in some order")
+    request = {
+        "nodename": NODE,
+        "resource_request": R({"nvidia-3090": 1}),
+        "delta": True,
+        "incr": True,
+    }
+    calls = [
+        subprocess.Popen(
+            ["resource-gpu", "--config", str(config), "set-node-resource-usage"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(2)
+    ]
+    for each in calls:
+        _, err = each.communicate(json.dumps(request).encode())
+        if each.returncode != 0:
+            sys.exit(f"demo step failed: {err.decode().strip()}")
+    call(config, "get-node-resource-info", {"nodename": NODE})
+
+
+def scrape(config: Path) -> None:
+    """The exporter, started on a free port, scraped once for the GPU node's series."""
+    import urllib.request
+
+    print("\n$ resource-gpu exporter --listen 127.0.0.1:0 & curl .../metrics | grep cards")
+    exporter = subprocess.Popen(
+        ["resource-gpu", "--config", str(config), "exporter", "--listen", "127.0.0.1:0",
+         "--every", "0.2"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert exporter.stdout is not None
+        url = exporter.stdout.readline().split()[-1]
+        time.sleep(0.5)  # its first read of etcd
+        with urllib.request.urlopen(url, timeout=10) as reply:
+            text = reply.read().decode()
+        print("\n".join(line for line in text.splitlines() if "_cards{" in line))
+    finally:
+        exporter.terminate()
+        exporter.wait(timeout=30)
 
 
 def drive(config: Path) -> None:
