@@ -116,6 +116,6 @@ def not_migrated(program: str, node: str, count: int, why: str = "") -> PluginEr
     """The error of a call that meets a stream still in 0.1's layout."""
     return PluginError(
         f"{count} events of this node are still in release 0.1's layout{why}: run "
-        f"'{program} migrate' (README: Upgrading from 0.1)",
+        f"'{program} migrate' (docs/upgrading.md: Upgrading from 0.1)",
         node=node,
     )

@@ -4,7 +4,7 @@ local etcd.
 Run by ``scripts/bench`` (which installs everything first). Every figure is the median wall time
 of repeated whole-process runs, as core pays it (a new process per verb); each is set against
 etcdctl doing the equivalent one-shot call, or for stream length against the same verb on a
-short stream. Prints a Markdown table (the README quotes it).
+short stream. Prints a Markdown table (docs/speed.md quotes it).
 
     scripts/bench                    # the full run (about two minutes)
     scripts/bench --quick            # fewer repetitions, 1,000 nodes only

@@ -1,6 +1,6 @@
 """Where a request could be read differently from the upstream Go plugin (resource-gpu at
 785f554, run side by side with this one on the same inputs): the three cases core could feel,
-pinned. README "Where we differ from the upstream plugin" says why each is as it is."""
+pinned. docs/differences.md ("resource-gpu") says why each is as it is."""
 
 from __future__ import annotations
 
@@ -196,7 +196,7 @@ def test_a_realloc_that_grows_must_fit_on_an_overcommitted_node(overcommitted: P
     fails_on(overcommitted, "calculate-realloc", request, "n1", "not enough resource")
 
 
-# -- The deliberate differences the README lists, where no other test pins them ------------
+# -- The deliberate differences docs/differences.md lists, where no other test pins them ----
 
 
 def test_null_delta_and_incr_mean_false_and_other_non_booleans_are_refused(plugin: Plugin) -> None:

@@ -43,7 +43,7 @@ G = "nvidia-3090"
 A = "nvidia-a100"
 PRODUCTS = [G, A]
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
-"""The README's stdin cap."""
+"""The stdin cap docs/verbs.md states."""
 
 VERBS = [*CORE_VERBS, *HIDDEN_VERBS]
 WRITE_VERBS = [
@@ -54,7 +54,7 @@ WRITE_VERBS = [
     "set-node-resource-info",
     "fix-node-resource",
 ]
-"""The README's verbs that write."""
+"""The verbs that write, as docs/verbs.md lists them."""
 READ_VERBS = [verb for verb in VERBS if verb not in WRITE_VERBS]
 
 # Where each verb reads what; the kinds name the strategies below.

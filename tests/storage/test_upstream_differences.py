@@ -1,5 +1,6 @@
 """Each upstream resource-storage bug this plugin fixes (the contract's decision 3), pinned
-through the installed binary against real etcd. The README's table names these tests."""
+through the installed binary against real etcd. The table in docs/differences.md
+("resource-storage") names these tests."""
 
 from __future__ import annotations
 
