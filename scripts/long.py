@@ -59,6 +59,7 @@ def _long(workdir: Path, endpoint: str, events: int) -> None:
         ("show --at (a recent time)", ["show", NODE, "--at", when]),
         ("history --since (a recent time)", ["history", NODE, "--since", when]),
         ("verify", ["verify", NODE]),
+        ("footprint", ["footprint"]),
     ]
     print("| command | wall time | peak memory |\n|---|---:|---:|")
     for name, argv in rows:
@@ -74,6 +75,13 @@ def _long(workdir: Path, endpoint: str, events: int) -> None:
         "compact", NODE, "--keep", "1000", "--min-age", "0", "--export-dir", str(exports)
     ])  # fmt: skip
     _row("verify (and its exports)", config, ["verify", NODE])
+    _row("history --since 1 --until 3 (from the oldest export)", config, [
+        "history", NODE, "--since", "1", "--until", "3", "--archive", str(exports)
+    ])  # fmt: skip
+    _row("show --at 3 (from the oldest export)", config, [
+        "show", NODE, "--at", "3", "--archive", str(exports)
+    ])  # fmt: skip
+    _row("footprint (after)", config, ["footprint"])
     files = len(list(exports.iterdir()))
     print(f"\n{files} export files; every command answered.")
 
