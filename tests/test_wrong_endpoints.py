@@ -49,7 +49,8 @@ def said(entry: str, tmp_path: Path, host: Host, **etcd: str) -> tuple[str, dict
     """What a verb and doctor say of a config whose one endpoint is ``entry``."""
     workdir = tmp_path / "plugin"
     workdir.mkdir()
-    plugin = Plugin([entry], workdir, timeout=2, **etcd)
+    # Over HTTP in every mode: these are the HTTP transport's words (gRPC's are etcd3's).
+    plugin = Plugin([entry], workdir, timeout=2, transport="http", **etcd)
     line = failure_line(plugin.run(VERB, {"nodename": "n1"}), VERB)
     where = entry.split("://")[1]
     return line, finding(doctor(plugin, host), f"etcd {where}")
