@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
+from resource_extend.ledger.endpoints import host_port
 from resource_extend.ledger.errors import PluginError
 
 DEFAULT_LISTEN = "127.0.0.1:9464"
@@ -17,8 +18,7 @@ class Address(msgspec.Struct, frozen=True):
     @property
     def text(self) -> str:
         """``host:port``, an IPv6 address in brackets."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{host}:{self.port}"
+        return host_port(self.host, self.port)
 
     @property
     def url(self) -> str:

@@ -27,6 +27,12 @@ UNVERIFIED = (
 )
 
 
+def host_port(host: str, port: int) -> str:
+    """``host:port``, as a socket, a gRPC target or a Host header wants it (an IPv6 host in
+    brackets)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 class Endpoint(msgspec.Struct, frozen=True):
     host: str
     port: int
@@ -34,9 +40,8 @@ class Endpoint(msgspec.Struct, frozen=True):
 
     @property
     def address(self) -> str:
-        """``host:port``, as a socket or a gRPC target wants it (an IPv6 host in brackets)."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{host}:{self.port}"
+        """``host:port`` (``host_port``)."""
+        return host_port(self.host, self.port)
 
 
 def parse_endpoint(entry: str, *, tls_files: bool) -> Endpoint:

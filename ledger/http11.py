@@ -13,6 +13,8 @@ from __future__ import annotations
 import _socket
 from typing import TYPE_CHECKING
 
+from resource_extend.ledger.endpoints import host_port
+
 if TYPE_CHECKING:
     import ssl
     from datetime import datetime
@@ -88,8 +90,7 @@ class Connection:
         self.in_handshake = False
         try:
             sock = self._connect()
-            host = f"[{self.host}]" if ":" in self.host else self.host  # an IPv6 address
-            head = [f"{method} {path} HTTP/1.1", f"Host: {host}:{self.port}"]
+            head = [f"{method} {path} HTTP/1.1", f"Host: {host_port(self.host, self.port)}"]
             head += [f"{name}: {value}" for name, value in headers.items()]
             if body is not None:
                 head.append(f"Content-Length: {len(body)}")
