@@ -284,15 +284,19 @@ class HttpTransport:
         raw = response.body
         if response.status == 200:
             return raw
+        busy = response.status in (502, 503, 504)  # a proxy's or etcd's, whatever its body
         try:
             error = msgspec.json.decode(raw, type=_GatewayError)
         except msgspec.DecodeError:  # not etcd's gateway: not etcd, or not its client port
-            port, status, reason = self._endpoints[endpoint].port, response.status, response.reason
-            is_etcd = self._says_etcd(endpoint, timeout)
-            raise not_etcd(port, path, status, reason, raw, is_etcd=is_etcd) from None
+            if not busy:
+                port, is_etcd = self._endpoints[endpoint].port, self._says_etcd(endpoint, timeout)
+                raise not_etcd(
+                    port, path, response.status, response.reason, raw, is_etcd=is_etcd
+                ) from None
+            error = _GatewayError(message=f"HTTP {response.status} {response.reason}")
         code = GRPC_CODES[error.code] if 0 <= error.code < len(GRPC_CODES) else "unknown"
         detail = f"{code}: {error.message}"
-        if code in TRANSIENT_CODES or response.status in (502, 503, 504):
+        if code in TRANSIENT_CODES or busy:
             self.drop(endpoint)
             raise Unavailable(detail)
         if code == "unauthenticated" and authenticated and not fresh_token:

@@ -27,3 +27,39 @@ def test_anything_else_asks_whether_it_is_the_client_port() -> None:
     said = str(not_etcd(8080, TXN, 501, "Not Implemented", b"", is_etcd=False))
     assert said.startswith("not an etcd client URL (HTTP 501 Not Implemented to /v3/kv/txn)")
     assert "peer" not in said and "client port" in said
+
+
+def test_a_busy_answer_without_etcds_body_is_unavailable_not_a_wrong_endpoint() -> None:
+    """A proxy's 502/503/504 carries its own body: the endpoint is busy, not wrong, so the call
+    fails over (and a write's outcome stays unknown) rather than being refused."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import pytest
+
+    from resource_extend.ledger import wire
+    from resource_extend.ledger.config import EtcdConfig
+    from resource_extend.ledger.transport import HttpTransport, NotEtcd, Unavailable
+
+    class Busy(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.send_response(503)
+            self.send_header("Content-Length", "11")
+            self.end_headers()
+            self.wfile.write(b"try later\r\n")
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Busy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    settings = EtcdConfig(machines=[f"http://127.0.0.1:{server.server_address[1]}"])
+    transport = HttpTransport(settings)
+    try:
+        with pytest.raises(Unavailable) as info:
+            transport.send(0, wire.RangeRequest(key=b"k"), wire.RangeResponse, 2.0)
+        assert not isinstance(info.value, NotEtcd) and "HTTP 503" in str(info.value)
+    finally:
+        transport.close()
+        server.shutdown()
+        server.server_close()
