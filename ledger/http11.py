@@ -63,8 +63,6 @@ class Connection:
         self._tls = tls
         self._sock: _socket.socket | None = None
         self._buffer = b""
-        self._answered = False
-        """A byte of this connection's current reply has come."""
         self.in_handshake = False
         """The last failure came in the TLS handshake (the request was not sent)."""
 
@@ -122,14 +120,14 @@ class Connection:
         self._sock.settimeout(self.timeout)
         return self._sock
 
-    def _fill(self) -> None:
+    def _fill(self, *, first: bool = False) -> None:
+        """More of the reply; ``first``: its first bytes, none of which has come yet."""
         assert self._sock is not None
         data = self._sock.recv(65536)
-        if not data and not self._buffer and not self._answered:
+        if not data and first:
             raise Unanswered("the connection closed without a byte of reply")
         if not data:
             raise HTTPError("the connection closed before the reply was complete")
-        self._answered = True
         self._buffer += data
 
     def _line(self) -> bytes:
@@ -149,7 +147,8 @@ class Connection:
         return data
 
     def _read_response(self) -> Response:
-        self._answered = False
+        if not self._buffer:
+            self._fill(first=True)
         code = 100
         while 100 <= code < 200:  # 1xx replies are interim, even unasked (RFC 9110 §15.2)
             version, status, *reason = self._line().decode("latin-1").split(" ", 2)
