@@ -140,7 +140,11 @@ def _drift_finding(store: Store[Any], candidates: list[str], records: int) -> Fi
     if not disagree:
         return ok(check, _filled(f"heads agree with their streams: {scope}{skipped}"))
     count = len(disagree)
-    heads = "1 head disagrees with its stream" if count == 1 else f"{count} heads disagree"
+    heads = (
+        "1 head disagrees with its stream"
+        if count == 1
+        else f"{count} heads disagree with their streams"
+    )
     return fail(
         check,
         _filled(

@@ -194,8 +194,6 @@ def stray_keys(raw: object) -> tuple[list[str], list[str]]:
     refused (``"etcd.timeot (did you mean etcd.timeout?)"``: any in a section of ours, or a
     top-level one that looks like a typo of ours) and those only noted (other top-level ones:
     a newer core's, perhaps). Pure: what ``parse`` and doctor judge a file by."""
-    import difflib
-
     refused: list[str] = []
     noted: list[str] = []
     for section, struct in SECTIONS.items():
@@ -207,19 +205,19 @@ def stray_keys(raw: object) -> tuple[list[str], list[str]]:
         ours = [field.encode_name for field in msgspec.structs.fields(struct)]
         ours = [name for name in ours if name != "unrecognised"]
         known = {*ours, *CORE_KEYS.get(section, ())}
+        dotted = f"{section}." if section else ""
         for key in found:
             if not isinstance(key, str) or key in known:
                 continue
-            name = f"{section}.{key}" if section else key
+            import difflib  # only for a stray key: most calls never need it
+
             close = difflib.get_close_matches(key, ours, n=1, cutoff=0.6 if section else NEAR)
             if close:
-                refused.append(
-                    f"{name} (did you mean {section + '.' if section else ''}{close[0]}?)"
-                )
+                refused.append(f"{dotted}{key} (did you mean {dotted}{close[0]}?)")
             elif section:
-                refused.append(name)
+                refused.append(f"{dotted}{key}")
             else:
-                noted.append(name)
+                noted.append(key)
     return refused, noted
 
 
