@@ -30,12 +30,14 @@ class LazyGroup(click.Group):
         if command is None:
             return None
         assert isinstance(command, click.Command)
-        # A copy: the shared commands' help is written once, naming {prog} and {config}, and
-        # each command takes --config after its name as well; the command stays as written.
+        # A copy: the shared commands' help (the command's and its options') is written once,
+        # naming {prog}, {config} and {port}, and each command takes --config after its name
+        # as well; the command stays as written.
+        program = current()
         command = copy.copy(command)
-        command.params = [*command.params, _config_after_verb()]
+        command.params = [*map(_filled, command.params), _config_after_verb()]
         if command.help:
-            command.help = current().fill(command.help)
+            command.help = program.fill(command.help)
         return command
 
     def resolve_command(
@@ -65,6 +67,16 @@ Core runs one verb per call ({prog} VERB < request.json); people run the rest:
   {prog} nodes             every node, its state and stream length
   {prog} doctor            what is wrong with this host's set-up, and how to fix it
 Run "{prog} --help" for every command, "{prog} COMMAND --help" for one."""
+
+
+def _filled(param: click.Parameter) -> click.Parameter:
+    """``param``, or a copy whose help names this program's file, port and so on."""
+    help = getattr(param, "help", None)
+    if not help or "{" not in help:
+        return param
+    param = copy.copy(param)
+    param.help = current().fill(help)
+    return param
 
 
 def _config_after_verb() -> click.Option:

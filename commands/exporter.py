@@ -7,7 +7,8 @@ import threading
 
 import click
 
-from resource_extend.commands.exporter_listen import DEFAULT_LISTEN, Address, parse_listen
+from resource_extend.commands.exporter_listen import DEFAULT_HOST, Address, parse_listen
+from resource_extend.commands.program import current, installed_version
 from resource_extend.commands.protocol import (
     Session,
     click_config,
@@ -21,8 +22,11 @@ from resource_extend.ledger.errors import PluginError
 INSTALL_HINT = "pip install 'resource-extend[exporter]' (or pip install prometheus-client)"
 
 
-def listen_address(ctx: click.Context, _: click.Parameter, value: str) -> Address:
-    """``--listen`` (a click callback): an address not understood is a usage error."""
+def listen_address(ctx: click.Context, _: click.Parameter, value: str | None) -> Address:
+    """``--listen`` (a click callback): an address not understood is a usage error; none
+    given, loopback on this program's port."""
+    if value is None:
+        return Address(DEFAULT_HOST, current().exporter_port)
     try:
         return parse_listen(value)
     except PluginError as exc:
@@ -33,11 +37,10 @@ def listen_address(ctx: click.Context, _: click.Parameter, value: str) -> Addres
 @click.option(
     "--listen",
     "address",
-    default=DEFAULT_LISTEN,
     callback=listen_address,
-    show_default=True,
     metavar="HOST:PORT",
-    help="Where to serve /metrics: HOST:PORT, [IPv6]:PORT, or :PORT for every address.",
+    help="Where to serve /metrics: HOST:PORT, [IPv6]:PORT, or :PORT for every address.  "
+    "[default: 127.0.0.1:{port}]",
 )
 @click.option(
     "--every",
@@ -68,10 +71,15 @@ def exporter(
     (SIGTERM or SIGINT: the server closes, the background jobs end, exit status 0).
 
     \b
-      {prog} exporter                             # 127.0.0.1:9464, etcd read every 15 s
-      {prog} exporter --listen :9464 --every 30   # every address; a read every 30 s
-      {prog} exporter --verify-every 0            # no verify passes (no drift gauge)
-      curl -s http://127.0.0.1:9464/metrics
+      {prog} exporter                              # 127.0.0.1:{port}, etcd read every 15 s
+      {prog} exporter --listen :{port} --every 30   # every address; a read every 30 s
+      {prog} exporter --verify-every 0             # no verify passes (no drift gauge)
+      curl -s http://127.0.0.1:{port}/metrics
+
+    The default ports, 18464 (resource-gpu) and 18465 (resource-storage), let both run on one
+    host. They lie outside 9100-9999, the range Prometheus keeps for exporters (full, with
+    9464 taken by OpenTelemetry's), below Linux's ephemeral ports (32768 on), and in neither
+    Debian's /etc/services nor nmap's table of ports.
 
     \b
     Metrics, <p> standing for resource_gpu_ (resource-gpu) or resource_storage_:
@@ -134,7 +142,6 @@ def exporter(
         from resource_extend.commands import exporter_serve as http
         from resource_extend.commands.exporter_refresh import Refresher
         from resource_extend.commands.exporter_view import prefix_of, view_families
-        from resource_extend.commands.program import current, installed_version
 
         config = session.config
         prefix, kind_gauges = prefix_of(current().name), program_package().exporter_gauges()

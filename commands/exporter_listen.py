@@ -7,8 +7,8 @@ import msgspec
 from resource_extend.ledger.endpoints import host_port
 from resource_extend.ledger.errors import PluginError
 
-DEFAULT_LISTEN = "127.0.0.1:9464"
-"""Loopback, on the port registered for Prometheus exporters' examples."""
+DEFAULT_HOST = "127.0.0.1"
+"""Loopback: the metrics reach no other host unless the operator says so."""
 
 
 class Address(msgspec.Struct, frozen=True):
@@ -44,7 +44,7 @@ def parse_listen(text: str) -> Address:
         why = f"{host!r} is not a host name or address"
     if why:
         raise PluginError(
-            f"--listen {text!r}: {why}; expected HOST:PORT, such as 127.0.0.1:9464, "
-            "[::1]:9464, or :9464 for every address"
+            f"--listen {text!r}: {why}; expected HOST:PORT, such as 127.0.0.1:18464, "
+            "[::1]:18464, or :18464 for every address"
         )
     return Address(host or "0.0.0.0", int(port))

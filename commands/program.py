@@ -25,15 +25,19 @@ def installed_version() -> str:
 class Program:
     """One plugin: its names, and where its verbs live."""
 
-    __slots__ = ("config_file", "kind", "name", "summary", "verbs")
+    __slots__ = ("config_file", "exporter_port", "kind", "name", "summary", "verbs")
 
-    def __init__(self, name: str, kind: str, config_file: str, summary: str) -> None:
+    def __init__(
+        self, name: str, kind: str, config_file: str, exporter_port: int, summary: str
+    ) -> None:
         self.name = name
         """The command, as core runs it and as every error line begins: ``resource-gpu``."""
         self.kind = kind
         """The resource kind, the key segment ``<prefix>/resource/<kind>/``: ``gpu``."""
         self.config_file = config_file
         """The config file read when neither ``--config`` nor the environment names one."""
+        self.exporter_port = exporter_port
+        """The exporter's default port: one for each program, so both serve on one host."""
         self.summary = summary
         self.verbs = f"resource_extend.commands.{kind}"
         """The package of its core verbs' implementations (``writes``, ``queries``)."""
@@ -49,12 +53,14 @@ class Program:
         return bool(os.environ.get(self.env("DEBUG")))
 
     def fill(self, text: str) -> str:
-        """``text`` (help written once for both programs) with ``{prog}``, ``{kind}`` and
-        ``{config}`` made this program's; anything else in braces is left as it is."""
+        """``text`` (help written once for both programs) with ``{prog}``, ``{kind}``,
+        ``{config}`` and ``{port}`` made this program's; anything else in braces is left as
+        it is."""
         return (
             text.replace("{prog}", self.name)
             .replace("{kind}", self.kind)
             .replace("{config}", self.config_file)
+            .replace("{port}", str(self.exporter_port))
         )
 
     def __repr__(self) -> str:
@@ -65,12 +71,14 @@ GPU = Program(
     "resource-gpu",
     "gpu",
     "gpu.yaml",
+    18464,
     "The eru GPU resource plugin: whole cards by product model",
 )
 STORAGE = Program(
     "resource-storage",
     "storage",
     "storage.yaml",
+    18465,
     "The eru storage resource plugin: volumes, disk IOPS/BPS quotas and storage space",
 )
 PROGRAMS = {program.name: program for program in (GPU, STORAGE)}

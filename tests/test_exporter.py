@@ -5,6 +5,7 @@ heads that drifted from their streams, etcd going away and coming back, SIGTERM,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -430,8 +431,8 @@ def exporter_run(plugin: Plugin, *args: str, env: dict[str, str] | None = None) 
         ("127.0.0.1:", "no port"),
         ("127.0.0.1:http", "the port 'http' is not a number"),
         ("127.0.0.1:70000", "the port 70000 is out of range"),
-        ("::1:9464", "an IPv6 address goes in brackets"),
-        ("no host:9464", "'no host' is not a host name or address"),
+        ("::1:18464", "an IPv6 address goes in brackets"),
+        ("no host:18464", "'no host' is not a host name or address"),
     ],
 )
 def test_a_bad_listen_address_is_refused_in_one_line(plugin: Plugin, listen: str, why: str) -> None:
@@ -457,6 +458,23 @@ def test_an_address_in_use_and_a_stale_limit_below_the_interval_are_refused(
     assert short.status == 2
 
 
+@pytest.mark.parametrize(
+    ("program", "port"), [("resource-gpu", 18464), ("resource-storage", 18465)]
+)
+def test_each_program_has_its_own_default_port_on_loopback(
+    plugin: Plugin, storage: Plugin, program: str, port: int
+) -> None:
+    """Both exporters run on one host without a --listen: shown by holding the port first."""
+    runs = plugin if program == "resource-gpu" else storage
+    with socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        with contextlib.suppress(OSError):  # held by another process already: the same answer
+            taken.bind(("127.0.0.1", port))
+            taken.listen()
+        line = failure_line(exporter_run(runs), "exporter", program=program)
+    assert line == f"{program} exporter: cannot listen on 127.0.0.1:{port}: Address already in use"
+
+
 def test_without_prometheus_client_it_says_how_to_install_it(
     plugin: Plugin, tmp_path: Path
 ) -> None:
@@ -471,7 +489,8 @@ def test_without_prometheus_client_it_says_how_to_install_it(
 def test_help_reads_as_a_manual(plugin: Plugin) -> None:
     shown = plugin.run("exporter", None, "--help")
     assert shown.status == 0, shown.stderr
-    assert "resource-gpu exporter --listen :9464 --every 30" in shown.stdout
+    assert "resource-gpu exporter --listen :18464 --every 30" in shown.stdout
+    assert "[default: 127.0.0.1:18464]" in shown.stdout
     for said in ("/metrics", "--stale-after", "SIGTERM", "drifted_nodes", "cas_retries_total"):
         assert said in shown.stdout, said
     assert "{prog}" not in shown.stdout

@@ -30,12 +30,12 @@ def test_the_two_units_differ_only_in_the_program_they_run() -> None:
         storage.replace("resource-storage", "resource-gpu")
         .replace("storage.yaml", "gpu.yaml")
         .replace("storage ledger", "GPU ledger")
-        .replace("9465", "9464")
+        .replace("18465", "18464")
     )
     gpu_line = (
-        "# resource-storage-exporter.service is the same unit for resource-storage (port 9465)."
+        "# resource-storage-exporter.service is the same unit for resource-storage (port 18465)."
     )
-    other = "# resource-gpu-exporter.service is the same unit for resource-gpu (port 9464)."
+    other = "# resource-gpu-exporter.service is the same unit for resource-gpu (port 18464)."
     assert swapped.replace(other, gpu_line) == gpu
 
 
