@@ -5,9 +5,10 @@ from __future__ import annotations
 import click
 
 from resource_extend.commands.protocol import Session, click_config, respond, run
-from resource_extend.commands.verify import named_nodes, nodes_or_all, plural
+from resource_extend.commands.verify import named_nodes, nodes_or_all
 from resource_extend.ledger import audit
 from resource_extend.ledger.errors import PluginError
+from resource_extend.ledger.words import plural
 
 
 @click.command("compact")

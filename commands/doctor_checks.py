@@ -16,6 +16,7 @@ import msgspec
 
 from resource_extend.commands.program import current
 from resource_extend.ledger.errors import PluginError
+from resource_extend.ledger.words import plural
 
 if TYPE_CHECKING:
     from resource_extend.ledger.config import Config
@@ -87,7 +88,7 @@ def check_config(explicit: str | None) -> tuple[Config | None, Finding]:
     machines = len(config.etcd.machines)
     summary = (
         f"{path} (from {how}) is valid: prefix {config.etcd.prefix}, "
-        f"{machines} etcd endpoint{'s' * (machines != 1)}, transport {config.etcd.transport}"
+        f"{plural(machines, 'etcd endpoint')}, transport {config.etcd.transport}"
     )
     if config.unrecognised:
         strays = ", ".join(config.unrecognised)

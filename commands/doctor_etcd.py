@@ -33,6 +33,7 @@ from resource_extend.ledger.transport import (
     Unavailable,
     open_transport,
 )
+from resource_extend.ledger.words import plural
 
 MIN_VERSION = (3, 4)
 """The oldest etcd the plugins support: its JSON gateway serves ``/v3/`` from 3.4 on (3.3
@@ -180,7 +181,7 @@ def _answered(
 ) -> Finding:
     over = "gRPC" if settings.transport == "grpc" else "HTTP"
     who = f"user {settings.auth.username}" if settings.auth.username else "no auth"
-    records = f"{counted.count} node record{'s' * (counted.count != 1)}"
+    records = plural(counted.count, "node record")
     message = (
         f"answers over {over} ({'TLS' if tls else 'no TLS'}, {who}): etcd "
         f"{version or '(version not said)'}; {records} under {settings.prefix}"

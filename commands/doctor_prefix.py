@@ -16,6 +16,7 @@ import msgspec
 from resource_extend.commands.doctor_checks import Finding, fail, ok, warn
 from resource_extend.ledger.errors import PluginError
 from resource_extend.ledger.store import Store
+from resource_extend.ledger.words import plural
 
 if TYPE_CHECKING:
     from resource_extend.ledger.scans import NodeKeys
@@ -78,7 +79,8 @@ def _upstream_finding(upstream: list[str], where: str) -> Finding:
         return ok(check, f"every node record under {where} has its stream")
     return warn(
         check,
-        f"{len(upstream)} node records the upstream plugin wrote have no stream yet: "
+        f"{plural(len(upstream), 'node record')} the upstream plugin wrote "
+        f"{'has' if len(upstream) == 1 else 'have'} no stream yet: "
         f"{_names(upstream)}. Their history starts with core's next write to each, which "
         "adopts the record as found; until then history and show have nothing of them",
         "nothing to repair: core's next write to each node adopts it. If the upstream plugin "
@@ -106,7 +108,7 @@ def _drift_finding(store: Store[Any], candidates: list[str], records: int) -> Fi
 
     check = "drift"
     if not candidates:
-        return ok(check, f"no streams to compare ({records} node records)")
+        return ok(check, f"no streams to compare ({plural(records, 'node record')})")
     sample = _sample(candidates, DRIFT_NODES)
     bounds = store.stream_bounds(sample)
     long = [name for name in sample if bounds[name].count > DRIFT_EVENTS]
@@ -125,12 +127,12 @@ def _drift_finding(store: Store[Any], candidates: list[str], records: int) -> Fi
         if problems:
             disagree.append(f"{name} ({'; '.join(problems)})")
     folded = len(sample) - len(long)
-    scope = (
-        f"all {folded} nodes"
-        if len(sample) == len(candidates)
-        else f"a random {folded} of {len(candidates)} nodes ({{prog}} verify --all checks "
-        "every one)"
-    )
+    if len(sample) < len(candidates):
+        scope = (
+            f"a random {folded} of {len(candidates)} nodes ({{prog}} verify --all checks every one)"
+        )
+    else:
+        scope = {0: "no node", 1: "the only node"}.get(folded, f"all {folded} nodes")
     skipped = (
         f"; not folded here, streams longer than {DRIFT_EVENTS} events: {_names(long)} "
         "({prog} verify NODE checks one)"
@@ -138,12 +140,13 @@ def _drift_finding(store: Store[Any], candidates: list[str], records: int) -> Fi
         else ""
     )
     if not disagree:
-        return ok(check, _filled(f"heads agree with their streams: {scope}{skipped}"))
+        agree = (
+            "its head agrees with its stream" if folded == 1 else "heads agree with their streams"
+        )
+        return ok(check, _filled(f"{agree} (checked {scope}){skipped}"))
     count = len(disagree)
-    heads = (
-        "1 head disagrees with its stream"
-        if count == 1
-        else f"{count} heads disagree with their streams"
+    heads = f"{plural(count, 'head')} " + (
+        "disagrees with its stream" if count == 1 else "disagree with their streams"
     )
     return fail(
         check,

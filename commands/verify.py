@@ -19,6 +19,7 @@ from resource_extend.ledger.keys import check_node_name
 from resource_extend.ledger.kinds import Kind
 from resource_extend.ledger.store import Store
 from resource_extend.ledger.walk import Walk
+from resource_extend.ledger.words import plural
 
 NodeState = Any
 """Whichever kind's state: verify and compact are the ledger's, written once for every kind."""
@@ -252,11 +253,6 @@ def _orphans(
 def streams_dir(session: Session) -> str:
     """Where this host's compactions write when no archive is given (``StreamsConfig``)."""
     return session.config.streams.destination.directory
-
-
-def plural(number: int, what: str) -> str:
-    """``1 node``, ``2 nodes``."""
-    return f"{number} {what}{'s' * (number != 1)}"
 
 
 @click.command("verify")
