@@ -35,8 +35,9 @@ class Probe(msgspec.Struct, frozen=True):
     type=click.Choice(["auto", "nvml", "nvidia-smi"]),
     default="auto",
     show_default=True,
-    help="Read the cards with NVML's Python binding, with nvidia-smi, or (auto) with NVML "
-    "where the binding is installed, else nvidia-smi.",
+    help="Read the cards with NVML's Python binding (exit 1 if it is not installed), with "
+    "nvidia-smi (none on PATH: no driver, so {}), or (auto) with NVML where the binding is "
+    "installed, else nvidia-smi.",
 )
 @click.option(
     "--explain",
@@ -60,8 +61,12 @@ def detect(source: str, explain: bool) -> None:
       nvidia-smi --query-gpu=index,name,uuid,mig.mode.current --format=csv,noheader
       nvidia-smi -L    (only with a card in MIG mode: its MIG instances)
 
-    No nvidia-smi, no NVML library or no GPU: {} and exit 0. A failing driver (nvidia-smi
-    exits non-zero, NVML cannot start) or output it cannot read: one line on stderr, exit 1.
+    No driver or no GPU: {} and exit 0. nvidia-smi and NVML's library come with the driver,
+    so a host without them has no card to count (--explain says which was missing). NVML's
+    Python binding does not: it is a package of its own, so "--source nvml" without it is
+    an install to fix, not a host without GPUs (one line naming the pip command, exit 1;
+    "auto" falls back to nvidia-smi). A failing driver (nvidia-smi exits non-zero, NVML
+    cannot start) or output it cannot read: one line on stderr, exit 1.
 
     Products: the reported name, lower-cased, without the words NVIDIA, GeForce, Tesla,
     Quadro, RTX, GTX and GPU, its other words (letters, digits, dots) joined with "-" and
