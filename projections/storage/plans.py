@@ -66,7 +66,7 @@ def calculate_deploy(
     if request.storage_request > 0:
         available = storage_fits(capacity, usage, request.storage_request)
         if available < deploy_count:
-            raise NotEnoughResource(
+            raise NotEnoughResource(  # upstream's words: bytes a workload, then a count of them
                 f"not enough storage, request: {request.storage_request}, "
                 f"available: {available}: {INSUFFICIENT}"
             )
