@@ -35,11 +35,9 @@ def main(argv: list[str] | None = None, program: str = "resource-gpu") -> None:
         from resource_extend.commands.protocol import Session
         from resource_extend.commands.registry import load
 
-        try:
-            load(verb)(config, Session(config, resume=outcome.resume))
-        finally:
-            if verb not in OFFLINE_VERBS:
-                resident.start_if_wanted(config)
+        load(verb)(config, Session(config, resume=outcome.resume))  # a failure exits here
+        if verb not in OFFLINE_VERBS:  # a call that worked: its config and etcd are sound
+            resident.start_if_wanted(config)
         raise SystemExit(0)
     from resource_extend.commands.cli import main as run_cli
 

@@ -323,8 +323,9 @@ def _pidfd(pid: int) -> int | None:
 
 
 def start_if_wanted(config: str | None) -> None:
-    """After a call ran here: start a helper if the config wants one. Never fails: the call
-    has answered, and whatever is wrong with the config it has said itself."""
+    """After a call that worked here: start a helper if the config wants one. Never fails:
+    the call has answered. A call that failed starts none, so a broken config, a wrong
+    endpoint or an etcd away leaves no helper behind to idle out."""
     if turned_off():
         return
     path = config_file(config)

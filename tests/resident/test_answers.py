@@ -84,6 +84,23 @@ def test_it_is_easy_to_turn_off(plugin: Plugin, runtime: Path) -> None:
     assert helper_pid(plugin) is None, "a helper started although it was turned off"
 
 
+def test_a_call_that_failed_starts_no_helper(plugin: Plugin, runtime: Path) -> None:
+    """A call against a broken config (here an etcd that is not there) or with a refused
+    request leaves no helper behind to idle out; the first call that works starts one."""
+    resident_plugin(plugin)
+    machines = json.loads(plugin.config.read_text())["etcd"]["machines"]
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        nobody = f"http://127.0.0.1:{unused.getsockname()[1]}"
+    resident_plugin(plugin, machines=[nobody], timeout=1)
+    assert plugin.run("get-node-resource-info", {"nodename": "n1"}).status == 1
+    resident_plugin(plugin, machines=machines)
+    assert plugin.run("add-node", None, raw=b"{not json").status == 1
+    time.sleep(1.0)  # a helper started would answer well within this
+    assert helper_pid(plugin) is None, "a failed call started a helper"
+    started(plugin)
+
+
 def test_turning_it_off_in_the_config_stops_a_running_helper(plugin: Plugin, runtime: Path) -> None:
     resident_plugin(plugin)
     plugin.add("n1", {G: 4})
