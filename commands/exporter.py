@@ -12,7 +12,6 @@ from resource_extend.commands.program import current, installed_version
 from resource_extend.commands.protocol import (
     Session,
     click_config,
-    program_package,
     report_failure,
     respond,
     run,
@@ -144,7 +143,7 @@ def exporter(
         from resource_extend.commands.exporter_view import prefix_of, view_families
 
         config = session.config
-        prefix, kind_gauges = prefix_of(current().name), program_package().exporter_gauges()
+        prefix, kind_gauges = prefix_of(current().name), current().package().exporter_gauges()
 
         def report(line: str, failure: bool) -> None:
             if failure:

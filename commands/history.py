@@ -13,6 +13,7 @@ import msgspec
 
 from resource_extend.commands import views
 from resource_extend.commands.archive import archive_dir, archive_option
+from resource_extend.commands.program import current
 from resource_extend.commands.protocol import Session, click_config, run
 from resource_extend.ledger import audit
 from resource_extend.ledger.errors import InvalidRequest, PluginError
@@ -222,7 +223,7 @@ class Selection(msgspec.Struct, frozen=True):
     "--kind",
     "kinds",
     multiple=True,
-    type=click.Choice(views.current().KINDS),
+    type=click.Choice(current().package().view().KINDS),
     help="Only events of this kind (repeat for several).",
 )
 @click.option(

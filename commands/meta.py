@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from resource_extend.commands.program import current
-from resource_extend.commands.protocol import Session, program_package, verb
+from resource_extend.commands.protocol import Session, verb
 
 
 @verb("name")
@@ -26,7 +26,7 @@ def verbs(session: Session) -> list[str]:
 def get_metrics_description(session: Session) -> list[Any]:
     """Describe the gauges get-metrics emits (resource-gpu: gpu_capacity and gpu_used, per
     product; resource-storage: storage_capacity and storage_used)."""
-    descriptions: list[Any] = program_package().metrics_descriptions()
+    descriptions: list[Any] = current().package().metrics_descriptions()
     return descriptions
 
 

@@ -8,6 +8,10 @@ The script that starts the process chooses (:func:`use`); everything else asks
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # not typing's: the thin client of every core call imports this module
+if TYPE_CHECKING:
+    from typing import Any
+
 DISTRIBUTION = "resource-extend"
 """The package pip installs, with both commands."""
 
@@ -41,6 +45,12 @@ class Program:
         self.summary = summary
         self.verbs = f"resource_extend.commands.{kind}"
         """The package of its core verbs' implementations (``writes``, ``queries``)."""
+
+    def package(self) -> Any:
+        """The package of its core verbs (``commands.gpu``), which says what its kind is."""
+        import importlib
+
+        return importlib.import_module(self.verbs)
 
     def env(self, suffix: str) -> str:
         """This program's environment variable: ``RESOURCE_GPU_<SUFFIX>``."""

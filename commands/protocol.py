@@ -36,13 +36,6 @@ EXIT_INTERNAL = 70
 R = TypeVar("R")
 
 
-def program_package() -> Any:
-    """The package of this program's verbs (``commands.gpu``), which says what its kind is."""
-    import importlib
-
-    return importlib.import_module(current().verbs)
-
-
 class CallIO(msgspec.Struct):
     """Where a call reads its request and writes its answer and its error line: the process's
     own streams, or (in the resident helper, ``commands.residentd``) one client's."""
@@ -87,15 +80,14 @@ class Session:
     @cached_property
     def kind(self) -> Kind[Any]:
         """The resource kind this program serves."""
-        kind: Kind[Any] = program_package().kind()
+        kind: Kind[Any] = current().package().kind()
         return kind
 
     @cached_property
     def view(self) -> KindView:
         """How the auditor commands print this kind."""
-        from resource_extend.commands import views
-
-        return views.current()
+        view: KindView = current().package().view()
+        return view
 
     @cached_property
     def store(self) -> Store[Any]:
@@ -148,7 +140,7 @@ def read_request(request_type: type[R], io: CallIO | None = None) -> R:
     if not raw.strip():
         raise PluginError("the request is empty: pipe one JSON object on stdin")
     try:
-        return program_package().decode(raw, request_type)  # type: ignore[no-any-return]
+        return current().package().decode(raw, request_type)  # type: ignore[no-any-return]
     except msgspec.ValidationError as exc:
         raise PluginError(f"invalid request: {exc}", node=_node_named_in(raw)) from None
     except msgspec.DecodeError as exc:
@@ -239,7 +231,7 @@ class Verb(msgspec.Struct, frozen=True):
     def command(self) -> click.Command:
         import click
 
-        epilog = program_package().REQUEST_EPILOG if self.request_type is not None else None
+        epilog = current().package().REQUEST_EPILOG if self.request_type is not None else None
         return click.Command(
             self.name,
             callback=lambda: self(click_config()),

@@ -30,11 +30,3 @@ class KindView(Protocol):
     def summary(self, change: Any) -> str | None:
         """One of the kind's own changes in a few words (None: not one of its own)."""
         ...
-
-
-def current() -> KindView:
-    """The view of the kind this program serves (``resource-gpu``: GPU)."""
-    from resource_extend.commands.protocol import program_package
-
-    view: KindView = program_package().view()
-    return view

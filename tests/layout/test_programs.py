@@ -38,10 +38,9 @@ def test_every_verb_is_served_by_each_program(name: str) -> None:
 def test_the_program_and_its_ledger_kind_agree_on_names(name: str) -> None:
     """The program (commands) and its kind (projections, for the ledger) each name the kind
     and the command; they must say the same."""
-    from resource_extend.commands.protocol import program_package
 
     with program.using(name) as serving:
-        kind = program_package().kind()
+        kind = program.current().package().kind()
         assert (kind.name, kind.program) == (serving.kind, serving.name)
 
 
