@@ -111,7 +111,7 @@ def configured_products(explicit: str | None) -> dict[str, str]:
 
 
 def explanation(probe: Probe, table: list[tuple[str, ...]], answer: Any) -> str:
-    from resource_extend.commands.history import columns
+    from resource_extend.commands.audit.history import columns
 
     lines = [f"read with: {probe.source}"]
     if probe.cards:

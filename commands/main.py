@@ -1,7 +1,7 @@
 """The ``resource-gpu`` and ``resource-storage`` commands.
 
 Core runs ``resource-gpu [--config PATH] VERB`` once per request, so that path is kept short:
-the call goes to the resident helper (``commands.resident``) when one is up, and otherwise
+the call goes to the resident helper (``commands.resident.client``) when one is up, and otherwise
 straight to the verb, without loading the click CLI (about 15 ms of imports). Anything else
 (``--help``, the auditor and operator commands, a usage error) goes through ``commands.cli``.
 """
@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None, program: str = "resource-gpu") -> None:
     config, rest = _config_option(args)
     if len(rest) == 1 and (rest[0] in CORE_VERBS or rest[0] in HIDDEN_VERBS):
         verb = rest[0]
-        from resource_extend.commands import resident
+        from resource_extend.commands.resident import client as resident
 
         outcome = resident.call(verb, config)
         if outcome.status is not None:

@@ -23,7 +23,7 @@ from resource_extend.ledger.errors import PluginError
 if TYPE_CHECKING:
     import click
 
-    from resource_extend.commands.views import KindView
+    from resource_extend.commands.audit.views import KindView
     from resource_extend.ledger.config import Config
     from resource_extend.ledger.events import Change
     from resource_extend.ledger.kinds import Kind
@@ -38,7 +38,7 @@ R = TypeVar("R")
 
 class CallIO(msgspec.Struct):
     """Where a call reads its request and writes its answer and its error line: the process's
-    own streams, or (in the resident helper, ``commands.residentd``) one client's."""
+    own streams, or (in the resident helper, ``commands.resident.daemon``) one client's."""
 
     stdin: BinaryIO
     stdout: BinaryIO
@@ -72,7 +72,7 @@ class Session:
 
     @cached_property
     def config(self) -> Config:
-        from resource_extend.commands.config_copies import RuntimeCopies
+        from resource_extend.commands.resident.copies import RuntimeCopies
         from resource_extend.ledger import config
 
         return config.load(self._config_path, copies=RuntimeCopies(), default=current().config_file)

@@ -41,18 +41,18 @@ OFFLINE_VERBS = frozenset({"name", "verbs", "get-metrics-description", "calculat
 """Verbs that need neither etcd nor a config file: they never start a resident helper."""
 
 AUDITOR_COMMANDS: dict[str, str] = {
-    "history": "resource_extend.commands.history:history",
-    "show": "resource_extend.commands.state:show",
-    "nodes": "resource_extend.commands.state:nodes",
-    "verify": "resource_extend.commands.verify:verify",
-    "export": "resource_extend.commands.history:export",
-    "compact": "resource_extend.commands.compact:compact",
-    "migrate": "resource_extend.commands.migrate:migrate",
-    "helper": "resource_extend.commands.helper:helper",
-    "footprint": "resource_extend.commands.footprint:footprint",
-    "archive": "resource_extend.commands.archive:archive",
-    "doctor": "resource_extend.commands.doctor:doctor",
-    "exporter": "resource_extend.commands.exporter:exporter",
+    "history": "resource_extend.commands.audit.history:history",
+    "show": "resource_extend.commands.audit.state:show",
+    "nodes": "resource_extend.commands.audit.state:nodes",
+    "verify": "resource_extend.commands.audit.verify:verify",
+    "export": "resource_extend.commands.audit.history:export",
+    "compact": "resource_extend.commands.audit.compact:compact",
+    "migrate": "resource_extend.commands.audit.migrate:migrate",
+    "helper": "resource_extend.commands.resident.command:helper",
+    "footprint": "resource_extend.commands.audit.footprint:footprint",
+    "archive": "resource_extend.commands.audit.archive:archive",
+    "doctor": "resource_extend.commands.doctor.command:doctor",
+    "exporter": "resource_extend.commands.exporter.command:exporter",
     "sample-config": "resource_extend.commands.sample_config:sample_config",
 }
 """Commands for people (auditors, operators); not offered to core."""

@@ -139,7 +139,7 @@ class Config(msgspec.Struct, kw_only=True):
     streams: StreamsConfig = msgspec.field(default_factory=StreamsConfig)
     scheduler: SchedulerConfig = msgspec.field(default_factory=SchedulerConfig)
     resident: bool = True
-    """Serve core's calls from a warm resident helper (``commands.residentd``)."""
+    """Serve core's calls from a warm resident helper (``commands.resident.daemon``)."""
     products: dict[str, Annotated[str, msgspec.Meta(max_length=MAX_PRODUCT_LENGTH)]] = (
         msgspec.field(default_factory=dict)
     )

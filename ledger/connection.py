@@ -18,6 +18,7 @@ from resource_extend.ledger import wire
 from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.errors import EtcdFull, StoreError
 from resource_extend.ledger.transport import (
+    HttpTransport,
     NoSpace,
     NotEtcd,
     Refused,
@@ -25,8 +26,26 @@ from resource_extend.ledger.transport import (
     Transport,
     Unavailable,
     endpoint_of,
-    open_transport,
 )
+
+GRPC_EXTRA = "pip install 'resource-extend[grpc]'"
+"""What brings the gRPC transport's libraries (etcd3, grpcio, protobuf): an extra, so that
+installs which speak HTTP (the default) carry none of them."""
+
+
+def open_transport(config: EtcdConfig) -> Transport:
+    """The transport ``etcd.transport`` names: HTTP (the JSON gateway) or gRPC (an extra)."""
+    if config.transport == "grpc":
+        try:
+            from resource_extend.ledger.grpc_transport import GrpcTransport
+        except ImportError as exc:
+            raise StoreError(
+                f"etcd.transport: grpc needs the gRPC libraries ({exc.name} is missing): "
+                f"{GRPC_EXTRA}, or use transport: http"
+            ) from None
+        return GrpcTransport(config)
+    return HttpTransport(config)
+
 
 Reply = TypeVar(
     "Reply", wire.RangeResponse, wire.TxnResponse, wire.StatusResponse, wire.AlarmResponse

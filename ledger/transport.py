@@ -132,24 +132,6 @@ def endpoint_of(url: str) -> tuple[str, int]:
     return endpoint.host, endpoint.port
 
 
-GRPC_EXTRA = "pip install 'resource-extend[grpc]'"
-"""What brings the gRPC transport's libraries (etcd3, grpcio, protobuf): an extra, so that
-installs which speak HTTP (the default) carry none of them."""
-
-
-def open_transport(config: EtcdConfig) -> Transport:
-    if config.transport == "grpc":
-        try:
-            from resource_extend.ledger.grpc_transport import GrpcTransport
-        except ImportError as exc:
-            raise StoreError(
-                f"etcd.transport: grpc needs the gRPC libraries ({exc.name} is missing): "
-                f"{GRPC_EXTRA}, or use transport: http"
-            ) from None
-        return GrpcTransport(config)
-    return HttpTransport(config)
-
-
 class _GatewayError(msgspec.Struct):
     code: int = 2
     message: str = ""

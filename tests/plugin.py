@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from resource_extend.commands import program as programs
-from resource_extend.commands.resident import HELPER_MODULE
+from resource_extend.commands.resident.client import HELPER_MODULE
 
 MODE = os.environ.get("RESOURCE_GPU_TEST_MODE", "http")
 """How the plugin runs in this test run (the suite runs once in each): calls in-process over
@@ -143,7 +143,8 @@ def stop_helpers(only: str | None = None) -> list[str]:
     """Stop the resident helpers of this user's runtime directory (``$XDG_RUNTIME_DIR``, which
     the suite points at a directory of its own): all, or ``only`` the one serving that config.
     What was done to each, as ``resource-gpu helper --stop`` says it."""
-    from resource_extend.commands import helper, resident
+    from resource_extend.commands.resident import client as resident
+    from resource_extend.commands.resident import command as helper
 
     names = helper.sockets()
     if only is not None:

@@ -1,4 +1,4 @@
-"""Parsed copies of the config (commands/config_copies.py): with ``resident: false`` every call
+"""Parsed copies of the config (commands/resident/copies.py): with ``resident: false`` every call
 is a new process, and the first one keeps what gpu.yaml parsed to in the private runtime
 directory, so later ones need not load PyYAML. A copy is used only for the very text and
 directory it was parsed from."""

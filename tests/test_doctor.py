@@ -26,9 +26,9 @@ from typing import Any
 
 import pytest
 
-from resource_extend.commands.doctor_clock import clock_offset, fail_after, judge_clock
-from resource_extend.commands.doctor_durability import CHECK as DURABILITY
-from resource_extend.commands.doctor_host import container_runtime
+from resource_extend.commands.doctor.clock import clock_offset, fail_after, judge_clock
+from resource_extend.commands.doctor.durability import CHECK as DURABILITY
+from resource_extend.commands.doctor.host import container_runtime
 from tests.audit.helpers import G, added, event, head, plant, put_head, used, write_streams
 from tests.etcd_server import Cluster, Member, etcdctl_binary, free_port
 from tests.etcdkv import Etcd, upstream_head

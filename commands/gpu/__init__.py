@@ -7,8 +7,8 @@ TYPE_CHECKING = False  # not typing's: every call imports this package
 if TYPE_CHECKING:
     from typing import Any
 
-    from resource_extend.commands.exporter_view import KindGauges
-    from resource_extend.commands.views import KindView
+    from resource_extend.commands.audit.views import KindView
+    from resource_extend.commands.exporter.view import KindGauges
     from resource_extend.ledger.kinds import Kind
 
 REQUEST_EPILOG = (

@@ -72,3 +72,13 @@ def test_grpc_is_an_extra(wheel: zipfile.ZipFile) -> None:
     assert always and not [r for r in always if r.startswith(("etcd3", "grpcio", "protobuf"))]
     grpc = [r for r in requires if 'extra == "grpc"' in r]
     assert {re.split(r"[^\w.-]", r)[0] for r in grpc} == {"etcd3", "grpcio", "protobuf"}
+
+
+def test_every_module_of_the_source_tree_is_in_the_wheel(wheel: zipfile.ZipFile) -> None:
+    """setuptools installs only the packages pyproject lists: a new folder must be listed."""
+    source = {
+        f"resource_extend/{path.relative_to(ROOT).as_posix()}"
+        for layer in ("ledger", "commands", "projections")
+        for path in (ROOT / layer).rglob("*.py")
+    }
+    assert source - set(wheel.namelist()) == set()

@@ -1,1 +1,1 @@
-"""The resident helper (commands/resident.py, commands/residentd.py, commands/helper.py)."""
+"""The resident helper (commands/resident/: the client, the daemon, the helper command)."""

@@ -3,7 +3,7 @@ must not take the test with it):
 
     python -m tests.resident.fake_helper FAULT CONFIG
 
-It is the real helper (``commands.residentd``), except at one point of a call:
+It is the real helper (``commands.resident.daemon``), except at one point of a call:
 
 * ``dies-before-answering``: the verb runs (its write lands), then the process exits without
   answering: a helper killed between its write and its reply.
@@ -25,7 +25,9 @@ import sys
 import threading
 from typing import Any
 
-from resource_extend.commands import resident, residentd, rundir
+from resource_extend.commands.resident import client as resident
+from resource_extend.commands.resident import daemon as residentd
+from resource_extend.commands.resident import rundir
 
 FAULTS = ("dies-before-answering", "hangs-after-writing", "hangs-before-writing")
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from resource_extend.commands import resident
+from resource_extend.commands.resident import client as resident
 from tests.plugin import Plugin, binary, counts
 from tests.resident.conftest import (
     ROOT,

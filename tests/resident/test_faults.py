@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from resource_extend.commands import resident
+from resource_extend.commands.resident import client as resident
 from tests.etcdkv import Etcd
 from tests.plugin import Plugin, counts
 from tests.resident.conftest import (

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from resource_extend.commands import resident
+from resource_extend.commands.resident import client as resident
 from tests.faults import SlowLink
 from tests.plugin import Plugin, Result, counts
 from tests.resident.conftest import (

@@ -1,11 +1,11 @@
-"""``doctor``'s durability rule (commands/doctor_durability.py): which etcd releases, with how
+"""``doctor``'s durability rule (commands/doctor/durability.py): which etcd releases, with how
 many voting members, may lose or garble a write they answered."""
 
 from __future__ import annotations
 
 import pytest
 
-from resource_extend.commands.doctor_durability import hazards, judge, parse_version
+from resource_extend.commands.doctor.durability import hazards, judge, parse_version
 
 LOSES = "etcd-io/etcd#14370"
 REPLAYS = "etcd-io/etcd#13766"

@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from resource_extend.commands.exporter_view import (
+from resource_extend.commands.exporter.view import (
     Drift,
     KindGauges,
     NodeSeries,

@@ -9,7 +9,7 @@ import click
 from resource_extend.commands.protocol import Session, click_config, respond, run
 
 if TYPE_CHECKING:
-    from resource_extend.commands.doctor_checks import Finding
+    from resource_extend.commands.doctor.findings import Finding
 
 
 @click.command("doctor")
@@ -63,7 +63,7 @@ def doctor(as_json_output: bool) -> None:
     """
 
     def diagnose(session: Session) -> str:
-        from resource_extend.commands.doctor_checks import every_finding
+        from resource_extend.commands.doctor.checks import every_finding
 
         findings = every_finding(click_config())
         answer = _as_json(findings) if as_json_output else table(findings)

@@ -7,7 +7,7 @@ import threading
 
 import click
 
-from resource_extend.commands.exporter_listen import DEFAULT_HOST, Address, parse_listen
+from resource_extend.commands.exporter.listen import DEFAULT_HOST, Address, parse_listen
 from resource_extend.commands.program import current, installed_version
 from resource_extend.commands.protocol import (
     Session,
@@ -138,9 +138,9 @@ def exporter(
             import prometheus_client  # noqa: F401  (the [exporter] extra)
         except ImportError:
             raise PluginError(f"prometheus-client is not installed: {INSTALL_HINT}") from None
-        from resource_extend.commands import exporter_serve as http
-        from resource_extend.commands.exporter_refresh import Refresher
-        from resource_extend.commands.exporter_view import prefix_of, view_families
+        from resource_extend.commands.exporter import serve as http
+        from resource_extend.commands.exporter.refresh import Refresher
+        from resource_extend.commands.exporter.view import prefix_of, view_families
 
         config = session.config
         prefix, kind_gauges = prefix_of(current().name), current().package().exporter_gauges()

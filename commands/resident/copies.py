@@ -1,4 +1,4 @@
-"""Parsed copies of config files, kept in the runtime directory (``commands.rundir``).
+"""Parsed copies of config files, kept in the runtime directory (``commands.resident.rundir``).
 
 With ``resident: false`` every call is a new process that reads the config; parsing it takes
 PyYAML, whose import costs about as much as the rest of the plugin's. So the first call keeps
@@ -7,14 +7,14 @@ what the file parsed to, as JSON, in the private runtime directory
 still the ones it was parsed from (``ledger.config.load`` checks), else parse afresh. A copy
 is written under a temporary name and renamed into place; anything amiss means "no copy".
 
-Imports only ``os`` and ``zlib`` beyond ``commands.rundir``.
+Imports only ``os`` and ``zlib`` beyond ``commands.resident.rundir``.
 """
 
 from __future__ import annotations
 
 import os
 
-from resource_extend.commands import rundir
+from resource_extend.commands.resident import rundir
 
 MAX_COPY_BYTES = 4 * 1024 * 1024
 """Bigger than any copy of a config (which is at most 1 MiB of text): not one of ours."""

@@ -1,12 +1,12 @@
 """The resident helper: a warm process that runs core's calls for one config file.
 
-Started detached by a call that found none (``python -m commands.residentd CONFIG``), it
-takes its socket in the runtime directory (``commands.rundir``) unless a live helper already
-has it, imports everything a verb needs, and hands each connection to a process of its own: it
-reads the verb and the request, runs the verb exactly as ``resource-gpu VERB`` would (same
+Started detached by a call that found none (``python -m commands.resident.daemon CONFIG``),
+it takes its socket in the runtime directory (``rundir``) unless a live helper already has it,
+imports everything a verb needs, and hands each connection to a process of its own: it reads
+the verb and the request, runs the verb exactly as ``resource-gpu VERB`` would (same
 code, the call's own stdin, stdout and stderr), beats while it runs, and sends back the answer
 and the exit status. Calls so run side by side, on every core, each warm, and a stuck one can
-be killed alone. The wire conversation is described in ``commands.resident``.
+be killed alone. The wire conversation is described in ``commands.resident.client``.
 
 The process for the next call is forked ahead of it (a *spare*, waiting for a connection on a
 socket pair of its own), so a call does not wait for a fork, and the warm objects are frozen
@@ -33,8 +33,9 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from resource_extend.commands import resident, rundir
 from resource_extend.commands.program import DISTRIBUTION, use
+from resource_extend.commands.resident import client as resident
+from resource_extend.commands.resident import rundir
 from resource_extend.ledger.store import who
 
 if TYPE_CHECKING:
@@ -141,7 +142,7 @@ def _warm_up() -> None:
 
     for verb in (*CORE_VERBS, *HIDDEN_VERBS):
         load(verb)
-    import resource_extend.commands.config_copies
+    import resource_extend.commands.resident.copies
     import resource_extend.ledger.bounds
     import resource_extend.ledger.compaction
     import resource_extend.ledger.store  # noqa: F401

@@ -12,7 +12,7 @@ import os
 import stat
 from typing import TYPE_CHECKING, Any
 
-from resource_extend.commands.doctor_checks import Finding, fail, ok, warn
+from resource_extend.commands.doctor.findings import Finding, fail, ok, warn
 from resource_extend.commands.program import current
 
 if TYPE_CHECKING:
@@ -57,7 +57,9 @@ def check_exports(config: Config) -> list[Finding]:
 
 def check_helper(explicit: str | None, config: Config | None) -> list[Finding]:
     """The runtime directory, every socket in it, and the helper for this config."""
-    from resource_extend.commands import helper, resident, rundir
+    from resource_extend.commands.resident import client as resident
+    from resource_extend.commands.resident import command as helper
+    from resource_extend.commands.resident import rundir
 
     check = "helper"
     try:
@@ -105,7 +107,7 @@ def check_helper(explicit: str | None, config: Config | None) -> list[Finding]:
 
 
 def _wanted(config: Config | None) -> str:
-    from resource_extend.commands import resident
+    from resource_extend.commands.resident import client as resident
 
     if resident.turned_off():
         return f"${current().env('RESIDENT')} turns it off"

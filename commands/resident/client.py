@@ -1,7 +1,7 @@
 """The client side of the resident helper: hand a core call to a warm process.
 
 Core starts ``resource-gpu`` once per call, and most of a call is Python loading msgspec,
-PyYAML and the ledger. The resident helper (``commands.residentd``) has all of that loaded, so
+PyYAML and the ledger. The resident helper (``commands.resident.daemon``) has all of that loaded, so
 a call here only sends its verb, config path and stdin over a Unix socket and relays the answer:
 stdout, stderr and exit status exactly as the verb would have produced them in this process.
 This module imports nothing beyond ``os``, ``sys`` and ``_socket`` on that path.
@@ -30,8 +30,8 @@ Should the process be past reach (it cannot be confirmed dead), the call fails s
 outcome is unknown, as when etcd's answer is lost.
 
 Why nobody else can answer: the socket lives in a directory only this user can use, checked
-all the way up and reached through a descriptor (``commands.rundir``), and the helper must be
-of this user (``SO_PEERCRED``), which the helper checks of its callers too.
+all the way up and reached through a descriptor (``rundir``), and the helper must be of this
+user (``SO_PEERCRED``), which the helper checks of its callers too.
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ from __future__ import annotations
 import os
 import sys
 
-from resource_extend.commands import rundir
 from resource_extend.commands.program import current
 from resource_extend.commands.registry import MAX_REQUEST_BYTES
+from resource_extend.commands.resident import rundir
 
 TYPE_CHECKING = False  # not typing's: importing typing costs a core call ~3 ms
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ HEARTBEAT = 0.5
 STOP_WAIT = 2.0
 """Seconds to wait for a killed helper to be gone."""
 PACKAGES = ("commands", "ledger", "projections")
-HELPER_MODULE = "resource_extend.commands.residentd"
+HELPER_MODULE = "resource_extend.commands.resident.daemon"
 
 
 def turned_off() -> bool:
@@ -86,7 +86,8 @@ def installation() -> str:
     """What this installation is: its interpreter and the size and time of every code file.
     An upgrade changes it, and so gets a helper of its own."""
     parts = [sys.prefix, sys.version]
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    here = os.path.abspath(__file__)  # <root>/commands/resident/client.py
+    root = os.path.dirname(os.path.dirname(os.path.dirname(here)))
     folders = [(package, os.path.join(root, package)) for package in PACKAGES]
     while folders:  # (os.walk and os.path.relpath cost ten times this: it runs every call)
         name, path = folders.pop()

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from resource_extend.commands.doctor_checks import Finding, fail, ok, warn
+from resource_extend.commands.doctor.findings import Finding, fail, ok, warn
 from resource_extend.ledger.errors import PluginError
 from resource_extend.ledger.store import Store
 from resource_extend.ledger.words import plural

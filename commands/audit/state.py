@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 import click
 import msgspec
 
-from resource_extend.commands.archive import archive_dir, archive_option
-from resource_extend.commands.history import (
+from resource_extend.commands.audit.archive import archive_dir, archive_option
+from resource_extend.commands.audit.history import (
     NOT_ADOPTED,
     POINT_HELP,
     columns,

@@ -15,13 +15,14 @@ import time
 
 import msgspec
 
-from resource_extend.commands.doctor_checks import Finding, fail, not_checked, ok, warn
-from resource_extend.commands.doctor_clock import clock_offset, judge_clock
-from resource_extend.commands.doctor_durability import CHECK as DURABILITY
-from resource_extend.commands.doctor_durability import check_durability, parse_version
+from resource_extend.commands.doctor.clock import clock_offset, judge_clock
+from resource_extend.commands.doctor.durability import CHECK as DURABILITY
+from resource_extend.commands.doctor.durability import check_durability, parse_version
+from resource_extend.commands.doctor.findings import Finding, fail, not_checked, ok, warn
 from resource_extend.commands.program import current
 from resource_extend.ledger import wire
 from resource_extend.ledger.config import Config, EtcdConfig
+from resource_extend.ledger.connection import open_transport
 from resource_extend.ledger.errors import StoreError
 from resource_extend.ledger.keys import KeyLayout, range_end
 from resource_extend.ledger.transport import (
@@ -31,7 +32,6 @@ from resource_extend.ledger.transport import (
     Refused,
     Transport,
     Unavailable,
-    open_transport,
 )
 from resource_extend.ledger.words import plural
 

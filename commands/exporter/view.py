@@ -1,8 +1,8 @@
 """The exporter's pure core: what a refresh read (a :class:`View`), what the ledger's events
 count (:class:`Tallies`), and the metric families a scrape serves from them.
 
-Nothing here reads etcd or a clock: the refresher (``commands.exporter_refresh``) reads; the
-scrape (``commands.exporter_serve``) renders :func:`view_families` once per refresh and
+Nothing here reads etcd or a clock: the refresher (``commands.exporter.refresh``) reads; the
+scrape (``commands.exporter.serve``) renders :func:`view_families` once per refresh and
 :func:`scrape_families` at each scrape, with prometheus-client.
 """
 

@@ -7,7 +7,7 @@ from typing import Any
 import click
 import msgspec
 
-from resource_extend.commands.history import columns
+from resource_extend.commands.audit.history import columns
 from resource_extend.commands.protocol import Session, click_config, run
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
+from resource_extend.commands.audit.verify import named_nodes, nodes_or_all
 from resource_extend.commands.protocol import Session, click_config, respond, run
-from resource_extend.commands.verify import named_nodes, nodes_or_all
 from resource_extend.ledger import audit
 from resource_extend.ledger.errors import PluginError
 from resource_extend.ledger.words import plural

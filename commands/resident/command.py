@@ -10,9 +10,10 @@ from typing import Any
 
 import click
 
-from resource_extend.commands import resident, rundir
 from resource_extend.commands.program import current
 from resource_extend.commands.protocol import click_config
+from resource_extend.commands.resident import client as resident
+from resource_extend.commands.resident import rundir
 
 NOT_RUNNING = 3
 """Exit status when no helper runs (as ``systemctl status`` has it)."""
@@ -85,7 +86,7 @@ def stop(seen: Seen) -> str:
 
 def remove_stale(name: str) -> bool:
     """Remove a socket nobody listens on, under the lock helpers hold to claim one."""
-    from resource_extend.commands.residentd import answers, locked
+    from resource_extend.commands.resident.daemon import answers, locked
 
     directory, _ = rundir.open_private(create=False)
     try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from resource_extend.commands.doctor_checks import Finding, fail, not_checked, ok, warn
+from resource_extend.commands.doctor.findings import Finding, fail, not_checked, ok, warn
 
 WARN_SKEW = 1.0
 """Seconds of clock difference with etcd past which doctor warns."""

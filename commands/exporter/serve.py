@@ -16,8 +16,8 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from resource_extend.commands.exporter_listen import Address
-from resource_extend.commands.exporter_view import Family, Status, fresh, scrape_families
+from resource_extend.commands.exporter.listen import Address
+from resource_extend.commands.exporter.view import Family, Status, fresh, scrape_families
 from resource_extend.ledger.errors import PluginError
 
 TEXT_FORMAT = "text/plain; version=0.0.4; charset=utf-8"

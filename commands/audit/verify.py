@@ -8,7 +8,7 @@ from typing import Any
 import click
 import msgspec
 
-from resource_extend.commands.archive import archive_dir, archive_option
+from resource_extend.commands.audit.archive import archive_dir, archive_option
 from resource_extend.commands.protocol import Session, click_config, respond, run
 from resource_extend.ledger import audit, export, verdicts
 from resource_extend.ledger.digests import EMPTY, named_by_next, tip_of

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 import click
 import msgspec
 
-from resource_extend.commands import views
-from resource_extend.commands.archive import archive_dir, archive_option
+from resource_extend.commands.audit import views
+from resource_extend.commands.audit.archive import archive_dir, archive_option
 from resource_extend.commands.program import current
 from resource_extend.commands.protocol import Session, click_config, run
 from resource_extend.ledger import audit

@@ -18,7 +18,7 @@ safe as its oldest member).
 
 from __future__ import annotations
 
-from resource_extend.commands.doctor_checks import Finding, ok, warn
+from resource_extend.commands.doctor.findings import Finding, ok, warn
 from resource_extend.ledger import wire
 from resource_extend.ledger.transport import Refused, Transport, Unavailable
 

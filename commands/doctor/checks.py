@@ -1,0 +1,77 @@
+"""The order ``doctor``'s checks run in, and the first of them: the config.
+
+Each check is a small function that returns findings (``etcd``, ``prefix``, ``host``). One
+that raises becomes a ``fail`` of its own and the rest still run. A check that needs what an
+earlier one could not give (a valid config; an etcd endpoint that answers) is reported as a
+``warn`` saying "not checked" and why: the failure that stopped it is listed above it, so
+fixing failures from the top clears the rest.
+"""
+
+from __future__ import annotations
+
+import os
+
+from resource_extend.commands.doctor import etcd, host, prefix
+from resource_extend.commands.doctor.findings import Finding, fail, guarded, not_checked, ok, warn
+from resource_extend.commands.program import current
+from resource_extend.ledger import config as config_files
+from resource_extend.ledger.config import Config
+from resource_extend.ledger.errors import PluginError
+from resource_extend.ledger.words import plural
+
+CONFIG_CHECK = "config"
+
+
+def check_config(explicit: str | None) -> tuple[Config | None, Finding]:
+    """The config file: found, readable and valid; the config, when it is."""
+    program = current()
+    path = config_files.config_path(explicit, program.config_file)
+    how = "--config" if explicit else f"${config_files.ENV_VAR}"
+    if not explicit and not os.environ.get(config_files.ENV_VAR):
+        how = "the default, in the working directory"
+    try:
+        config = config_files.load(explicit, default=program.config_file)
+    except PluginError as exc:
+        return None, fail(
+            CONFIG_CHECK,
+            f"{exc.reason} (path from {how})",
+            f"pass --config PATH or set ${config_files.ENV_VAR} to the plugin's config "
+            "file; if that is the file, correct what the message names",
+        )
+    machines = len(config.etcd.machines)
+    summary = (
+        f"{path} (from {how}) is valid: prefix {config.etcd.prefix}, "
+        f"{plural(machines, 'etcd endpoint')}, transport {config.etcd.transport}"
+    )
+    if config.unrecognised:
+        strays = ", ".join(config.unrecognised)
+        return config, warn(
+            CONFIG_CHECK,
+            f"{summary}; it also holds {strays}, neither this plugin's key nor core's: ignored",
+            "if it is a typo, correct it (every key is in '{prog} sample-config'); if a newer "
+            "core reads it, leave it",
+        )
+    return config, ok(CONFIG_CHECK, summary)
+
+
+def every_finding(explicit: str | None) -> list[Finding]:
+    """Every check, in order: config, etcd (each endpoint, alarms, clock), the prefix, the
+    export directory, the resident helper, and (resource-gpu only) the GPU driver and the
+    container runtime."""
+    config, found = check_config(explicit)
+    findings = [found]
+    if config is None:
+        checks = ("etcd", "prefix", "exports")
+        findings += [not_checked(check, "no valid config") for check in checks]
+    else:
+        probed = etcd.EtcdFindings()
+        findings += guarded("etcd", lambda: etcd.check_etcd(config, probed))
+        if probed.reachable:
+            findings += guarded("prefix", lambda: prefix.check_prefix(explicit))
+        else:
+            findings.append(not_checked("prefix", "no etcd endpoint passed its check"))
+        findings += guarded("exports", lambda: host.check_exports(config))
+    findings += guarded("helper", lambda: host.check_helper(explicit, config))
+    if current().kind == "gpu":
+        findings += guarded("gpu driver", host.check_gpu_host)
+    return findings
