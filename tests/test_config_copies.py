@@ -15,6 +15,8 @@ import pytest
 from tests.plugin import Plugin, counts
 from tests.test_startup import modules_loaded_by
 
+pytestmark = pytest.mark.resident
+
 G = "nvidia-3090"
 
 

@@ -15,6 +15,8 @@ import pytest
 
 from tests.plugin import Plugin, R, Result, binary, failure_line
 
+pytestmark = pytest.mark.resident
+
 NO_ETCD = ["http://127.0.0.1:9"]
 """The config is refused before any etcd is dialled."""
 STORAGE_VERBS = [

@@ -33,6 +33,8 @@ from tests.etcd_server import Cluster, Member, free_port, healthy
 from tests.faults import AnswerDroppingProxy, SilentListener
 from tests.plugin import Plugin, R, Result, counts
 
+pytestmark = [pytest.mark.grpc, pytest.mark.resident]
+
 ONE = {"nvidia-3090": 1}
 NODE = "n1"
 NODES = ("n1", "n2")

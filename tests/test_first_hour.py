@@ -12,6 +12,8 @@ import pytest
 from resource_extend.commands.registry import CORE_VERBS, people_commands
 from tests.plugin import Plugin, Result, binary, failure_line
 
+pytestmark = pytest.mark.resident
+
 G = "nvidia-3090"
 
 

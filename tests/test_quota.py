@@ -15,6 +15,8 @@ from tests.etcd_server import Cluster, etcdctl_binary
 from tests.etcdkv import Etcd
 from tests.plugin import Plugin, R
 
+pytestmark = pytest.mark.grpc
+
 QUOTA = 2 * 1024 * 1024
 FILLER = b"x" * 200_000
 

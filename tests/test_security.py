@@ -18,6 +18,8 @@ import trustme
 from tests.etcd_server import Member, etcdctl_binary, free_port
 from tests.plugin import Plugin, R, Result, counts, failure_line
 
+pytestmark = [pytest.mark.grpc, pytest.mark.resident]
+
 CARDS = {"nvidia-3090": 2}
 
 

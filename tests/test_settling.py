@@ -24,6 +24,8 @@ from tests.etcdkv import Etcd
 from tests.faults import AnswerDroppingProxy
 from tests.plugin import Plugin, Result
 
+pytestmark = [pytest.mark.grpc, pytest.mark.resident]
+
 NODE = "n1"
 PLANTED = [event(1, added({G: 8}))] + [event(s, used({G: 1})) for s in (2, 3, 4, 5)]
 """Five events written a month ago (old enough for any min_age)."""

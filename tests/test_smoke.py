@@ -1,4 +1,12 @@
+"""One call written and read back: the first thing to run when anything seems off."""
+
+from __future__ import annotations
+
+import pytest
+
 from tests.plugin import Plugin, R, counts
+
+pytestmark = [pytest.mark.grpc, pytest.mark.resident]
 
 
 def test_add_then_read(plugin: Plugin) -> None:

@@ -126,6 +126,8 @@ WITHOUT_GRPC = """
 import sys
 sys.modules["etcd3"] = None  # as on an install without the grpc extra
 from resource_extend.commands.main import main
+
+pytestmark = [pytest.mark.grpc, pytest.mark.resident]
 main(["get-node-resource-info"])
 """
 

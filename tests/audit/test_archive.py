@@ -11,6 +11,8 @@ import signal
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from resource_extend.ledger.bounds import EVENT_BYTES
 from tests.audit.helpers import (
     G,
@@ -26,6 +28,8 @@ from tests.audit.helpers import (
 from tests.audit.test_bounds import planted, unwritable  # noqa: F401 (a fixture)
 from tests.etcdkv import Etcd, no_write
 from tests.plugin import Plugin, binary
+
+pytestmark = pytest.mark.grpc
 
 NODES = 3
 LONG = 40

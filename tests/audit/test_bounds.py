@@ -30,6 +30,8 @@ from tests.etcdkv import Etcd, no_write
 from tests.plugin import Plugin
 from tests.storage.helpers import add_f4
 
+pytestmark = pytest.mark.grpc
+
 
 def planted(etcd: Etcd, node: str, count: int) -> None:
     """A node with ``count`` old events: added with 10,000 cards, then one taken per event."""

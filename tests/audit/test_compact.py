@@ -15,6 +15,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from resource_extend.projections.gpu.events import decode_event
 from tests.audit.helpers import (
     A,
@@ -42,6 +44,8 @@ from tests.audit.helpers import (
 )
 from tests.etcdkv import Etcd, no_write
 from tests.plugin import Plugin
+
+pytestmark = pytest.mark.grpc
 
 STREAM: list[Doc] = [
     event(1, added({G: 4}), verb="add-node"),

@@ -34,6 +34,8 @@ from tests.audit.helpers import (
 from tests.etcdkv import Etcd
 from tests.plugin import Plugin, Result
 
+pytestmark = pytest.mark.grpc
+
 STREAM: list[Doc] = [
     event(1, added({G: 4}), verb="add-node"),
     event(2, used({G: 1})),

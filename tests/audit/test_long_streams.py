@@ -24,6 +24,8 @@ from tests.etcdkv import Etcd
 from tests.long_stream import CARDS, at, grow, usage_after
 from tests.plugin import TRANSPORT, Plugin
 
+pytestmark = pytest.mark.grpc
+
 LENGTH = 5_500
 """Past a compaction step (5,000 events) and five snapshots."""
 

@@ -14,6 +14,8 @@ import threading
 from datetime import datetime, timezone
 from pathlib import Path
 
+import pytest
+
 from tests.audit.helpers import (
     G,
     added,
@@ -30,6 +32,8 @@ from tests.audit.helpers import (
 )
 from tests.etcdkv import Etcd
 from tests.plugin import Plugin, Result
+
+pytestmark = pytest.mark.grpc
 
 NODE = "n1"
 CAPACITY = 100_000

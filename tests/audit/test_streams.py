@@ -39,6 +39,8 @@ from tests.audit.helpers import (
 from tests.etcdkv import Etcd, no_write
 from tests.plugin import TRANSPORT, Plugin
 
+pytestmark = pytest.mark.grpc
+
 M = 10
 
 

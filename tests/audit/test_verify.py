@@ -8,6 +8,8 @@ reported and left alone.
 
 from __future__ import annotations
 
+import pytest
+
 from tests.audit.helpers import (
     G,
     delete_key,
@@ -28,6 +30,8 @@ from tests.audit.helpers import (
 )
 from tests.etcdkv import Etcd, no_write, upstream_head
 from tests.plugin import Plugin, Result
+
+pytestmark = pytest.mark.grpc
 
 AGREE = "every head agrees with its stream"
 

@@ -18,6 +18,8 @@ from tests.integration.helpers import (
 )
 from tests.plugin import Plugin, R, counts
 
+pytestmark = pytest.mark.resident
+
 
 def test_add_existing_node_fails_and_changes_nothing(plugin: Plugin) -> None:
     plugin.add("n1", EIGHT)

@@ -10,6 +10,8 @@ import pytest
 from tests.integration.helpers import EIGHT, RG, G, Spec, event_count, fails_on, set_usage, state
 from tests.plugin import Plugin, counts
 
+pytestmark = pytest.mark.resident
+
 
 @pytest.fixture(scope="module")
 def node(shared_plugin: Plugin) -> Plugin:

@@ -20,6 +20,8 @@ from tests.integration.helpers import (
 )
 from tests.plugin import Plugin, R, counts
 
+pytestmark = pytest.mark.resident
+
 R1: Spec = {3070: 1}
 W: list[Spec] = [{3070: 1}]
 DELTA, ABSOLUTE = True, False

@@ -3,8 +3,12 @@ by the upstream Go plugin (contract §4: the same key, the JSON {"capacity": R, 
 
 from __future__ import annotations
 
+import pytest
+
 from tests.integration.helpers import EIGHT, RG, G, put_upstream_records, state
 from tests.plugin import Plugin, counts
+
+pytestmark = [pytest.mark.grpc, pytest.mark.resident]
 
 
 def test_node_deploy_realloc_remove_repair_flow(plugin: Plugin) -> None:

@@ -18,6 +18,8 @@ from tests.integration.helpers import (
 )
 from tests.plugin import Plugin, R
 
+pytestmark = pytest.mark.resident
+
 FULL = ["n1", "n2"]
 """Two nodes with ``{"nvidia-3070": 4, "nvidia-3090": 4}``."""
 EMPTY = ["e1", "e2"]

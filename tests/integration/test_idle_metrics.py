@@ -11,6 +11,8 @@ import pytest
 from tests.integration.helpers import EIGHT, P3070, P3090, G, fails_on, set_usage
 from tests.plugin import Plugin
 
+pytestmark = pytest.mark.resident
+
 LABELS = ["podname", "nodename", "product"]
 CONTRACT_VERBS = {
     "calculate-deploy",

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
+
 from tests.integration.helpers import (
     EIGHT,
     P3070,
@@ -19,6 +21,8 @@ from tests.integration.helpers import (
     state,
 )
 from tests.plugin import Plugin, R, counts
+
+pytestmark = pytest.mark.resident
 
 
 def test_unknown_node(plugin: Plugin) -> None:

@@ -22,6 +22,8 @@ import pytest
 from tests.etcdkv import Etcd, upstream_head
 from tests.plugin import Plugin, R, counts, failure_line
 
+pytestmark = [pytest.mark.grpc, pytest.mark.resident]
+
 WORKERS = 8
 CALLS_PER_WORKER = 15
 PRODUCTS = ("nvidia-3090", "nvidia-a100", "nvidia-t4")

@@ -805,6 +805,7 @@ def test_hostile_request_to_a_writer(fresh: Fresh, verb: str, data: st.DataObjec
         installation.close()
 
 
+@pytest.mark.resident  # the helper relays stdin: hostile bytes and sizes must cross it unchanged
 @THROUGH_BINARY
 @given(data=st.data())
 def test_hostile_requests_through_the_binary(fresh: Fresh, data: st.DataObject) -> None:

@@ -16,6 +16,8 @@ import pytest
 from tests.etcdkv import KV, Etcd, no_write, upstream_head
 from tests.plugin import Plugin, R, counts
 
+pytestmark = [pytest.mark.grpc, pytest.mark.resident]
+
 RFC3339_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
 G = "nvidia-3090"
 A = "nvidia-a100"

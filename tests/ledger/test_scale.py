@@ -17,6 +17,8 @@ import pytest
 from tests.etcdkv import Etcd, no_write, upstream_head
 from tests.plugin import Plugin, R, counts
 
+pytestmark = pytest.mark.grpc
+
 NODES = 1500
 G = "nvidia-3090"
 A = "nvidia-a100.80g"  # a dot: statsd keys must replace it

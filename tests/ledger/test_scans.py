@@ -19,6 +19,8 @@ from tests.audit.helpers import G, added, event, head, plant
 from tests.etcdkv import Etcd, upstream_head
 from tests.plugin import TRANSPORT, Plugin
 
+pytestmark = pytest.mark.grpc
+
 NODES = 600
 
 

@@ -19,6 +19,8 @@ from resource_extend.projections.gpu.node import GPU, NodeState
 from tests.etcdkv import Etcd
 from tests.plugin import TRANSPORT, Plugin
 
+pytestmark = [pytest.mark.grpc, pytest.mark.resident]
+
 G = "nvidia-3090"
 
 

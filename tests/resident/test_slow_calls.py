@@ -28,8 +28,9 @@ from tests.resident.conftest import (
     wait_for,
 )
 
-SLOW = 20.0
-"""Seconds etcd's answer to the slow call is held back."""
+SLOW = 8.0
+"""Seconds etcd's answer to the slow call is held back: well past ``resident.SILENCE`` (3 s)
+and the 3 s a helper has to take a call, so a call killed for taking long would show."""
 INFO = {"nodename": "n1"}
 
 

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.plugin import Plugin
 from tests.storage.helpers import G, T, add_f4
+
+pytestmark = pytest.mark.resident
 
 
 def capacity(storage: Plugin, nodes: list[str], request: dict[str, Any]) -> Any:

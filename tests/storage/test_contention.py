@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
+import pytest
 
 from resource_extend.ledger import audit
 from resource_extend.projections.storage.events import EVENTS
@@ -21,6 +22,8 @@ from resource_extend.projections.storage.node import STORAGE
 from tests.etcdkv import Etcd
 from tests.plugin import Plugin, failure_line
 from tests.storage.helpers import G
+
+pytestmark = [pytest.mark.grpc, pytest.mark.resident]
 
 WORKERS = 8
 ROUNDS = 10

@@ -12,6 +12,8 @@ import pytest
 from tests.plugin import Plugin
 from tests.storage.helpers import F4_VOLUMES, G, T, add_f4, capacity_storage, info, usage_storage
 
+pytestmark = pytest.mark.resident
+
 
 def test_add_node_twice_fails_and_a_new_node_counts_its_volumes(storage: Plugin) -> None:
     add_f4(storage)

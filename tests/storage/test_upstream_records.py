@@ -12,6 +12,8 @@ from tests.etcdkv import Etcd
 from tests.plugin import Plugin
 from tests.storage.helpers import G, T
 
+pytestmark = [pytest.mark.grpc, pytest.mark.resident]
+
 UPSTREAM = (
     b'{"capacity":{"volumes":{"/data0":1099511627776,"/data1":1099511627776},'
     b'"disks":[{"device":"/dev/vda","mounts":["/","/data0"],"read_IOPS":1000,"write_IOPS":1000,'
