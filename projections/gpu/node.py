@@ -1,4 +1,4 @@
-"""A GPU node's state is the fold of its events: ``state = reduce(apply, events, None)``; and
+"""A GPU node's state is the fold of its events (``projections.node``, over card maps); and
 :data:`GPU`, everything the ledger needs to know of the kind."""
 
 from __future__ import annotations
@@ -8,63 +8,37 @@ from typing import Any
 
 from resource_extend.ledger import audit
 from resource_extend.ledger.audit import BrokenStream
-from resource_extend.ledger.events import AnyEvent, Change, EventCodec
+from resource_extend.ledger.events import AnyEvent, EventCodec
 from resource_extend.ledger.kinds import Head as HeadRecord
-from resource_extend.ledger.kinds import Kind, field_differences
 from resource_extend.projections.changes import workloads_contradiction
 from resource_extend.projections.gpu import cards
 from resource_extend.projections.gpu.cards import Cards
-from resource_extend.projections.gpu.events import (
-    EVENTS,
-    Adopted,
-    CapacityChanged,
-    CapacitySet,
-    Head,
-    NodeAdded,
-    NodeInfoSet,
-    NodeRemoved,
-    UsageChanged,
-    UsageRebuilt,
-    UsageSet,
-    encode,
-    read_stored_head,
-)
+from resource_extend.projections.gpu.events import EVENTS, Head, encode, read_stored_head
 from resource_extend.projections.gpu.resources import Resource
 from resource_extend.projections.gpu.state import NodeState
+from resource_extend.projections.node import NodeKind
 
 __all__ = ["GPU", "BrokenStream", "NodeState", "apply", "fold"]
 
 
-def apply_own(state: NodeState | None, change: Any) -> NodeState | None:
-    """The state after one of GPU's own changes. ``None`` is "no such node"."""
-    if isinstance(change, NodeAdded):
-        return NodeState(capacity=change.capacity)
-    if isinstance(change, (Adopted, NodeInfoSet)):
-        return NodeState(capacity=change.capacity, usage=change.usage)
-    if isinstance(change, NodeRemoved):
-        return None
-    if state is None:
-        raise BrokenStream(f"{type(change).__name__} on a node that does not exist")
-    if isinstance(change, CapacitySet):
-        return NodeState(capacity=change.capacity, usage=state.usage)
-    if isinstance(change, CapacityChanged):
-        return NodeState(capacity=cards.add(state.capacity, change.delta), usage=state.usage)
-    if isinstance(change, UsageChanged):
-        return NodeState(capacity=state.capacity, usage=cards.add(state.usage, change.delta))
-    if isinstance(change, (UsageSet, UsageRebuilt)):
-        return NodeState(capacity=state.capacity, usage=change.usage)
-    raise BrokenStream(f"unknown change {change!r}")
-
-
-class GpuKind(Kind[NodeState]):
+class GpuKind(NodeKind[NodeState, Cards]):
     """GPUs by product model: the ``resource-gpu`` plugin's records and events."""
 
     name = "gpu"
     program = "resource-gpu"
     events: EventCodec = EVENTS
 
-    def apply(self, state: NodeState | None, change: Any) -> NodeState | None:
-        return apply_own(state, change)
+    def state(self, capacity: Cards, usage: Cards) -> NodeState:
+        return NodeState(capacity=capacity, usage=usage)
+
+    def added(self, capacity: Cards) -> NodeState:
+        return NodeState(capacity=capacity)
+
+    def add(self, value: Cards, delta: Cards) -> Cards:
+        return cards.add(value, delta)
+
+    def describe_value(self, value: Cards) -> str:
+        return cards.describe(value)
 
     def read_head(self, raw: bytes) -> HeadRecord[NodeState]:
         capacity, usage, seq = read_stored_head(raw)
@@ -89,19 +63,6 @@ class GpuKind(Kind[NodeState]):
             return cards.normalised(cards.negate(summed))
 
         return workloads_contradiction(change, add_up, negate, cards.describe)
-
-    def adopted(self, state: NodeState, record: bytes) -> Change:
-        found = record.decode(errors="replace")
-        return Adopted(capacity=state.capacity, usage=state.usage, record=found)
-
-    def describe(self, state: NodeState) -> str:
-        return f"capacity {cards.describe(state.capacity)}, usage {cards.describe(state.usage)}"
-
-    def differences(self, head: NodeState, stream: NodeState) -> list[str]:
-        return field_differences(
-            (("capacity", head.capacity, stream.capacity), ("usage", head.usage, stream.usage)),
-            cards.describe,
-        )
 
 
 GPU = GpuKind()

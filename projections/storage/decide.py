@@ -27,7 +27,7 @@ from resource_extend.projections.storage.events import (
     UsageRebuilt,
     UsageSet,
 )
-from resource_extend.projections.storage.node import apply_own
+from resource_extend.projections.storage.node import STORAGE
 from resource_extend.projections.storage.node_requests import NodeRequest
 from resource_extend.projections.storage.resources import NodeResource, WorkloadResource
 from resource_extend.projections.storage.state import NodeState
@@ -62,7 +62,7 @@ def _as_delta(state: NodeState, after: NodeState, delta: Change, whole: Change) 
     """``delta`` if replaying it leads to ``after``, else ``whole``; None if nothing changes."""
     if after == state:
         return None
-    return delta if apply_own(state, delta) == after else whole
+    return delta if STORAGE.apply(state, delta) == after else whole
 
 
 def set_capacity(
