@@ -163,6 +163,11 @@ class MemoryEtcd:
         self._put(key, value, self.revision)
         return self.revision
 
+    def get(self, key: bytes) -> bytes | None:
+        """A key's value now (to check a test's outcome), None if it has none."""
+        found = self._latest(key)
+        return None if found is None else found.value
+
     def _latest(self, key: bytes, at: int = 0) -> _Version | None:
         """The key as of revision ``at`` (0: now, this transaction's writes included)."""
         versions = [v for v in self.history.get(key, []) if not at or v.mod <= at]

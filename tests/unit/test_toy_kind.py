@@ -1,0 +1,181 @@
+"""A third kind, defined here and nowhere in the product: a node holds apples. The ledger stores
+it, races on it, compacts it, shows its history and verifies it with nothing of its own but
+what ``projections.node.NodeKind`` asks of a kind (how its values add, how a state is said, its
+record's bytes): the ledger is generic over kinds, and the fold is written once.
+
+Against the in-memory etcd (``tests.unit.memory_etcd``); the product's kinds run the same
+paths against real etcd elsewhere."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Union
+
+import msgspec
+import pytest
+
+from resource_extend.ledger import audit, compaction, verdicts
+from resource_extend.ledger.config import Destination, EtcdConfig
+from resource_extend.ledger.errors import NodeExists, NodeNotFound
+from resource_extend.ledger.events import Change, Checkpoint, EventCodec, HeadRepaired
+from resource_extend.ledger.kinds import Head
+from resource_extend.ledger.store import Store
+from resource_extend.ledger.walk import Walk
+from resource_extend.projections.changes import NodeAdded, NodeRemoved, UsageChanged
+from resource_extend.projections.node import NodeKind
+from tests.unit.memory_etcd import MemoryEtcd
+
+
+class Apples(msgspec.Struct, frozen=True, kw_only=True):
+    capacity: int = 0
+    usage: int = 0
+
+
+class Record(msgspec.Struct, kw_only=True):
+    apples: int
+    eaten: int
+    seq: int | None = None
+
+
+AppleChange = Union[  # noqa: UP007 (a runtime union of generic aliases)
+    NodeAdded[int],
+    UsageChanged[int, int],
+    NodeRemoved,
+    Checkpoint[Apples],
+    HeadRepaired[Apples],
+]
+
+
+class AppleKind(NodeKind[Apples, int]):
+    name = "apples"
+    program = "resource-apples"
+    events = EventCodec("resource-apples", AppleChange)
+
+    def state(self, capacity: int, usage: int) -> Apples:
+        return Apples(capacity=capacity, usage=usage)
+
+    def added(self, capacity: int) -> Apples:
+        return Apples(capacity=capacity)
+
+    def add(self, value: int, delta: int) -> int:
+        return value + delta
+
+    def describe_value(self, value: int) -> str:
+        return f"{value} apples"
+
+    def invalid(self, state: Apples) -> str | None:
+        return "more eaten than there are" if state.usage > state.capacity else None
+
+    def read_head(self, raw: bytes) -> Head[Apples]:
+        record = msgspec.json.decode(raw, type=Record)
+        return Head(state=Apples(capacity=record.apples, usage=record.eaten), seq=record.seq)
+
+    def write_head(self, state: Apples, seq: int) -> bytes:
+        return msgspec.json.encode(Record(apples=state.capacity, eaten=state.usage, seq=seq))
+
+
+APPLES = AppleKind()
+NODE = "orchard"
+
+
+def store(etcd: MemoryEtcd) -> Store[Apples]:
+    return Store(EtcdConfig(machines=["http://10.0.0.1:2379"], prefix="/toy"), APPLES, etcd)
+
+
+Decide = Callable[[Apples | None], Change]
+
+
+def plant(apples: int) -> Decide:
+    def decide(state: Apples | None) -> Change:
+        if state is not None:
+            raise NodeExists(NODE)
+        return NodeAdded(capacity=apples)
+
+    return decide
+
+
+def eat(apples: int) -> Decide:
+    def decide(state: Apples | None) -> Change:
+        if state is None:
+            raise NodeNotFound(NODE)
+        return UsageChanged(delta=apples)
+
+    return decide
+
+
+def judged(etcd: MemoryEtcd) -> verdicts.Verdict[Apples]:
+    opened = store(etcd).open_stream(NODE)
+    walk: Walk[Apples] = Walk(APPLES)
+    for page in opened.pages:
+        walk.feed(page.events, page.raw)
+    return verdicts.judge(opened.head, walk)
+
+
+def test_appends_fold_into_the_record_the_kind_writes() -> None:
+    etcd = MemoryEtcd()
+    store(etcd).append(NODE, "plant", plant(10))
+    done = store(etcd).append(NODE, "eat", eat(3))
+    assert (done.before, done.after) == (Apples(capacity=10), Apples(capacity=10, usage=3))
+    assert store(etcd).read(NODE).state == Apples(capacity=10, usage=3)
+    raw = etcd.get(store(etcd).keys.head(NODE))
+    assert raw is not None
+    record = msgspec.json.decode(raw)  # the kind's fields, and the ledger's tip and time
+    assert {field: record[field] for field in ("apples", "eaten", "seq")} == {
+        "apples": 10,
+        "eaten": 3,
+        "seq": 2,
+    }
+    assert set(record) == {"apples", "eaten", "seq", "tip", "at"}
+
+
+def test_a_lost_race_decides_again_on_the_rival_s_state() -> None:
+    etcd = MemoryEtcd()
+    store(etcd).append(NODE, "plant", plant(10))
+    etcd.before_next_write(lambda: store(etcd).append(NODE, "rival", eat(4)))
+    done = store(etcd).append(NODE, "eat", eat(5))
+    assert (done.before, done.after) == (Apples(capacity=10, usage=4), Apples(capacity=10, usage=9))
+    assert [event.seq for event in store(etcd).events(NODE)] == [1, 2, 3]
+
+
+def test_history_and_a_past_state_come_from_the_fold() -> None:
+    etcd = MemoryEtcd()
+    store(etcd).append(NODE, "plant", plant(10))
+    for bite in (1, 2, 3):
+        store(etcd).append(NODE, "eat", eat(bite))
+    events = store(etcd).events(NODE)
+    assert [state.usage if state else None for state in audit.states(APPLES, events)] == [
+        0,
+        1,
+        3,
+        6,
+    ]
+    at, then = audit.state_at(APPLES, events, 3)
+    assert (at.seq, then) == (3, Apples(capacity=10, usage=3))
+    assert then is not None and APPLES.describe(then) == "capacity 10 apples, usage 3 apples"
+
+
+def test_compaction_keeps_the_state_and_verify_finds_the_head_true(tmp_path: Path) -> None:
+    etcd = MemoryEtcd()
+    store(etcd).append(NODE, "plant", plant(10))
+    for _ in range(4):
+        store(etcd).append(NODE, "eat", eat(1))
+    done = compaction.compact(store(etcd), NODE, keep=1, to=Destination(str(tmp_path)), min_age=0)
+    assert done is not None
+    events = store(etcd).events(NODE)
+    assert isinstance(events[0].change, Checkpoint) and len(events) == 2
+    assert audit.fold(APPLES, events) == Apples(capacity=10, usage=4)
+    assert judged(etcd).problems == []
+
+
+def test_verify_names_a_head_that_drifted_from_its_stream() -> None:
+    etcd = MemoryEtcd()
+    store(etcd).append(NODE, "plant", plant(10))
+    key = store(etcd).keys.head(NODE)
+    etcd.put(key, APPLES.write_head(Apples(capacity=10, usage=7), 1))
+    assert judged(etcd).problems == ["usage differs: head 7 apples, stream 0 apples"]
+
+
+def test_a_change_on_no_node_breaks_the_stream() -> None:
+    with pytest.raises(audit.BrokenStream):
+        APPLES.apply(None, UsageChanged(delta=1))
