@@ -15,6 +15,7 @@ from resource_extend.commands.nodes import (
 )
 from resource_extend.commands.protocol import Session, verb
 from resource_extend.ledger.keys import check_node_name
+from resource_extend.projections import answers
 from resource_extend.projections.gpu import capacity, metrics
 from resource_extend.projections.gpu.diffs import usage_diffs
 from resource_extend.projections.gpu.node import NodeState
@@ -77,7 +78,9 @@ def calculate_realloc(request: requests.CalculateRealloc, session: Session) -> d
 
 
 @verb("get-nodes-deploy-capacity", requests.DeployCapacity)
-def get_nodes_deploy_capacity(request: requests.DeployCapacity, session: Session) -> dict[str, Any]:
+def get_nodes_deploy_capacity(
+    request: requests.DeployCapacity, session: Session
+) -> answers.NodesDeployCapacity:
     """How many workloads of a request each node can host (never writes).
 
     \b
@@ -91,15 +94,10 @@ def get_nodes_deploy_capacity(request: requests.DeployCapacity, session: Session
     """
     names = node_names(request.nodenames)
     wanted = positive_cards(request.workload_resource, "workload_resource")
-    found = {}
-    for node, state in _states(session, names).items():
-        entry = capacity.deploy_capacity(state, wanted)
-        if entry.capacity > 0:
-            found[node] = entry
-    return {
-        "nodes_deploy_capacity_map": found,
-        "total": sum(entry.capacity for entry in found.values()),
-    }
+    states = _states(session, names).items()
+    return answers.nodes_deploy_capacity(
+        (node, capacity.deploy_capacity(state, wanted)) for node, state in states
+    )
 
 
 @verb("get-node-resource-info", requests.NodeResourceInfo)

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 import msgspec
 
 from resource_extend.ledger.errors import NotEnoughResource
+from resource_extend.projections.answers import DeployCapacity
 from resource_extend.projections.gpu import cards
 from resource_extend.projections.gpu.cards import Cards
 from resource_extend.projections.gpu.node import NodeState
@@ -27,15 +28,6 @@ def fits(state: NodeState, request: Cards) -> int:
 
 def _ratio(part: int, whole: int) -> float:
     return part / whole if whole > 0 else 0.0
-
-
-class DeployCapacity(msgspec.Struct, frozen=True, rename="pascal"):
-    """One node's entry in ``nodes_deploy_capacity_map`` (core expects capitalised keys)."""
-
-    capacity: int
-    usage: float
-    rate: float
-    weight: float = 1.0
 
 
 def deploy_capacity(state: NodeState, request: Cards) -> DeployCapacity:

@@ -4,31 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import msgspec
-
+from resource_extend.projections import answers
+from resource_extend.projections.answers import DeployCapacity, NodesDeployCapacity
 from resource_extend.projections.storage.host import Classes, build_host, classify
 from resource_extend.projections.storage.plans import storage_fits
 from resource_extend.projections.storage.resources import NodeResource, WorkloadRequest
 from resource_extend.projections.storage.schedule import schedule
-
-MAX_TOTAL = 2**63 - 1
-"""``total`` saturates here (a Go int), as upstream's sum does."""
-
-
-class DeployCapacity(msgspec.Struct, frozen=True, rename="pascal"):
-    """One node's entry in ``nodes_deploy_capacity_map`` (core expects capitalised keys)."""
-
-    capacity: int
-    usage: float
-    rate: float
-    weight: int = 1
-
-
-class NodesDeployCapacity(msgspec.Struct, kw_only=True):
-    """The verb's answer: nodes that can host at least one copy, and their sum."""
-
-    nodes_deploy_capacity_map: dict[str, DeployCapacity]
-    total: int
 
 
 def deploy_capacity(
@@ -75,14 +56,14 @@ def _ratio(part: int, whole: int) -> float:
 def nodes_deploy_capacity(
     nodes: Iterable[tuple[str, NodeResource, NodeResource]], request: WorkloadRequest, bound: int
 ) -> NodesDeployCapacity:
-    """Every node's capacity, in the order given; nodes that host none are left out."""
-    found: dict[str, DeployCapacity] = {}
-    total = 0
-    classes: Classes | None = None
-    for name, capacity, usage in nodes:
-        classes = classify(request.request) if classes is None else classes
-        entry = deploy_capacity(capacity, usage, request, bound, classes)
-        if entry.capacity > 0:
-            found[name] = entry
-            total = min(total + entry.capacity, MAX_TOTAL)
-    return NodesDeployCapacity(nodes_deploy_capacity_map=found, total=total)
+    """Every node's capacity, in the order given; nodes that host none are left out. The
+    request's bindings are classified (and so checked) once, at the first node."""
+    classes: list[Classes] = []
+
+    def entry(capacity: NodeResource, usage: NodeResource) -> DeployCapacity:
+        classes[:] = classes or [classify(request.request)]
+        return deploy_capacity(capacity, usage, request, bound, classes[0])
+
+    return answers.nodes_deploy_capacity(
+        (name, entry(capacity, usage)) for name, capacity, usage in nodes
+    )

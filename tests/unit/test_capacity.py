@@ -10,11 +10,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from resource_extend.ledger.errors import NotEnoughResource, PluginError
+from resource_extend.projections.answers import DeployCapacity
 from resource_extend.projections.gpu import cards
 from resource_extend.projections.gpu.capacity import (
     IDLE_PRIORITY,
     UNBOUNDED,
-    DeployCapacity,
     ReallocPlan,
     deploy_capacity,
     fits,
