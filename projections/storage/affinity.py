@@ -1,11 +1,11 @@
-"""Realloc placement with affinity (§2.9): bindings a workload already has stay where they are.
+"""Realloc placement with affinity: bindings a workload already has stay where they are.
 
 The workload's old charges are given back first (every plan entry's bytes, and the quota of
 each device it was charged to), so that the merged bindings are checked against the node as if
 the workload were not on it. A binding whose (source, destination, flags) matches an old plan
 entry then stays on that entry's path at its new full size; a monopoly group with any old
 member is split again, new members included, over the first matched path; everything else is
-placed by §2.8 with bound 1 on what is left, and its first plan is taken.
+placed by upstream's placement algorithm with bound 1 on what is left, and its first plan is taken.
 """
 
 from __future__ import annotations

@@ -155,7 +155,7 @@ def parse_bindings(texts: Iterable[str]) -> list[Binding]:
 
 
 def check_list(bindings: list[Binding]) -> None:
-    """The rules a request's list must keep (§3.2), with our decision: a monopoly binding
+    """The rules a request's list must keep, with our decision: a monopoly binding
     must have a size (upstream would split a volume 0/0)."""
     if len(bindings) > MAX_BINDINGS:
         raise InvalidVolume(f"more than {MAX_BINDINGS} bindings")
@@ -243,7 +243,7 @@ def sort_bindings(bindings: Iterable[Binding]) -> list[Binding]:
 
 
 def merge(*lists: Iterable[Binding]) -> list[Binding]:
-    """Realloc's merge (§3.5): bindings with the same (source, destination, flags) add their
+    """Realloc's merge: bindings with the same (source, destination, flags) add their
     size and quota; a group whose size ends below zero is dropped (that removes it)."""
     groups: dict[tuple[str, str, str], Binding] = {}
     for binding in (b for bindings in lists for b in bindings):

@@ -1,4 +1,4 @@
-"""get-nodes-deploy-capacity (§2.5): how many copies of a request each node can host."""
+"""get-nodes-deploy-capacity: how many copies of a request each node can host."""
 
 from __future__ import annotations
 
@@ -19,9 +19,10 @@ def deploy_capacity(
     bound: int,
     classes: Classes | None = None,
 ) -> DeployCapacity:
-    """The plan count with ``bound`` (§2.8), capped by the storage left; a request with no
-    limit bindings is counted by storage alone, even past ``bound`` (upstream: its storage-only
-    capacity is not capped). ``classes`` is ``classify(request.request)``, when known."""
+    """The plan count with ``bound`` (upstream's placement algorithm), capped by the storage left; a
+    request with no limit bindings is counted by storage alone, even past ``bound`` (upstream: its
+    storage-only capacity is not capped). ``classes`` is ``classify(request.request)``, when
+    known."""
     bindings = classify(request.request) if classes is None else classes
     count = schedule(build_host(capacity, usage), bindings, bound).count
     if request.storage_request > 0:

@@ -1,4 +1,4 @@
-"""What the scheduler sees of a node (§2.8 step 1) and of a request (step 2).
+"""What the scheduler sees of a node (step 1 of upstream's placement) and of a request (step 2).
 
 A node is a :class:`Host`: its volumes split into *used* and *unused* ones (unused means usage
 exactly 0), each with its free bytes, and each disk's quota left. A request is its

@@ -1,5 +1,5 @@
-"""The monopoly step of §2.8 (step 4): a group of monopoly bindings takes a whole unused
-volume per copy, split in proportion to the bindings' sizes."""
+"""The monopoly step of upstream's placement (step 4): a group of monopoly bindings takes a whole
+unused volume per copy, split in proportion to the bindings' sizes."""
 
 from __future__ import annotations
 

@@ -1,16 +1,15 @@
 """What an operator asks of a node (add-node's ``resource``, the set verbs' ``resource_request``):
-the request form of §1.3, or a stored-form resource given in its place.
+the request form operators type, or a stored-form resource given in its place.
 
 The request form is what eru-cli sends::
 
     {"volumes": ["/data0:1T"], "storage": "2T", "disks": ["/dev/vda:/,/data0:1000:1000:1G:1G"],
      "rm-disks": "/dev/vdb,/dev/vdc"}
 
-Core's capacity rollback sends the ``before`` it got back, a stored-form value (``volumes`` a
-map, ``storage`` a number, ``disks`` objects), as ``resource_request``. Upstream read none of
-it and wiped the capacity (§6.1); :func:`node_request_of` recognises that form and returns it
-as a :class:`NodeResource`, which replaces the capacity exactly.
-"""
+Core's capacity rollback sends the ``before`` it got back, a stored-form value (``volumes`` a map,
+``storage`` a number, ``disks`` objects), as ``resource_request``. Upstream read none of it and
+wiped the capacity (upstream's rollback bug); :func:`node_request_of` recognises that form and
+returns it as a :class:`NodeResource`, which replaces the capacity exactly."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The normal enumeration of §2.8 step 3, in runs of identical passes.
+"""The normal enumeration of step 3 of upstream's placement, in runs of identical passes.
 
 Upstream repeats one pass until it fails: each normal binding, smallest first, goes best fit
 onto the used volume with the least free space that still holds it and whose disk has its
@@ -136,7 +136,7 @@ class _Runner:
 
     def _affords(self, device: str | None, quota: Quota, spent: dict[str, Quota]) -> bool:
         """Whether ``device`` has ``quota`` left after this pass's ``spent``. A quota of zero
-        always fits: validated records never use more than a disk has (§1.8)."""
+        always fits: validated records never use more than a disk has (the write-time checks)."""
         if quota == NO_QUOTA:
             return True
         if device is None:

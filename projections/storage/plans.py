@@ -1,4 +1,4 @@
-"""The pure answers of calculate-deploy (§2.2) and calculate-realloc (§2.3)."""
+"""The pure answers of calculate-deploy and calculate-realloc."""
 
 from __future__ import annotations
 
@@ -122,7 +122,7 @@ def calculate_realloc(
 ) -> ReallocAnswer:
     """The workload ``current`` changed by ``asked`` (deltas: sizes and quotas add, a binding
     merged below zero goes). Raises :class:`InvalidRequest` for a merged request that breaks
-    §1.4's rules, and :class:`NotEnoughResource` when it does not fit."""
+    upstream's validation rules, and :class:`NotEnoughResource` when it does not fit."""
     current_request = parse_bindings(current.volumes_request)
     current_limit = parse_bindings(current.volumes_limit)
     requested = list(asked.request) or list(asked.limit)
@@ -152,7 +152,7 @@ def calculate_realloc(
             raise NotEnoughResource(f"{exc.reason}: {INSUFFICIENT}") from exc
         disks_request = workloads.disk_list(plan.disks, capacity.disks or [])
         volumes: VolumePlan = plan.volumes
-    else:  # the fix of §6.2.3: the workload keeps its disks
+    else:  # our fix of an upstream bug: the workload keeps its disks
         volumes, disks_request = current.volume_plan_request, current.disks_request
     limit = list(merged.limit)
     plan_limit = workloads.plan_limit(merged.request, limit, volumes)
@@ -200,7 +200,7 @@ def _volume_changed(
     placed: Sequence[Binding], old_limit: Sequence[Binding], old_plan: VolumePlan
 ) -> bool:
     """Whether the engine must remount: the set of (path, destination, flags) changed. A new
-    size alone does not count (§2.3 step 7)."""
+    size alone does not count (as upstream's realloc)."""
     before = {b.key for b in workloads.applied(old_limit, old_plan)}
     return len(placed) != len(before) or any(b.key not in before for b in placed)
 

@@ -1,5 +1,5 @@
-"""Steps 3 to 6 of §2.8 on one host: the normal and monopoly counts, the promotion loop that
-balances them, and the unlimited bindings' volume.
+"""Steps 3 to 6 of upstream's placement on one host: the normal and monopoly counts, the promotion
+loop that balances them, and the unlimited bindings' volume.
 
 While the monopoly side could host more copies than the normal side, upstream promotes the
 smallest unused volume that holds the smallest normal binding and computes everything again.

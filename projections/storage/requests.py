@@ -2,7 +2,7 @@
 core's ``workload_resource_request`` and made consistent.
 
 Request and limit bindings are paired, limits are raised to requests, and the storage totals
-come to include the bindings' sizes (§1.4): the rules of upstream's ``Validate()``, so that the
+come to include the bindings' sizes: the rules of upstream's ``Validate()``, so that the
 scheduler only ever sees a :class:`WorkloadRequest` that keeps them.
 """
 

@@ -58,7 +58,7 @@ class EngineParams(msgspec.Struct, kw_only=True):
 
 
 class WorkloadRequest(msgspec.Struct, frozen=True, kw_only=True):
-    """A deploy/realloc/capacity request after validation (§1.4): request and limit bindings
+    """A deploy/realloc/capacity request after upstream's validation: request and limit bindings
     paired by index (both sorted by canonical string), limits raised to requests, and the
     storage totals including the bindings' sizes."""
 

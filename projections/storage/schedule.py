@@ -1,4 +1,4 @@
-"""The placement algorithm (§2.8): how many copies of a request's volume bindings a node can
+"""Upstream's placement algorithm: how many copies of a request's volume bindings a node can
 host, and where each copy goes.
 
 Upstream's steps, kept exactly: normal bindings go best fit onto *used* volumes, one pass per
@@ -129,8 +129,8 @@ class Schedule:
 
 
 def schedule(host: Host, bindings: Sequence[Binding] | Classes, bound: int) -> Schedule:
-    """§2.8 on ``host`` (which is not changed); ``bindings`` may come classified already
-    (:func:`classify`: a request placed on many nodes is classified once)."""
+    """Upstream's placement algorithm on ``host`` (which is not changed); ``bindings`` may come
+    classified already (:func:`classify`: a request placed on many nodes is classified once)."""
     classes = bindings if isinstance(bindings, Classes) else classify(bindings)
     if not classes.needs_scheduling:
         return Schedule(host, classes, bound, None, None, None)

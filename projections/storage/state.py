@@ -1,4 +1,5 @@
-"""A storage node's state, and the rules every write must keep (§1.8 with decision 5).
+"""A storage node's state, and the rules every write must keep: upstream's write-time checks,
+which every append here runs inside its compare-and-swap.
 
 :func:`validated` is the guard each write runs inside its compare-and-swap: it normalises the
 record as upstream did (usage filled when missing, disks sorted by device, usage disks taking

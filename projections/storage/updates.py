@@ -1,6 +1,6 @@
-"""The node verbs' decisions: from a node's state and a request, its new state (§2.1, §2.6,
-§2.7). Each function is pure, returns the state to write (already :func:`validated`) and raises
-:class:`InvalidRequest`, :class:`NodeNotFound` or :class:`NodeExists`; the ledger writes it.
+"""The node verbs' decisions: from a node's state and a request, its new state. Each function is
+pure, returns the state to write (already :func:`validated`) and raises :class:`InvalidRequest`,
+:class:`NodeNotFound` or :class:`NodeExists`; the ledger writes it.
 
 Inputs come in one of three shapes: a :class:`NodeRequest` (the form an operator types), a
 stored-form :class:`NodeResource` (core's ``resource``, or a ``before`` handed back as
@@ -64,7 +64,7 @@ def add_node(
 def set_capacity(
     node: str, state: NodeState | None, given: Given | None, *, delta: bool, incr: bool
 ) -> NodeState:
-    """set-node-resource-capacity (§2.6).
+    """set-node-resource-capacity.
 
     Absolute (``delta`` false): a stored-form value *is* the new capacity (so a rollback that
     hands back ``before`` restores it exactly, however often); in the request form an absent key
@@ -128,7 +128,7 @@ def set_usage(
     delta: bool,
     incr: bool,
 ) -> NodeState:
-    """set-node-resource-usage (§2.7): the input (``resource_request`` > ``resource`` > the
+    """set-node-resource-usage: the input (``resource_request`` > ``resource`` > the
     sum of ``workloads``) is added or subtracted (``delta``) or *is* the usage. ``rm-disks``
     means nothing here. Nothing given: a delta changes nothing, an absolute set empties usage."""
     current = existing(node, state)
@@ -143,7 +143,7 @@ def set_usage(
 
 
 def set_info(capacity: NodeResource | None, usage: NodeResource | None) -> NodeState:
-    """set-node-resource-info (§2.7): both stored form and stored as given. Upstream added the
+    """set-node-resource-info: both stored form and stored as given. Upstream added the
     volumes to a storage that already holds them (decision 3 fixes it); a ``null`` usage is an
     empty one, as upstream decoded it, and a ``null`` capacity is refused."""
     return validated(capacity, usage if usage is not None else NodeResource())

@@ -1,4 +1,4 @@
-"""From a plan to what core stores and what the engine gets (§1.5, §1.6): the limit plan, the
+"""From a plan to what core stores and what the engine gets: the limit plan, the
 limit disks, the engine's volume strings and IOPS options.
 
 Plans are looked up by binding, (source, destination, flags), for the limit plan as upstream
@@ -64,8 +64,7 @@ def disks_limit(
     limit: Sequence[Binding], plan_limit: VolumePlan, disks: Sequence[Disk]
 ) -> list[Disk]:
     """The limit bindings' quota per device: mounts charge their source's disk, scheduled
-    bindings their planned path's. A path no disk covers is skipped (upstream crashes there,
-    §6.2.5)."""
+    bindings their planned path's. A path no disk covers is skipped (upstream crashes there)."""
     mounts = Mounts(disks)
     charged: dict[str, Quota] = {}
 
