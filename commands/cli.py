@@ -15,14 +15,41 @@ import click
 
 from resource_extend.commands.program import current
 from resource_extend.commands.protocol import Verb
-from resource_extend.commands.registry import CORE_VERBS, load, people_commands
+from resource_extend.commands.registry import (
+    AUDITOR_COMMANDS,
+    CORE_VERBS,
+    load,
+    operator_commands,
+    people_commands,
+)
 
 
 class LazyGroup(click.Group):
     """A group whose subcommands are imported on first use (click's lazy-loading pattern)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(CORE_VERBS) + list(people_commands(current().name))
+        return [*CORE_VERBS, *people_commands(current().name)]
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands in three sections, each line made from the command itself: its name,
+        its arguments and the first sentence of its help (nothing here is a copy of them)."""
+        sections = (
+            ("Core's verbs ({prog} VERB < request.json)", CORE_VERBS),
+            ("Auditors", AUDITOR_COMMANDS),
+            ("Operators", operator_commands(current().name)),
+        )
+        for title, names in sections:
+            rows = []
+            for name in names:
+                command = self.get_command(ctx, name)
+                if command is None or command.hidden:
+                    continue
+                arguments = [p for p in command.params if isinstance(p, click.Argument)]
+                rows.append((" ".join([name, *map(_synopsis, arguments)]), command))
+            with formatter.section(current().fill(title)):
+                formatter.write_dl(
+                    [(synopsis, command.get_short_help_str(200)) for synopsis, command in rows]
+                )
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         loaded = load(cmd_name)
@@ -59,6 +86,13 @@ class LazyGroup(click.Group):
             click.echo(current().fill(SHORT_USAGE))
             ctx.exit(0)
         return super().parse_args(ctx, args)
+
+
+def _synopsis(argument: click.Argument) -> str:
+    """``NODE``, ``[NODE]...``, ``[WHAT]``: an argument as a command's line lists it."""
+    word = (argument.name or "").upper()
+    word += "..." if argument.nargs == -1 else ""
+    return word if argument.required else f"[{word}]"
 
 
 SHORT_USAGE = """Usage: {prog} [--config PATH] COMMAND [ARGS]...
@@ -111,25 +145,9 @@ with compare-and-swap; capacity and usage are their fold, kept in the node's rec
 answer on success and one line on stderr (exit 1) on failure. resource-gpu and
 resource-storage are one command tree over one ledger: each serves its own kind.
 
-\b
-Auditors and operators:
-  {prog} nodes                           every node, its state and stream length
-  {prog} history NODE [--since/--until POINT] [--kind K] [--limit N] [--json]
-  {prog} show NODE [--at POINT] [--json] capacity and usage then
-  {prog} verify NODE... | --all [--repair]   do heads match their streams?
-  {prog} export NODE > NODE.jsonl        the stream as JSON lines
-  {prog} compact NODE... | --all --keep N [--export-dir DIR] [--min-age S]
-  {prog} helper [--stop] [--all]         the resident helper serving core's calls
-  {prog} migrate [--dry-run]             move streams resource-gpu 0.1 wrote
-  {prog} footprint [--top N] [--json]    the plugin's share of etcd, and how full etcd is
-  {prog} archive --archive DIR [--every S]   old events out of etcd, into one directory
-history, show and verify read that directory with --archive DIR: a node's life from event 1.
-POINT is a seq or an RFC 3339 time. Run "{prog} COMMAND --help" for each.
-
-\b
-Operators:
-  {prog} doctor [--json]                 check the config, etcd, the prefix and the helper
-  {prog} exporter --listen ADDR          serve /metrics to Prometheus{detect}
+Auditors and operators run the commands listed below; "{prog} COMMAND --help" is each
+one's manual. history, show and verify read an archive with --archive DIR (a node's life
+from event 1); a POINT (--at, --since, --until) is a seq or an RFC 3339 time.
 
 \b
 Exit status: 0 success; 1 a failure, said in one line on stderr (bad input, an unknown
@@ -142,10 +160,6 @@ for its traceback). verify and doctor exit 1 when they find a problem.
 Shell completion (bash; zsh and fish likewise):
   eval "$(_{PROG}_COMPLETE=bash_source {prog})"
 """
-
-DETECT_LINE = """
-  {prog} detect                          this host's GPUs, as add-node takes them"""
-
 
 CONFIG_HELP = "Config file (default: $ERU_RESOURCE_CONFIG_PATH, else ./{config})."
 
@@ -178,15 +192,11 @@ def _print_version(ctx: click.Context) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI: click's usage errors become one line too, like every failure."""
     program = current()
-    detect = (
-        DETECT_LINE.format(prog=program.name) if "detect" in people_commands(program.name) else ""
-    )
     cli.help = HELP.format(
         prog=program.name,
         PROG=program.name.upper().replace("-", "_"),
         kind=program.kind,
         summary=program.summary,
-        detect=detect,
     )
     (config,) = (p for p in cli.params if isinstance(p, click.Option) and p.name == "config")
     config.help = program.fill(CONFIG_HELP)

@@ -41,33 +41,42 @@ OFFLINE_VERBS = frozenset({"name", "verbs", "get-metrics-description", "calculat
 """Verbs that need neither etcd nor a config file: they never start a resident helper."""
 
 AUDITOR_COMMANDS: dict[str, str] = {
+    "nodes": "resource_extend.commands.audit.state:nodes",
     "history": "resource_extend.commands.audit.history:history",
     "show": "resource_extend.commands.audit.state:show",
-    "nodes": "resource_extend.commands.audit.state:nodes",
     "verify": "resource_extend.commands.audit.verify:verify",
     "export": "resource_extend.commands.audit.history:export",
     "compact": "resource_extend.commands.audit.compact:compact",
-    "migrate": "resource_extend.commands.audit.migrate:migrate",
-    "helper": "resource_extend.commands.resident.command:helper",
-    "footprint": "resource_extend.commands.audit.footprint:footprint",
     "archive": "resource_extend.commands.audit.archive:archive",
+    "migrate": "resource_extend.commands.audit.migrate:migrate",
+    "footprint": "resource_extend.commands.audit.footprint:footprint",
+}
+"""Commands for auditors: a node's history and state, and the streams' upkeep."""
+
+OPERATOR_COMMANDS: dict[str, str] = {
     "doctor": "resource_extend.commands.doctor.command:doctor",
+    "helper": "resource_extend.commands.resident.command:helper",
     "exporter": "resource_extend.commands.exporter.command:exporter",
     "sample-config": "resource_extend.commands.sample_config:sample_config",
 }
-"""Commands for people (auditors, operators); not offered to core."""
+"""Commands for operators: the host's set-up, the resident helper, metrics, samples."""
 
 PROGRAM_COMMANDS: dict[str, dict[str, str]] = {
     "resource-gpu": {"detect": "resource_extend.commands.detect:detect"},
 }
-"""Commands for people that only one of the two programs has (``resource-gpu detect``)."""
+"""Operators' commands that only one of the two programs has (``resource-gpu detect``)."""
 
-COMMANDS = {**CORE_VERBS, **HIDDEN_VERBS, **AUDITOR_COMMANDS}
+COMMANDS = {**CORE_VERBS, **HIDDEN_VERBS, **AUDITOR_COMMANDS, **OPERATOR_COMMANDS}
+
+
+def operator_commands(program: str) -> dict[str, str]:
+    """The operators' commands ``program`` offers: the shared ones, then its own."""
+    return {**OPERATOR_COMMANDS, **PROGRAM_COMMANDS.get(program, {})}
 
 
 def people_commands(program: str) -> dict[str, str]:
-    """The commands for people ``program`` offers: the shared ones, then its own."""
-    return {**AUDITOR_COMMANDS, **PROGRAM_COMMANDS.get(program, {})}
+    """The commands for people ``program`` offers: the auditors', then the operators'."""
+    return {**AUDITOR_COMMANDS, **operator_commands(program)}
 
 
 def load(name: str) -> Any:

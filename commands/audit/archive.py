@@ -124,7 +124,10 @@ def _checked_directory(directory: str) -> str:
     return directory
 
 
-@click.command("archive")
+@click.command(
+    "archive",
+    short_help="Move old events out of etcd into one archive directory, a stream at a time.",
+)
 @archive_option
 @click.option(
     "--every",

@@ -8,11 +8,13 @@ import pytest
 from resource_extend.commands import program
 from resource_extend.commands.protocol import Verb
 from resource_extend.commands.registry import (
+    AUDITOR_COMMANDS,
     COMMANDS,
     CORE_VERBS,
     HIDDEN_VERBS,
     PROGRAM_COMMANDS,
     load,
+    operator_commands,
     people_commands,
 )
 
@@ -91,3 +93,29 @@ def test_each_programs_help_names_itself_and_its_own_config(
         assert f"{name} helper --all --stop" in capsys.readouterr().out
         _help(name)
         assert f"else ./{serving.config_file}" in " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.parametrize("name", sorted(program.PROGRAMS))
+def test_the_manual_lists_every_command_in_its_section(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The list is made from the registry and the commands themselves, so a command added
+    there is listed, with the first sentence of its own help."""
+    _help(name)
+    text = capsys.readouterr().out
+    sections = {
+        "Core's verbs": list(CORE_VERBS),
+        "Auditors": list(AUDITOR_COMMANDS),
+        "Operators": list(operator_commands(name)),
+    }
+    lines = text.splitlines()
+    for title, names in sections.items():
+        (start,) = (i for i, line in enumerate(lines) if line.startswith(title))
+        listed = []
+        for line in lines[start + 1 :]:
+            if not line.strip():
+                break
+            if not line.startswith("   "):  # a command's line, not its help wrapped below
+                listed.append(line.split()[0])
+        assert listed == names, title
+    assert "Show the resident helper that serves core's calls" in text
