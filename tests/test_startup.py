@@ -13,6 +13,8 @@ import pytest
 
 from tests.plugin import MODE, TRANSPORT, Plugin, R
 
+pytestmark = [pytest.mark.grpc, pytest.mark.resident]
+
 PROBE = """
 import sys
 from resource_extend.commands.main import main
@@ -126,8 +128,6 @@ WITHOUT_GRPC = """
 import sys
 sys.modules["etcd3"] = None  # as on an install without the grpc extra
 from resource_extend.commands.main import main
-
-pytestmark = [pytest.mark.grpc, pytest.mark.resident]
 main(["get-node-resource-info"])
 """
 
