@@ -22,7 +22,7 @@ def node_names(names: list[str] | None) -> list[str]:
 
 def read_state(session: Session, node: str) -> Any:
     """The node's state; an unknown node is an error."""
-    state = session.store.read(node).state
+    state = session.store.records.read(node).state
     if state is None:
         raise NodeNotFound(node)
     return state
@@ -30,7 +30,7 @@ def read_state(session: Session, node: str) -> Any:
 
 def read_states(session: Session, names: list[str]) -> dict[str, Any]:
     """All named nodes' states, in the order given; an unknown node is an error."""
-    found = session.store.read_many(names)
+    found = session.store.records.read_many(names)
     for node in names:
         if node not in found:
             raise NodeNotFound(node)
@@ -41,7 +41,7 @@ def resource_info_map(
     session: Session, names: list[str] | None, shown: Callable[[Any], Any]
 ) -> dict[str, Any]:
     """get-nodes-resource-info's answer: each named node that exists, as ``shown``."""
-    states = session.store.read_many([check_node_name(name) for name in names or []])
+    states = session.store.records.read_many([check_node_name(name) for name in names or []])
     return {"node_resource_info_map": {node: shown(state) for node, state in states.items()}}
 
 
@@ -54,7 +54,7 @@ def metrics_of(
         node = check_node_name(request.nodename)
         return node_metrics(request.podname or "", node, read_state(session, node))
     wanted = [(item.podname or "", check_node_name(item.nodename)) for item in request.nodes]
-    states = session.store.read_many(node for _, node in wanted)
+    states = session.store.records.read_many(node for _, node in wanted)
     return [
         metric
         for podname, node in wanted

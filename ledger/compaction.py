@@ -131,14 +131,14 @@ def _to_cut(
 ) -> Stream | None:
     """The events to replace, from the stream's first to the cut, read at one revision (None:
     too few). ``exact``: find the first key by a range, rather than take the recorded first."""
-    record = store.read(node, with_first=True)
+    record = store.records.read(node, with_first=True)
     assert record.first is not None
-    first = store.first_key(node) if exact else record.first
+    first = store.records.first_key(node) if exact else record.first
     through = min(record.seq - keep, first + STEP - 1)
     if through - first < at_least:
         return None
     now = datetime.now(timezone.utc)
-    stream = store.read_stream(
+    stream = store.streams.read_stream(
         node,
         after=first - 1,
         until=through,
@@ -218,7 +218,7 @@ def _sweep(store: Store[Any], node: str, directory: str) -> None:
     """Delete the node's orphaned exports in ``directory`` (``ledger.orphans``): housekeeping,
     which never fails the compaction that has committed."""
     with contextlib.suppress(PluginError, OSError):
-        orphans.sweep(store, node, orphans.find_in(store, directory, node))
+        orphans.sweep(store, node, orphans.find_in(store.scans, directory, node))
 
 
 def _settle(store: Store[Any], node: str, checkpoint: Event, path: Path) -> bool:
@@ -236,7 +236,7 @@ def _settle(store: Store[Any], node: str, checkpoint: Event, path: Path) -> bool
         )
 
     try:
-        found = store.event_at(node, checkpoint.seq)
+        found = store.streams.event_at(node, checkpoint.seq)
     except StoreError as exc:
         raise unknown(f"etcd could not be asked whether it was applied: {exc.reason}") from None
     if found is None:

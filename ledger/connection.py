@@ -91,6 +91,14 @@ class Connection:
         self._deadline = deadline or time.monotonic() + config.timeout
         self._per_request = False
 
+    @property
+    def config(self) -> EtcdConfig:
+        return self._config
+
+    def extend(self, seconds: float) -> None:
+        """At least ``seconds`` more of the time budget, from now (a failure still to count)."""
+        self._deadline = max(self._deadline, time.monotonic() + seconds)
+
     def renew(self) -> None:
         """A new time budget, for a long job made of many calls' worth of requests."""
         self._deadline = time.monotonic() + self._config.timeout
@@ -160,7 +168,7 @@ class Connection:
     def read_range(self, request: wire.RangeRequest) -> wire.RangeResponse:
         return self._send(request, wire.RangeResponse)
 
-    def _pages(
+    def pages(
         self, start: bytes, end: bytes, *, limit: int, revision: int = 0
     ) -> Iterator[wire.KeyValue]:
         """Every key from ``start`` to ``end``, in plain ranges of ``limit`` keys, all read at
@@ -236,9 +244,9 @@ class Connection:
         def ask(request: wire.TxnRequest) -> Callable[[Connection], wire.TxnResponse]:
             return lambda reader: reader.txn(request)
 
-        return self._in_parallel([ask(request) for request in requests])
+        return self.in_parallel([ask(request) for request in requests])
 
-    def _in_parallel(self, reads: list[Callable[[Connection], T]]) -> list[T]:
+    def in_parallel(self, reads: list[Callable[[Connection], T]]) -> list[T]:
         """Run each read on one of ``READERS`` connections of their own, within this one's time
         budget; their results, in order. Reads only: a failure is re-raised here."""
         import threading

@@ -49,7 +49,7 @@ class EtcdFootprint(msgspec.Struct, frozen=True, kw_only=True):
 def sizes_under(conn: Connection, root: bytes) -> dict[str, tuple[int, int]]:
     """``{node: (keys, bytes)}`` for the keys ``<root><node>[/...]``, read at one revision."""
     sizes: dict[str, tuple[int, int]] = {}
-    for kv in conn._pages(root, range_end(root), limit=PAGE):
+    for kv in conn.pages(root, range_end(root), limit=PAGE):
         name = kv.key[len(root) :].partition(b"/")[0].decode(errors="replace")
         keys, size = sizes.get(name, (0, 0))
         sizes[name] = (keys + 1, size + len(kv.key) + len(kv.value))

@@ -124,14 +124,14 @@ def find(
 
 
 def find_in(
-    store: Scans, directory: str | Path, node: str, *, grace: float = GRACE
+    scans: Scans, directory: str | Path, node: str, *, grace: float = GRACE
 ) -> list[Partial]:
     """``find``, reading from etcd only the node's events the files' names cover (one paged
     range at one revision, and none when the node has no ``.partial``)."""
     named = partials(directory, node)
     if not named:
         return []
-    stored = store.stored_between(node, min(n[1] for n in named), max(n[2] for n in named))
+    stored = scans.stored_between(node, min(n[1] for n in named), max(n[2] for n in named))
     now = time.time()
     return [classify(one, stored, now=now, grace=grace) for one in named]
 

@@ -1,12 +1,11 @@
 """What became of a write: what an append returns, whether a write whose answer was lost
 landed after all, and why one gave up (counted where exporters see it, ``ledger.tallies``).
-Mixed into :class:`ledger.store.Store`.
+One of :class:`ledger.store.Store`'s parts (``store.outcomes``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import time
 from datetime import datetime, timezone
 from typing import Generic, TypeVar
 
@@ -14,10 +13,13 @@ import msgspec
 
 from resource_extend.ledger import tallies, wire
 from resource_extend.ledger.audit import fold
-from resource_extend.ledger.connection import Ambiguous
+from resource_extend.ledger.connection import Ambiguous, Connection
 from resource_extend.ledger.errors import Contention, OutcomeUnknown, StoreError
 from resource_extend.ledger.events import AnyEvent, Checkpoint
-from resource_extend.ledger.records import NodeReads, NodeRecord
+from resource_extend.ledger.keys import KeyLayout
+from resource_extend.ledger.kinds import Kind
+from resource_extend.ledger.records import NodeRecord
+from resource_extend.ledger.streams import StreamReads
 
 S = TypeVar("S", bound=msgspec.Struct)
 """The node state of the store's resource kind."""
@@ -37,31 +39,39 @@ class Appended(msgspec.Struct, Generic[S], frozen=True):
     """How many heads the kind had when this append last read (None unless asked for)."""
 
 
-class Outcomes(NodeReads[S]):
-    """A write's outcome, found or explained; ``_by`` names who writes (``ledger.store.who``)."""
+class Outcomes(Generic[S]):
+    """A write's outcome over ``etcd``, found (in the stream, by ``streams``) or explained;
+    ``by`` names who writes (``ledger.store.who``)."""
 
-    _by: str
+    def __init__(
+        self, etcd: Connection, keys: KeyLayout, kind: Kind[S], streams: StreamReads[S], by: str
+    ) -> None:
+        self.etcd = etcd
+        self.keys = keys
+        self.kind = kind
+        self.streams = streams
+        self.by = by
 
-    def _gave_up(self, node: str, verb: str, reason: str) -> Contention:
+    def gave_up(self, node: str, verb: str, reason: str) -> Contention:
         """The write's Contention, counted first where exporters see it (``ledger.tallies``)."""
         at = datetime.now(timezone.utc)
-        failure = tallies.Failure(node=node, at=at, by=self._by, reason=reason)
-        self._deadline = max(self._deadline, time.monotonic() + tallies.GRACE)
+        failure = tallies.Failure(node=node, at=at, by=self.by, reason=reason)
+        self.etcd.extend(tallies.GRACE)
         # What the caller must hear is the failure itself, counted or not.
         with contextlib.suppress(StoreError):
-            self._write_once(node, tallies.record(self.keys.prefix, self.kind.name, verb, failure))
+            self.write_once(node, tallies.record(self.keys.prefix, self.kind.name, verb, failure))
         return Contention(reason, node=node)
 
     def write_failures(self) -> dict[str, int]:
         """How many writes of this kind gave up, by verb (``ledger.tallies``)."""
-        reply = self.read_range(tallies.read(self.keys.prefix, self.kind.name))
+        reply = self.etcd.read_range(tallies.read(self.keys.prefix, self.kind.name))
         return tallies.counts(self.keys.prefix, self.kind.name, reply.kvs)
 
-    def _not_where_the_head_says(self, node: str, seq: int) -> StoreError:
+    def not_where_the_head_says(self, node: str, seq: int) -> StoreError:
         """Why an append failed though no writer moved the head: a key squats the next seq, or
         the stream does not reach the head's seq (appending there would leave a gap for good).
         Either was written outside the plugin."""
-        squatter = self.read_range(wire.RangeRequest(key=self.keys.event(node, seq + 1))).kvs
+        squatter = self.etcd.read_range(wire.RangeRequest(key=self.keys.event(node, seq + 1))).kvs
         found = (
             f"event {seq + 1} already exists"
             if squatter
@@ -73,7 +83,7 @@ class Outcomes(NodeReads[S]):
             node=node,
         )
 
-    def _landed(
+    def landed(
         self, node: str, op: str, after: int, base: NodeRecord[S] | None
     ) -> Appended[S] | None:
         """If operation ``op`` was applied after position ``after``, what it did.
@@ -86,7 +96,7 @@ class Outcomes(NodeReads[S]):
         for some of them all the same, the write may have landed and been compacted away: that
         is an unknown outcome, never a failure.
         """
-        stream = self.events(node, after=after if base is not None else 0)
+        stream = self.streams.events(node, after=after if base is not None else 0)
         ours = [event for event in stream if event.op == op]
         if not ours:
             if any(isinstance(e.change, Checkpoint) and e.seq > after for e in stream):
@@ -110,9 +120,9 @@ class Outcomes(NodeReads[S]):
             length=stream_length(first, ours[0].seq, ours[-1].seq),
         )
 
-    def _write_once(self, node: str, txn: wire.TxnRequest) -> wire.TxnResponse:
+    def write_once(self, node: str, txn: wire.TxnRequest) -> wire.TxnResponse:
         try:
-            return self.txn(txn, write=True)
+            return self.etcd.txn(txn, write=True)
         except Ambiguous as exc:
             raise OutcomeUnknown(
                 f"the write was sent but its answer was lost ({exc}); read the node again to "

@@ -48,10 +48,10 @@ class Positions(Generic[S]):
         self.store, self.node = store, node
         keys = store.keys
         self._end = keys.event_span(node)[1]
-        reply = store.txn(
+        reply = store.etcd.txn(
             wire.TxnRequest(
                 success=[
-                    store.legacy_op(node),
+                    store.streams.legacy_op(node),
                     wire.get(keys.head(node)),
                     wire.get(keys.event(node, 1), keys_only=True),
                     wire.get(keys.first(node)),
@@ -81,7 +81,9 @@ class Positions(Generic[S]):
             at, past = self._txn(self._exactly(seq, keys_only=True), self._from(seq + 1))
             if at.kvs and not past.kvs:
                 return seq
-        reply = self._range(self.store.end_range(self.node, "DESCEND", revision=self.revision))
+        reply = self._range(
+            self.store.scans.end_range(self.node, "DESCEND", revision=self.revision)
+        )
         return self._seq(reply.kvs[0].key) if reply.kvs else 0
 
     def _first(self, recorded: bytes) -> int:
@@ -120,7 +122,7 @@ class Positions(Generic[S]):
         kvs = self._range(self._window(seq, seq + EVENT_WINDOW, limit=1)).kvs
         if not kvs:
             kvs = self._range(self._from(seq)).kvs
-        return self.store.decode_event(self.node, kvs[0]) if kvs else None
+        return self.store.streams.decode_event(self.node, kvs[0]) if kvs else None
 
     def seq_at(self, when: datetime) -> int | None:
         """The last event written at or before ``when`` (a checkpoint: by the time of the last
@@ -145,7 +147,9 @@ class Positions(Generic[S]):
         """The events ``after + 1`` .. ``until``, a page at a time, not folded."""
         if until <= after:
             return
-        opened = self.store.open_stream(self.node, after=after, until=until, revision=self.revision)
+        opened = self.store.streams.open_stream(
+            self.node, after=after, until=until, revision=self.revision
+        )
         for page in opened.pages:
             yield from page.events
 
@@ -187,7 +191,9 @@ class Positions(Generic[S]):
 
     def _stored(self, after: int, until: int) -> Iterator[tuple[Event, bytes]]:
         """The events ``after + 1`` .. ``until``, each with its etcd value, a page at a time."""
-        opened = self.store.open_stream(self.node, after=after, until=until, revision=self.revision)
+        opened = self.store.streams.open_stream(
+            self.node, after=after, until=until, revision=self.revision
+        )
         for page in opened.pages:
             yield from zip(page.events, page.raw, strict=True)
 
@@ -232,7 +238,7 @@ class Positions(Generic[S]):
             found_at = self._txn(*(self._exactly(seq) for seq in probes))
             for seq, found in zip(probes, found_at, strict=True):
                 if found.kvs:
-                    event = self.store.decode_event(self.node, found.kvs[0])
+                    event = self.store.streams.decode_event(self.node, found.kvs[0])
                     if snapshot_of(self.store.kind, event) is not None:
                         return seq
         return self.first
@@ -260,11 +266,11 @@ class Positions(Generic[S]):
         return wire.RangeRequest(key=key, keys_only=keys_only, revision=self.revision)
 
     def _range(self, request: wire.RangeRequest) -> wire.RangeResponse:
-        return self.store.read_range(request)
+        return self.store.etcd.read_range(request)
 
     def _txn(self, *requests: wire.RangeRequest) -> list[wire.RangeResponse]:
         ops = [wire.RequestOp(request_range=request) for request in requests]
-        return self.store.txn(wire.TxnRequest(success=ops)).ranges()
+        return self.store.etcd.txn(wire.TxnRequest(success=ops)).ranges()
 
     def _seq(self, key: bytes) -> int:
         return self.store.keys.seq_of(self.node, key)

@@ -1,8 +1,8 @@
-"""A node's record: its head, and where its stream starts and ends, in one round trip. Mixed
-into :class:`ledger.store.Store`.
+"""A node's record: its head, and where its stream starts and ends, in one round trip. One of
+:class:`ledger.store.Store`'s parts (``store.records``).
 
 The head's ``seq`` is where the stream ends (both are written in one transaction); where it
-starts costs two point reads, whatever its length (``NodeReads._read_ops``).
+starts costs two point reads, whatever its length (``NodeReads.read_ops``).
 """
 
 from __future__ import annotations
@@ -13,10 +13,12 @@ from typing import Generic, TypeVar
 import msgspec
 
 from resource_extend.ledger import wire
+from resource_extend.ledger.connection import Connection
 from resource_extend.ledger.digests import EMPTY, Tip, tip_in_head, tip_of
 from resource_extend.ledger.errors import StoreError
-from resource_extend.ledger.keys import range_end
-from resource_extend.ledger.kinds import Head
+from resource_extend.ledger.keys import KeyLayout, range_end
+from resource_extend.ledger.kinds import Head, Kind
+from resource_extend.ledger.scans import Scans
 from resource_extend.ledger.streams import StreamReads
 
 S = TypeVar("S", bound=msgspec.Struct)
@@ -48,10 +50,25 @@ class NodeRecord(msgspec.Struct, Generic[S], frozen=True):
     upstream plugin's, or none; the write then reads the last event: ``NodeReads._tip``)."""
 
 
-class NodeReads(StreamReads[S]):
-    """Reads of one node's record for one resource kind."""
+class NodeReads(Generic[S]):
+    """Reads of one node's record for one resource kind, over ``etcd``: the head from the
+    kind's record, the stream's ends by ``scans`` and its events by ``streams``."""
 
-    def _read_ops(self, node: str, with_first: bool) -> list[wire.RequestOp]:
+    def __init__(
+        self,
+        etcd: Connection,
+        keys: KeyLayout,
+        kind: Kind[S],
+        scans: Scans,
+        streams: StreamReads[S],
+    ) -> None:
+        self.etcd = etcd
+        self.keys = keys
+        self.kind = kind
+        self.scans = scans
+        self.streams = streams
+
+    def read_ops(self, node: str, with_first: bool) -> list[wire.RequestOp]:
         """The head, a count of events in release 0.1's layout (none, once migrated: an empty
         range costs nothing), and, if asked, where the stream starts and a count of the heads.
 
@@ -60,7 +77,7 @@ class NodeReads(StreamReads[S]):
         covers, so a range for the first key would cost a long stream its length on every
         write; the head's ``seq`` gives the end."""
         head = wire.get(self.keys.head(node))
-        ops = [head, self.legacy_op(node)]
+        ops = [head, self.streams.legacy_op(node)]
         if not with_first:
             return ops
         root = self.keys.root
@@ -71,8 +88,8 @@ class NodeReads(StreamReads[S]):
             wire.get(root, range_end(root), count_only=True),
         ]
 
-    def _record(self, node: str, reply: wire.TxnResponse) -> NodeRecord[S]:
-        """The record from a reply to ``_read_ops``. The head's ``seq`` is where the stream
+    def record_of(self, node: str, reply: wire.TxnResponse) -> NodeRecord[S]:
+        """The record from a reply to ``read_ops``. The head's ``seq`` is where the stream
         ends (both are written in one transaction, and every append compares the next key is
         free); only a node without a head of ours (removed, or the upstream plugin's) costs
         a second request to find its stream's end."""
@@ -82,7 +99,9 @@ class NodeReads(StreamReads[S]):
         if head is not None and head.seq is not None:
             seq = head.seq
         else:
-            seq = self.seq_at(node, self.read_range(self.end_range(node, "DESCEND")))  # rare
+            seq = self.scans.seq_at(
+                node, self.etcd.read_range(self.scans.end_range(node, "DESCEND"))
+            )  # rare
         first = self.start_of(node, extra[0], extra[1], seq) if extra else None
         legacy = legacy_reply.count
         if head is None:
@@ -124,17 +143,17 @@ class NodeReads(StreamReads[S]):
 
     def first_key(self, node: str) -> int:
         """The stream's first seq (0: none), by a range over it: what compaction trusts."""
-        return self.seq_at(node, self.read_range(self.end_range(node, "ASCEND")))
+        return self.scans.seq_at(node, self.etcd.read_range(self.scans.end_range(node, "ASCEND")))
 
-    def _tip(self, node: str, record: NodeRecord[S]) -> Tip:
+    def tip(self, node: str, record: NodeRecord[S]) -> Tip:
         """Where the stream ends, for the next event: from the head, or else (a head written
         before v3, the upstream plugin's, or none) from the last event, read by key."""
         if record.tip.digest is not None or not record.seq:
             return record.tip
-        reply = self.read_range(wire.RangeRequest(key=self.keys.event(node, record.seq)))
+        reply = self.etcd.read_range(wire.RangeRequest(key=self.keys.event(node, record.seq)))
         if not reply.kvs:
             return EMPTY  # the stream's end is missing: verify reports it
-        return tip_of(self.decode_event(node, reply.kvs[0]), reply.kvs[0].value)
+        return tip_of(self.streams.decode_event(node, reply.kvs[0]), reply.kvs[0].value)
 
     def _decode_head(self, node: str, raw: bytes) -> Head[S]:
         try:
@@ -144,10 +163,10 @@ class NodeReads(StreamReads[S]):
 
     def read(self, node: str, *, with_first: bool = False) -> NodeRecord[S]:
         """The node's state and stream position, in one round trip."""
-        ops = self._read_ops(node, with_first)
-        return self._record(node, self.txn(wire.TxnRequest(success=ops)))
+        ops = self.read_ops(node, with_first)
+        return self.record_of(node, self.etcd.txn(wire.TxnRequest(success=ops)))
 
     def read_many(self, nodes: Iterable[str]) -> dict[str, S]:
         """The states of the named nodes that exist, as one consistent snapshot."""
-        raw = self.raw_heads(nodes)
+        raw = self.scans.raw_heads(nodes)
         return {node: self._decode_head(node, head).state for node, head in raw.items()}

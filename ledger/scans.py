@@ -2,7 +2,7 @@
 
 The heads' prefix holds nothing but heads, so a paged range over it reads every node record at
 one revision with no key to send; point reads win when a call names only a small share of the
-nodes there. Mixed into :class:`ledger.store.Store`.
+nodes there. One of :class:`ledger.store.Store`'s parts (``store.scans``).
 """
 
 from __future__ import annotations
@@ -52,10 +52,12 @@ class StreamBounds(msgspec.Struct, frozen=True):
     """The last event as stored, when asked for (``stream_bounds``' ``tails``)."""
 
 
-class Scans(Connection):
-    """Many-node reads; ``keys`` is the layout of the kind read."""
+class Scans:
+    """Many-node reads over ``etcd``; ``keys`` is the layout of the kind read."""
 
-    keys: KeyLayout
+    def __init__(self, etcd: Connection, keys: KeyLayout) -> None:
+        self.etcd = etcd
+        self.keys = keys
 
     def _end_ops(self, node: str, *, tail: bool = False) -> list[wire.RequestOp]:
         """Ranges for the first and the last event key of the node's stream (``tail``: the
@@ -107,7 +109,7 @@ class Scans(Connection):
         if len(names) <= MAX_TXN_OPS:
             return self._point_heads(names)
         root, end = self.keys.root, range_end(self.keys.root)
-        probe = self.read_range(wire.RangeRequest(key=root, range_end=end, count_only=True))
+        probe = self.etcd.read_range(wire.RangeRequest(key=root, range_end=end, count_only=True))
         revision = probe.header.revision
         if probe.count > SCAN_WHEN * len(names):
             return self._point_heads(names, revision)
@@ -119,7 +121,7 @@ class Scans(Connection):
             return lambda reader: list(self._scan(reader, start, stop, revision))
 
         reads = [read(cuts[i], cuts[i + 1]) for i in range(slices) if cuts[i] < cuts[i + 1]]
-        found = self._in_parallel(reads) if len(reads) > 1 else [reads[0](self)]
+        found = self.etcd.in_parallel(reads) if len(reads) > 1 else [reads[0](self.etcd)]
         wanted = set(names)
         return {
             name: value
@@ -137,9 +139,9 @@ class Scans(Connection):
             ops = [wire.get(self.keys.head(node), revision=revision) for node in batch]
             return wire.TxnRequest(success=ops)
 
-        first = self.txn(request(batches[0], revision))
+        first = self.etcd.txn(request(batches[0], revision))
         revision = revision or first.header.revision  # (the header has etcd's current one)
-        replies = [first, *self.read_all([request(b, revision) for b in batches[1:]])]
+        replies = [first, *self.etcd.read_all([request(b, revision) for b in batches[1:]])]
         heads: dict[str, bytes] = {}
         for batch, reply in zip(batches, replies, strict=True):
             for node, found in zip(batch, reply.ranges(), strict=True):
@@ -154,7 +156,7 @@ class Scans(Connection):
         heads' prefix, page by page, at ``revision`` (0: the first page's). ``rest`` is empty
         for a head; anything else is an event in release 0.1's layout."""
         root = self.keys.root
-        for kv in reader._pages(start, end, limit=SCAN_PAGE, revision=revision):
+        for kv in reader.pages(start, end, limit=SCAN_PAGE, revision=revision):
             name, _, rest = kv.key[len(root) :].partition(b"/")
             yield name.decode(errors="surrogateescape"), rest, kv.value
 
@@ -164,7 +166,7 @@ class Scans(Connection):
         heads: dict[str, bytes] = {}
         legacy: set[str] = set()
         root = self.keys.root
-        for name, rest, value in self._scan(self, root, range_end(root)):
+        for name, rest, value in self._scan(self.etcd, root, range_end(root)):
             if rest:
                 legacy.add(name)
             else:
@@ -196,7 +198,7 @@ class Scans(Connection):
         start, end = root, range_end(root)
         previous = None
         while True:
-            reply = self.read_range(
+            reply = self.etcd.read_range(
                 wire.RangeRequest(key=start, range_end=end, limit=KEY_PAGE, keys_only=True)
             )
             for kv in reply.kvs:
@@ -229,7 +231,7 @@ class Scans(Connection):
                 ops += [length, *self._end_ops(node, tail=node in tails)]
             requests.append(wire.TxnRequest(success=ops))
         bounds: dict[str, StreamBounds] = {}
-        for i, reply in enumerate(self.read_all(requests)):
+        for i, reply in enumerate(self.etcd.read_all(requests)):
             ranges = reply.ranges()
             for j, node in enumerate(names[i * per_txn : (i + 1) * per_txn]):
                 count, first, last = ranges[3 * j : 3 * j + 3]
@@ -247,7 +249,7 @@ class Scans(Connection):
         prefix = self.keys.events(node)
         end = self.keys.event(node, last + 1)
         stored: dict[int, bytes] = {}
-        for kv in self._pages(self.keys.event(node, first), end, limit=STORED_PAGE):
+        for kv in self.etcd.pages(self.keys.event(node, first), end, limit=STORED_PAGE):
             digits = kv.key[len(prefix) :]
             if len(digits) == SEQ_WIDTH and digits.isdigit():
                 stored[int(digits)] = kv.value

@@ -13,8 +13,11 @@ the write's operation id among the events appended since, so no change is ever a
 (compaction leaves events younger than ``streams.min_age`` in place, so they are there to look
 in: ``ledger.compaction``).
 
-A node's record is read by ``ledger.records``; what became of a write is found by
-``ledger.outcomes``; both are mixed in here.
+A store is composed of parts that each own one job, as etcd's own client is: ``etcd``, the
+connection (requests within the call's time budget, fail-over); ``scans``, reads across many
+nodes; ``streams``, a node's stream read a page at a time; ``records``, a node's record in one
+round trip; ``outcomes``, what became of a write. The store itself is the appender, and the
+writes of compaction and repair.
 """
 
 from __future__ import annotations
@@ -24,14 +27,14 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 import msgspec
 
 from resource_extend.ledger import migration, wire
 from resource_extend.ledger.audit import apply
 from resource_extend.ledger.config import EtcdConfig
-from resource_extend.ledger.connection import Ambiguous, OutOfTime
+from resource_extend.ledger.connection import Ambiguous, Connection, OutOfTime
 from resource_extend.ledger.digests import EMPTY, Tip, stamped, tip_of, with_tip
 from resource_extend.ledger.errors import OutcomeUnknown, StoreError
 from resource_extend.ledger.events import SNAPSHOT_EVERY, AnyEvent, Change, encode
@@ -39,8 +42,9 @@ from resource_extend.ledger.keys import KeyLayout
 from resource_extend.ledger.kinds import Kind
 from resource_extend.ledger.migration import not_migrated
 from resource_extend.ledger.outcomes import Appended, Outcomes, stream_length
-from resource_extend.ledger.records import NodeRecord
-from resource_extend.ledger.streams import Stream
+from resource_extend.ledger.records import NodeReads, NodeRecord
+from resource_extend.ledger.scans import Scans
+from resource_extend.ledger.streams import Stream, StreamReads
 from resource_extend.ledger.transport import Transport
 
 S = TypeVar("S", bound=msgspec.Struct)
@@ -63,9 +67,9 @@ WriteHook = Callable[[str, int, str], None]
 """Told ``(node, stream end, op)`` just before an append first sends its write."""
 
 
-class Store(Outcomes[S]):
-    """One plugin call's connection to etcd for one resource kind, bounded in time by
-    ``config.timeout``."""
+class Store(Generic[S]):
+    """One plugin call's store for one resource kind in etcd, bounded in time by
+    ``config.timeout``: its parts, and the writes."""
 
     def __init__(
         self,
@@ -77,11 +81,19 @@ class Store(Outcomes[S]):
         write_hook: WriteHook | None = None,
         by: str | None = None,
     ) -> None:
-        super().__init__(config, transport, deadline=deadline)
+        self.config = config
         self.kind = kind
-        self._write_hook = write_hook
-        self._by = by or who()
         self.keys = KeyLayout(config.prefix, kind.name)
+        self.by = by or who()
+        self.etcd = Connection(config, transport, deadline=deadline)
+        self.scans = Scans(self.etcd, self.keys)
+        self.streams = StreamReads(self.etcd, self.keys, kind)
+        self.records = NodeReads(self.etcd, self.keys, kind, self.scans, self.streams)
+        self.outcomes = Outcomes(self.etcd, self.keys, kind, self.streams, self.by)
+        self._write_hook = write_hook
+
+    def close(self) -> None:
+        self.etcd.close()
 
     def append(
         self,
@@ -114,10 +126,10 @@ class Store(Outcomes[S]):
         pending: int | None = None
         dead = False
         lost = 0  # compare-and-swaps lost to other writers: the event records them
-        for attempt in range(self._config.max_attempts):
+        for attempt in range(self.config.max_attempts):
             try:
                 if sent_after is not None:
-                    landed = self._landed(node, op, sent_after, sent_base)
+                    landed = self.outcomes.landed(node, op, sent_after, sent_base)
                     if landed is not None:
                         return landed
                     dead = pending is not None and record.head_revision != pending
@@ -132,7 +144,7 @@ class Store(Outcomes[S]):
                         length=stream_length(record.first, record.seq, record.seq),
                         nodes=record.nodes,
                     )
-                tip = self._tip(node, record)
+                tip = self.records.tip(node, record)
                 events, after = self._events_for(record, tip, verb, op, change, lost)
                 try:
                     txn = self._append_txn(
@@ -140,7 +152,7 @@ class Store(Outcomes[S]):
                     )
                     if self._write_hook is not None and attempt == 0:
                         self._write_hook(node, record.seq, op)
-                    reply = self.txn(txn, write=True, keep=self.settle_reserve())
+                    reply = self.etcd.txn(txn, write=True, keep=self.etcd.settle_reserve())
                 except Ambiguous:
                     if sent_after is None:
                         sent_after, sent_base = record.seq, record
@@ -155,9 +167,11 @@ class Store(Outcomes[S]):
                         length=stream_length(record.first, events[0].seq, events[-1].seq),
                         nodes=record.nodes,
                     )
-                fresh = self._migrated(node, self._record(node, reply), with_length)
+                fresh = self._migrated(node, self.records.record_of(node, reply), with_length)
                 if fresh.head_revision and fresh.head_revision == record.head_revision:
-                    raise self._not_where_the_head_says(node, record.seq)  # no writer moved it
+                    raise self.outcomes.not_where_the_head_says(
+                        node, record.seq
+                    )  # no writer moved it
                 record = fresh
                 lost += 1
                 time.sleep(_jitter(min(0.002 * 2**attempt, 0.05)))
@@ -171,22 +185,22 @@ class Store(Outcomes[S]):
                         node=node,
                     ) from None
                 if attempt and isinstance(exc, OutOfTime):
-                    raise self._gave_up(
+                    raise self.outcomes.gave_up(
                         node,
                         verb,
                         f"contention: other writers changed the node first {attempt} times "
-                        f"and etcd.timeout ({self._config.timeout:g}s) ran out",
+                        f"and etcd.timeout ({self.config.timeout:g}s) ran out",
                     ) from None
                 raise
-        raise self._gave_up(
+        raise self.outcomes.gave_up(
             node,
             verb,
-            f"contention: other writers changed the node first {self._config.max_attempts} "
+            f"contention: other writers changed the node first {self.config.max_attempts} "
             "times (etcd.max_attempts); nothing was written",
         )
 
     def _read_to_write(self, node: str, with_first: bool) -> NodeRecord[S]:
-        return self._migrated(node, self.read(node, with_first=with_first), with_first)
+        return self._migrated(node, self.records.read(node, with_first=with_first), with_first)
 
     def _migrated(self, node: str, record: NodeRecord[S], with_first: bool) -> NodeRecord[S]:
         """``record``, or if some of its events are still in release 0.1's layout, the record
@@ -197,10 +211,10 @@ class Store(Outcomes[S]):
         if record.legacy > migration.ON_WRITE:
             raise not_migrated(program, node, record.legacy, ", too many to move within a call")
         try:
-            migration.migrate_node(self, self.keys, node)
+            migration.migrate_node(self.etcd, self.keys, node)
         except OutOfTime:
             raise not_migrated(program, node, record.legacy, " and etcd.timeout ran out") from None
-        return self.read(node, with_first=with_first)
+        return self.records.read(node, with_first=with_first)
 
     def _events_for(
         self, record: NodeRecord[S], tip: Tip, verb: str, op: str, change: Change, lost: int
@@ -239,7 +253,7 @@ class Store(Outcomes[S]):
         if state is not None and seq % SNAPSHOT_EVERY == 0:
             snapshot = msgspec.Raw(self.kind.write_head(state, seq))
         return Event(
-            seq=seq, at=at, verb=verb, op=op or new_op(), by=self._by, change=change,
+            seq=seq, at=at, verb=verb, op=op or new_op(), by=self.by, change=change,
             prev=after.digest, clock=clock, snapshot=snapshot,
         )  # fmt: skip
 
@@ -248,12 +262,14 @@ class Store(Outcomes[S]):
         was read at ``head_revision``. False when they did (the caller reads again and decides
         again)."""
         txn = self._append_txn(node, head_revision, [event], after)
-        return self._write_once(node, txn).succeeded
+        return self.outcomes.write_once(node, txn).succeeded
 
     def swept_at(self, node: str) -> int:
         """The revision at which an orphan sweep last marked the node (``KeyLayout.swept``; 0:
         never). A compaction reads it before it writes its export."""
-        reply = self.txn(wire.TxnRequest(success=[wire.get(self.keys.swept(node), keys_only=True)]))
+        reply = self.etcd.txn(
+            wire.TxnRequest(success=[wire.get(self.keys.swept(node), keys_only=True)])
+        )
         kvs = reply.ranges()[0].kvs
         return kvs[0].mod_revision if kvs else 0
 
@@ -269,9 +285,9 @@ class Store(Outcomes[S]):
         the way raises ``OutcomeUnknown`` (and nothing is to be deleted)."""
         txn = wire.TxnRequest(
             compare=[wire.exists(self.keys.event(node, seq)) for seq in sorted(set(firsts))],
-            success=[wire.put(self.keys.swept(node), self._by.encode())],
+            success=[wire.put(self.keys.swept(node), self.by.encode())],
         )
-        return self._write_once(node, txn).succeeded
+        return self.outcomes.write_once(node, txn).succeeded
 
     def replace_with_checkpoint(
         self, node: str, checkpoint: Event, replaced: Stream, *, swept_at: int
@@ -310,7 +326,7 @@ class Store(Outcomes[S]):
                 wire.put(self.keys.first(node), str(checkpoint.seq).encode()),
             ],
         )
-        return self._write_once(node, txn).succeeded
+        return self.outcomes.write_once(node, txn).succeeded
 
     def _append_txn(
         self,
@@ -344,7 +360,7 @@ class Store(Outcomes[S]):
                     for e, value in zip(events, stored, strict=True)
                 ),
             ],
-            failure=self._read_ops(node, with_first),
+            failure=self.records.read_ops(node, with_first),
         )
 
 

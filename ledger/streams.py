@@ -1,5 +1,5 @@
 """Reading a node's stream: the events of a span of seqs, a page at a time, at one etcd
-revision. Mixed into :class:`ledger.store.Store`.
+revision. One of :class:`ledger.store.Store`'s parts (``store.streams``).
 
 Pages are windows of seqs, never a range to the stream's end: etcd counts every key a range
 covers, however few it returns, so paging a long stream by open ranges would cost time in the
@@ -14,12 +14,12 @@ from typing import Generic, TypeVar
 import msgspec
 
 from resource_extend.ledger import wire
+from resource_extend.ledger.connection import Connection
 from resource_extend.ledger.errors import StoreError
 from resource_extend.ledger.events import AnyEvent
-from resource_extend.ledger.keys import range_end
+from resource_extend.ledger.keys import KeyLayout, range_end
 from resource_extend.ledger.kinds import Kind
 from resource_extend.ledger.migration import not_migrated
-from resource_extend.ledger.scans import Scans
 
 S = TypeVar("S", bound=msgspec.Struct)
 Event = AnyEvent
@@ -61,10 +61,13 @@ class OpenStream(msgspec.Struct, frozen=True):
     pages: Iterator[Page]
 
 
-class StreamReads(Scans, Generic[S]):
-    """Stream reads for one resource kind (``kind``; ``keys``: its layout)."""
+class StreamReads(Generic[S]):
+    """Stream reads over ``etcd`` for one resource kind (``kind``; ``keys``: its layout)."""
 
-    kind: Kind[S]
+    def __init__(self, etcd: Connection, keys: KeyLayout, kind: Kind[S]) -> None:
+        self.etcd = etcd
+        self.keys = keys
+        self.kind = kind
 
     def legacy_op(self, node: str) -> wire.RequestOp:
         old = self.keys.legacy_events(node)
@@ -135,7 +138,7 @@ class StreamReads(Scans, Generic[S]):
         """
         start = after + 1
         stop = _window_end(start, min(max(first_page, 1), EVENT_PAGE), until)
-        first = self.txn(
+        first = self.etcd.txn(
             wire.TxnRequest(
                 success=[
                     self.legacy_op(node),
@@ -174,7 +177,7 @@ class StreamReads(Scans, Generic[S]):
             if kvs:
                 yield kvs
             elif until is None:  # the stream's end, or a gap a window wide: which?
-                beyond = self.read_range(
+                beyond = self.etcd.read_range(
                     wire.RangeRequest(
                         key=self.keys.event(node, stop),
                         range_end=self.keys.event_span(node)[1],
@@ -189,7 +192,7 @@ class StreamReads(Scans, Generic[S]):
             if until is not None and stop > until:
                 return
             start, stop = stop, _window_end(stop, EVENT_PAGE, until)
-            kvs = self.read_range(self._window(node, start, stop, revision)).kvs
+            kvs = self.etcd.read_range(self._window(node, start, stop, revision)).kvs
 
     def _page(self, node: str, kvs: list[wire.KeyValue]) -> Page:
         return Page(
@@ -201,7 +204,7 @@ class StreamReads(Scans, Generic[S]):
     def stored_events(self, node: str) -> list[bytes]:
         """The node's events exactly as stored, oldest first, none of them decoded (so one
         that cannot be read is still there to print), read at one revision."""
-        first = self.read_range(self._window(node, 1, 1 + EVENT_PAGE, 0))
+        first = self.etcd.read_range(self._window(node, 1, 1 + EVENT_PAGE, 0))
         windows = self._windows(node, first.kvs, 1 + EVENT_PAGE, None, first.header.revision)
         return [kv.value for kvs in windows for kv in kvs]
 
@@ -215,7 +218,7 @@ class StreamReads(Scans, Generic[S]):
             wire.get(prefix, start, keys_only=True),
             wire.get(end, range_end(prefix), keys_only=True),
         ]
-        reply = self.txn(wire.TxnRequest(success=ranges))
+        reply = self.etcd.txn(wire.TxnRequest(success=ranges))
         ours = (self.keys.first(node), self.keys.swept(node))
         return [
             kv.key.decode(errors="replace")

@@ -49,10 +49,12 @@ def stream_starts(store: Store[Any], ends: Mapping[str, int]) -> dict[str, int]:
         for batch in batches
     ]
     starts = {node: 0 for node, last in ends.items() if last <= 0}
-    for batch, reply in zip(batches, store.read_all(requests), strict=True):
+    for batch, reply in zip(batches, store.etcd.read_all(requests), strict=True):
         ranges = reply.ranges()
         for i, node in enumerate(batch):
-            starts[node] = store.start_of(node, ranges[2 * i], ranges[2 * i + 1], ends[node])
+            starts[node] = store.records.start_of(
+                node, ranges[2 * i], ranges[2 * i + 1], ends[node]
+            )
     return starts
 
 
@@ -67,7 +69,7 @@ def appended(store: Store[Any], spans: Mapping[str, Span]) -> list[bytes]:
     ]
     requests = [wire.TxnRequest(success=ops) for ops in _packed(store, windows)]
     stored: list[bytes] = []
-    for reply in store.read_all(requests):
+    for reply in store.etcd.read_all(requests):
         for found in reply.ranges():
             stored += [kv.value for kv in found.kvs if _is_event_key(kv.key)]
     return stored
@@ -102,13 +104,14 @@ def drifted(store: Store[Any], stopping: threading.Event) -> list[str] | None:
     at a time. A node that cannot be read disagrees, as in ``verify``, unless etcd itself is
     away: then the pass raises. None when ``stopping`` ends it first."""
     found: list[str] = []
-    for node in sorted(store.list_nodes()):
+    for node in sorted(store.scans.list_nodes()):
         if stopping.is_set():
             return None
         try:
             disagrees = _disagrees(store, node)
         except PluginError:
-            store.status()  # raises StoreError when etcd is unreachable: the pass proves nothing
+            # etcd unreachable: status raises StoreError, and the pass proves nothing
+            store.etcd.status()
             disagrees = True
         if disagrees:
             found.append(node)
@@ -118,10 +121,10 @@ def drifted(store: Store[Any], stopping: threading.Event) -> list[str] | None:
 def _disagrees(store: Store[Any], node: str) -> bool:
     """``verify NODE`` would say it disagrees: its head and the fold of its stream differ, or
     keys that are not events lie among its events."""
-    opened = store.open_stream(node)
+    opened = store.streams.open_stream(node)
     walk: Walk[Any] = Walk(store.kind)
     for page in opened.pages:
         walk.feed(page.events, page.raw)
     if opened.head is None:
         return bool(verdicts.judge(None, walk).problems)
-    return bool(verdicts.judge(opened.head, walk).problems or store.stray_keys(node))
+    return bool(verdicts.judge(opened.head, walk).problems or store.streams.stray_keys(node))

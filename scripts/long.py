@@ -44,7 +44,7 @@ def _long(workdir: Path, endpoint: str, events: int) -> None:
 
     started = time.perf_counter()
     store = Store(EtcdConfig(machines=[endpoint], prefix=PREFIX, timeout=60), GPU)
-    store.budget_per_request()
+    store.etcd.budget_per_request()
     try:
         grow(store, NODE, events)
     finally:

@@ -284,7 +284,7 @@ def _check(soak: Soak) -> None:
     live = 0
     for n in range(soak.nodes):
         node = f"node-{n:04d}"
-        for event in store.read_stream(node).events:
+        for event in store.streams.read_stream(node).events:
             if event.kind != "checkpoint":
                 seen.setdefault(node, []).append(event.seq)
                 live += 1

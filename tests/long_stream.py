@@ -51,8 +51,10 @@ def grow(store: Store[NodeState], node: str, length: int) -> None:
         tip = tip_of(event, stored)
         ops.append(wire.put(store.keys.event(node, seq), stored))
         if len(ops) == BATCH:
-            store.txn(wire.TxnRequest(success=ops), write=True)
+            store.etcd.txn(wire.TxnRequest(success=ops), write=True)
             ops = []
     assert state is not None
     head = with_tip(store.kind.write_head(state, length), tip)
-    store.txn(wire.TxnRequest(success=[*ops, wire.put(store.keys.head(node), head)]), write=True)
+    store.etcd.txn(
+        wire.TxnRequest(success=[*ops, wire.put(store.keys.head(node), head)]), write=True
+    )

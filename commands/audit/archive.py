@@ -64,9 +64,9 @@ def archive_pass(
     from resource_extend.ledger.config import Destination
 
     store, streams = session.store, session.config.streams
-    store.budget_per_request()  # a pass over many nodes takes longer than one call may
-    known, heads = store.survey()
-    lengths = store.stream_bounds(name for name, keys in known.items() if keys.stream)
+    store.etcd.budget_per_request()  # a pass over many nodes takes longer than one call may
+    known, heads = store.scans.survey()
+    lengths = store.scans.stream_bounds(name for name, keys in known.items() if keys.stream)
     target = bound_for(streams, len(heads))
     done = Pass(nodes=len(known), left=sum(b.count for b in lengths.values()))
     if target is None:

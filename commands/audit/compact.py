@@ -83,7 +83,7 @@ def compact(
             )
         age = streams.min_age if min_age is None else min_age
         store = session.store
-        store.budget_per_request()  # many nodes outlast one call's budget; no request may
+        store.etcd.budget_per_request()  # many nodes outlast one call's budget; no request may
         lines = []
         targets = named_nodes(store, nodes, every)
         failed = 0

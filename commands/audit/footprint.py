@@ -34,8 +34,8 @@ def footprint(top: int, as_json_output: bool) -> None:
         from resource_extend.ledger.footprint import etcd_footprint, measure
 
         store, streams = session.store, session.config.streams
-        store.budget_per_request()  # a long stream is many pages: each has etcd.timeout
-        etcd, mine = etcd_footprint(store), measure(store, store.keys, top)
+        store.etcd.budget_per_request()  # a long stream is many pages: each has etcd.timeout
+        etcd, mine = etcd_footprint(store.etcd), measure(store.etcd, store.keys, top)
         bound = bound_for(streams, mine.head_keys)
         counted = mine.event_keys * EVENT_BYTES
         if as_json_output:

@@ -98,7 +98,7 @@ def positions_of(session: Session, node: str) -> Positions[Any]:
     from resource_extend.ledger.positions import Positions
 
     session.node = check_node_name(node)
-    session.store.budget_per_request()  # an auditor's read may be long; no request may be
+    session.store.etcd.budget_per_request()  # an auditor's read may be long; no request may be
     found: Positions[Any] = Positions(session.store, node)
     if not found.first and found.head is None:
         raise PluginError("no events: the plugin has never known this node")
@@ -310,7 +310,9 @@ def export(node: str) -> None:
         from resource_extend.ledger.export import json_lines
 
         session.node = check_node_name(node)
-        stored = session.store.stored_events(node)  # as stored: one bad event is printed too
+        stored = session.store.streams.stored_events(
+            node
+        )  # as stored: one bad event is printed too
         if not stored:
             positions_of(session, node)  # the reason: never known, or upstream's not adopted
             raise PluginError(NOT_ADOPTED)

@@ -42,13 +42,13 @@ def migrate(dry_run: bool, as_json_output: bool) -> None:
 
         store = session.store
         moved: dict[str, int] = {}
-        for node in migration.legacy_nodes(store):
+        for node in migration.legacy_nodes(store.scans):
             session.node = node
             if dry_run:
-                moved[node] = migration.legacy_count(store, store.keys, node)
+                moved[node] = migration.legacy_count(store.etcd, store.keys, node)
             else:
                 moved[node] = migration.migrate_node(
-                    store, store.keys, node, before_batch=store.renew
+                    store.etcd, store.keys, node, before_batch=store.etcd.renew
                 )
             session.node = None
         total = sum(moved.values())

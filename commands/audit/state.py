@@ -137,11 +137,11 @@ def nodes(as_json_output: bool) -> None:
 
     def listing(session: Session) -> Any:
         store, view = session.store, session.view
-        known, heads = store.survey()
+        known, heads = store.scans.survey()
         names = sorted(known)
         streams = [n for n in names if known[n].stream and not known[n].legacy]
         headless = {n for n in streams if n not in heads}
-        bounds = store.stream_bounds(streams, tails=headless)
+        bounds = store.scans.stream_bounds(streams, tails=headless)
         rows, shown = [], []
         for name in names:
             raw = heads.get(name)

@@ -41,7 +41,7 @@ def nodes_or_all(nodes: tuple[str, ...], every: bool) -> None:
 def named_nodes(store: Store[NodeState], nodes: tuple[str, ...], every: bool) -> list[str]:
     """The nodes named, or with ``every`` all under the prefix (``nodes_or_all`` checked)."""
     if every:
-        return sorted(store.list_nodes())
+        return sorted(store.scans.list_nodes())
     return [check_node_name(node) for node in dict.fromkeys(nodes)]
 
 
@@ -72,7 +72,7 @@ def _verify_head(
     at a time; the stream's first event. A head is rewritten only from a stream whose first
     checkpoint checks out against its export (``repair``)."""
     for _ in range(REPAIR_ATTEMPTS):
-        opened = store.open_stream(node)
+        opened = store.streams.open_stream(node)
         walk: Walk[NodeState] = Walk(store.kind)
         for page in opened.pages:
             walk.feed(page.events, page.raw)
@@ -83,7 +83,7 @@ def _verify_head(
             found.tip = f"seq {walk.last.seq}, digest {named_by_next(walk.last, walk.last_raw)}"
             found.clocks = clock_notes(walk)
         verdict = verdicts.judge(opened.head, walk)
-        stray = store.stray_keys(node) if opened.head is not None else []
+        stray = store.streams.stray_keys(node) if opened.head is not None else []
         if stray:
             shown = ", ".join(repr(key) for key in stray[:3])
             more = f" and {len(stray) - 3} more" if len(stray) > 3 else ""
@@ -231,7 +231,9 @@ def _orphans(
     from resource_extend.ledger import orphans
 
     for directory in directories:
-        left = [partial for partial in orphans.find_in(store, directory, node) if partial.orphan]
+        left = [
+            partial for partial in orphans.find_in(store.scans, directory, node) if partial.orphan
+        ]
         if not left:
             continue
         names = ", ".join(partial.path.name for partial in left)
@@ -327,7 +329,7 @@ def verify(
 
     def check(session: Session) -> str:
         store = session.store
-        store.budget_per_request()  # many nodes outlast one call's budget; no request may
+        store.etcd.budget_per_request()  # many nodes outlast one call's budget; no request may
         targets = named_nodes(store, nodes, every)
         exports = archive_dir(session, archive)
         trust = Trust(exports, allow_elsewhere)

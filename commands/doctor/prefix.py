@@ -38,8 +38,8 @@ def check_prefix(explicit: str | None) -> list[Finding]:
     session = Session(explicit)
     try:
         store = session.store
-        store.budget_per_request()  # the listing and the folds outlast one call's budget
-        known, heads = store.survey()
+        store.etcd.budget_per_request()  # the listing and the folds outlast one call's budget
+        known, heads = store.scans.survey()
         upstream = _unadopted(store, heads, known)
         legacy = sorted(name for name, keys in known.items() if keys.legacy)
         candidates = sorted(
@@ -110,14 +110,14 @@ def _drift_finding(store: Store[Any], candidates: list[str], records: int) -> Fi
     if not candidates:
         return ok(check, f"no streams to compare ({plural(records, 'node record')})")
     sample = _sample(candidates, DRIFT_NODES)
-    bounds = store.stream_bounds(sample)
+    bounds = store.scans.stream_bounds(sample)
     long = [name for name in sample if bounds[name].count > DRIFT_EVENTS]
     disagree: list[str] = []
     for name in sample:
         if name in long:
             continue
         try:
-            opened = store.open_stream(name)
+            opened = store.streams.open_stream(name)
             walk: Walk[Any] = Walk(store.kind)
             for page in opened.pages:
                 walk.feed(page.events, page.raw)
@@ -171,7 +171,7 @@ def _times_finding(store: Store[Any], candidates: list[str]) -> Finding:
     sample = _sample(candidates, TIMES_NODES)
     now = datetime.now(timezone.utc)
     ahead: list[str] = []
-    for name, bounds in store.stream_bounds(sample, tails=sample).items():
+    for name, bounds in store.scans.stream_bounds(sample, tails=sample).items():
         if bounds.tail is None:
             continue
         try:

@@ -84,7 +84,7 @@ class Refresher:
 
     def _store(self) -> Store[Any]:
         store = Store(self._etcd, self._kind)
-        store.budget_per_request()  # a job over every node: each request has etcd.timeout
+        store.etcd.budget_per_request()  # a job over every node: each request has etcd.timeout
         return store
 
     # -- the refresher ----------------------------------------------------------------------
@@ -119,7 +119,7 @@ class Refresher:
         return True
 
     def _read(self, store: Store[Any]) -> _Read:
-        heads, _ = store.all_heads()
+        heads, _ = store.scans.all_heads()
         states: dict[str, tuple[Any, int]] = {}
         for node, raw in heads.items():
             try:
@@ -139,7 +139,7 @@ class Refresher:
             )
             for node, (state, seq) in sorted(states.items())
         ]
-        failures = store.write_failures()
+        failures = store.outcomes.write_failures()
         counted, tallies = self._appended(store, ends, starts)
         return _Read(nodes, failures, counted, set(ends), tallies)
 
@@ -155,7 +155,7 @@ class Refresher:
         through = dict(ends)
         gone = sorted(self._present - ends.keys())
         if gone:
-            for node, bounds in store.stream_bounds(gone).items():
+            for node, bounds in store.scans.stream_bounds(gone).items():
                 through[node] = max(bounds.last, before.get(node, 0))
         spans: dict[str, reads.Span] = {}
         for node, last in through.items():

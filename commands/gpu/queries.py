@@ -110,7 +110,7 @@ def get_node_resource_info(request: requests.NodeResourceInfo, session: Session)
     """
     node = check_node_name(request.nodename)
     held = workloads_sum(request.workloads_resource)
-    state = session.store.read(node).state
+    state = session.store.records.read(node).state
     if state is None:
         return None
     return {**node_resources(state), "diffs": usage_diffs(state.usage, held)}

@@ -126,7 +126,7 @@ def get_node_resource_info(request: requests.NodeResourceInfo, session: Session)
     from resource_extend.projections.storage.views import state_json
 
     node = check_node_name(request.nodename)
-    state: NodeState | None = session.store.read(node).state
+    state: NodeState | None = session.store.records.read(node).state
     if state is None:
         return None
     return {**state_json(state), "diffs": node_diffs(node, state, request.workloads_resource or [])}

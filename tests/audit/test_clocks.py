@@ -76,7 +76,7 @@ def test_compaction_goes_past_an_event_stamped_ahead(
     planted(etcd, later)
     done = compact(store, "n1", keep=2, to=Destination(str(tmp_path)), min_age=300)
     assert done is not None and done.checkpoint.seq == cut, done
-    assert store.read_stream("n1").events[0].seq == cut
+    assert store.streams.read_stream("n1").events[0].seq == cut
 
 
 def test_verify_notes_the_event_and_its_writer_and_still_agrees(plugin: Plugin, etcd: Etcd) -> None:

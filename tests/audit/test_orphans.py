@@ -103,12 +103,12 @@ def test_an_orphan_is_found_and_removed_and_a_committed_partial_kept(
         assert etcd.event_docs("committed")[0]["change"]["kind"] == "checkpoint"
 
         # just written: left alone whatever it holds, its compaction might still commit
-        [young] = orphans.find_in(store, exports, "orphaned")
+        [young] = orphans.find_in(store.scans, exports, "orphaned")
         assert not young.orphan and "may still commit" in young.kept
 
-        [found] = orphans.find_in(store, exports, "orphaned", grace=0)
+        [found] = orphans.find_in(store.scans, exports, "orphaned", grace=0)
         assert (found.path, found.first, found.last, found.orphan) == (orphan, 1, 6, True)
-        [named] = orphans.find_in(store, exports, "committed", grace=0)
+        [named] = orphans.find_in(store.scans, exports, "committed", grace=0)
         assert not named.orphan and named.kept.startswith("event 1 is not in etcd"), named
 
         # verify notes the orphan once it is old enough, and --repair deletes it (not the other)
@@ -122,7 +122,7 @@ def test_an_orphan_is_found_and_removed_and_a_committed_partial_kept(
         swept = plugin.run("verify", None, "orphaned", *archive, "--repair")
         assert swept.status == 0 and f"-> removed: {orphan.name}" in swept.stdout, swept.stdout
         assert not orphan.exists() and kept.is_file()
-        assert orphans.find_in(store, exports, "orphaned", grace=0) == []
+        assert orphans.find_in(store.scans, exports, "orphaned", grace=0) == []
 
         # the committed one is still there for verify --repair to publish
         assert plugin.run("verify", None, "orphaned").status == 0

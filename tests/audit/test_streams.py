@@ -14,6 +14,7 @@ import pytest
 from resource_extend.ledger import wire
 from resource_extend.ledger.compaction import compact
 from resource_extend.ledger.config import Destination, EtcdConfig
+from resource_extend.ledger.connection import Connection
 from resource_extend.ledger.store import Store
 from resource_extend.projections.gpu.events import decode_event
 from resource_extend.projections.gpu.node import GPU
@@ -161,16 +162,16 @@ def test_young_events_blocking_auto_compaction_cost_one_small_read(
     settings = EtcdConfig(machines=plugin.endpoints, prefix=plugin.prefix, transport=TRANSPORT)
     store = Store(settings, GPU)
     events_read: list[int] = []
-    send = Store._send
+    send = Connection._send
 
-    def counting(self: Store[Any], request: Any, reply: Any, **options: Any) -> Any:
+    def counting(self: Connection, request: Any, reply: Any, **options: Any) -> Any:
         answer = send(self, request, reply, **options)
         ranges = answer.ranges() if isinstance(answer, wire.TxnResponse) else [answer]
         streams = store.keys.events_root
         events_read.append(sum(1 for r in ranges for kv in r.kvs if kv.key.startswith(streams)))
         return answer
 
-    monkeypatch.setattr(Store, "_send", counting)
+    monkeypatch.setattr(Connection, "_send", counting)
     try:
         for at_least in (1, 100):
             events_read.clear()

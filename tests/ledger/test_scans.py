@@ -13,6 +13,7 @@ import pytest
 
 from resource_extend.ledger import scans, wire
 from resource_extend.ledger.config import EtcdConfig
+from resource_extend.ledger.connection import Connection
 from resource_extend.ledger.store import Store
 from resource_extend.projections.gpu.node import GPU, NodeState
 from tests.audit.helpers import G, added, event, head, plant
@@ -35,10 +36,10 @@ class Counted:
         self.sent: list[tuple[str, Any]] = []
         self.after: dict[int, Any] = {}
         """Run ``after[n]()`` once the n-th request has been answered."""
-        send = Store._send
+        send = Connection._send
 
-        def counting(store: Store[Any], request: Any, reply: Any, **options: Any) -> Any:
-            answer = send(store, request, reply, **options)
+        def counting(etcd: Connection, request: Any, reply: Any, **options: Any) -> Any:
+            answer = send(etcd, request, reply, **options)
             if isinstance(request, wire.RangeRequest):
                 self.sent.append(("range", request.key))
             else:
@@ -47,7 +48,7 @@ class Counted:
                 self.after.pop(len(self.sent))()
             return answer
 
-        monkeypatch.setattr(Store, "_send", counting)
+        monkeypatch.setattr(Connection, "_send", counting)
 
     def kinds(self) -> list[str]:
         return [kind for kind, _ in self.sent]
@@ -88,11 +89,11 @@ def test_most_of_the_prefix_is_read_in_paged_ranges_at_one_revision(
     late = name(550)
     counted.after[3] = lambda: etcd.put_many({etcd.head_key(late): b'{"capacity": null}'})
     names = [name(i) for i in range(NODES)] + ["unknown"]
-    states = fleet.read_many(names)
+    states = fleet.records.read_many(names)
     assert states == {name(i): expected(i) for i in range(NODES)}
     # A count fixes the revision; then 602 keys (the 0.1 event among them), 100 a page.
     assert counted.kinds() == ["range"] * 8
-    assert fleet.read_many([late]) == {late: NodeState()}  # the write did land
+    assert fleet.records.read_many([late]) == {late: NodeState()}  # the write did land
 
 
 def test_thousands_of_names_are_read_in_slices_at_once_at_one_revision(
@@ -104,9 +105,9 @@ def test_thousands_of_names_are_read_in_slices_at_once_at_one_revision(
     late = [name(10), name(590)]  # in the first slice and in the last
     counted.after[1] = lambda: etcd.put_many({etcd.head_key(n): b"{}" for n in late})
     names = [name(i) for i in range(NODES)]
-    assert fleet.read_many(names) == {name(i): expected(i) for i in range(NODES)}
+    assert fleet.records.read_many(names) == {name(i): expected(i) for i in range(NODES)}
     assert counted.sent == [("range", fleet.keys.root)]  # the count; the slices went elsewhere
-    assert fleet.read_many(late) == {n: NodeState() for n in late}
+    assert fleet.records.read_many(late) == {n: NodeState() for n in late}
 
 
 def test_a_small_share_of_the_prefix_is_read_key_by_key_at_one_revision(
@@ -117,16 +118,16 @@ def test_a_small_share_of_the_prefix_is_read_key_by_key_at_one_revision(
     late = name(596)  # in the second batch
     counted.after[1] = lambda: etcd.put_many({etcd.head_key(late): b"{}"})
     names = [name(i) for i in range(0, NODES, 4)]  # 150 of 600: a range would read 4x too much
-    assert fleet.read_many(names) == {name(i): expected(i) for i in range(0, NODES, 4)}
+    assert fleet.records.read_many(names) == {name(i): expected(i) for i in range(0, NODES, 4)}
     assert counted.sent == [("range", fleet.keys.root), ("txn", 128), ("txn", 22)]
-    assert fleet.read_many([late]) == {late: NodeState()}  # the write did land
+    assert fleet.records.read_many([late]) == {late: NodeState()}  # the write did land
 
 
 def test_nodes_reads_every_head_in_one_paged_range_and_no_request_per_node(
     fleet: Store[NodeState], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     counted = Counted(monkeypatch)
-    known, heads = fleet.survey()
+    known, heads = fleet.scans.survey()
     assert counted.sent == [("range", fleet.keys.root), ("range", fleet.keys.events_root)]
     assert len(heads) == NODES + 1 and "old" in heads
     assert {n for n, keys in known.items() if keys.stream} == {name(1), name(2), name(3), "old"}

@@ -65,7 +65,7 @@ def test_an_event_says_how_many_races_it_lost(
     assert stored["seq"] == appended.events[-1].seq == 2 + lost
     assert stored.get("retries", 0) == lost
     assert "retries" not in etcd.event_docs("n1")[0]  # a write that lost nothing: no field
-    assert writer.write_failures() == {}
+    assert writer.outcomes.write_failures() == {}
 
 
 def test_a_write_that_gives_up_is_counted_by_verb(
@@ -75,9 +75,9 @@ def test_a_write_that_gives_up_is_counted_by_verb(
     for expected in (1, 2):
         with pytest.raises(Contention, match="4 times"):
             writer.append("n1", "set-node-resource-usage", rival_writes(rival, 4))
-        assert writer.write_failures() == {"set-node-resource-usage": expected}
+        assert writer.outcomes.write_failures() == {"set-node-resource-usage": expected}
     writer.append("n1", "add-node", rival_writes(rival, 1))  # landed: not a failure
-    assert writer.write_failures() == {"set-node-resource-usage": 2}
+    assert writer.outcomes.write_failures() == {"set-node-resource-usage": 2}
     # added, the rival's 4 + 4 + 1 (the writers that gave up wrote nothing), the one landed
     assert [doc["seq"] for doc in etcd.event_docs("n1")] == list(range(1, 12))
     assert [doc.get("retries", 0) for doc in etcd.event_docs("n1")][-1] == 1

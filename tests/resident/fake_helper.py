@@ -45,9 +45,8 @@ class Faulty(residentd.Helper):
 def hang_around_writes(fault: str, helper: residentd.Helper) -> None:
     from resource_extend.ledger import wire
     from resource_extend.ledger.connection import Connection
-    from resource_extend.ledger.store import Store
 
-    send = Store.txn
+    send = Connection.txn
     never = threading.Event()
 
     def hang() -> None:
@@ -65,7 +64,7 @@ def hang_around_writes(fault: str, helper: residentd.Helper) -> None:
             hang()
         return reply
 
-    Store.txn = txn  # type: ignore[method-assign]
+    Connection.txn = txn  # type: ignore[method-assign]
 
 
 def main(fault: str, config_path: str) -> None:

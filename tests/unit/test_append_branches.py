@@ -156,7 +156,7 @@ def rival(etcd: MemoryEtcd, *, forever: bool = False) -> list[str]:
 
 
 def stream_of(etcd: MemoryEtcd, node: str = NODE) -> list[AnyEvent]:
-    return make_store(etcd).events(node)
+    return make_store(etcd).streams.events(node)
 
 
 # -- lost races -------------------------------------------------------------------------------
@@ -177,7 +177,7 @@ def test_a_lost_race_decides_again_on_the_fresh_state() -> None:
     assert len(theirs) == 1 and len(result.events) == 1
     assert usage(result.before) == {CARD: 1}
     assert usage(result.after) == {CARD: 3}
-    assert usage(make_store(etcd).read(NODE).state) == {CARD: 3}
+    assert usage(make_store(etcd).records.read(NODE).state) == {CARD: 3}
 
 
 def test_a_race_lost_to_a_removal_raises_what_decide_raises_and_writes_nothing() -> None:
@@ -189,7 +189,7 @@ def test_a_race_lost_to_a_removal_raises_what_decide_raises_and_writes_nothing()
         make_store(etcd).append(NODE, "take", usage_change({CARD: 1}))
 
     assert seqs(stream_of(etcd)) == [1, 2]
-    assert make_store(etcd).read(NODE).state is None
+    assert make_store(etcd).records.read(NODE).state is None
 
 
 # -- unknown outcomes -------------------------------------------------------------------------
@@ -214,7 +214,7 @@ def test_an_applied_write_whose_answer_was_lost_is_found_by_its_op_id(
     assert result.events == events[1:2]
     assert usage(result.before) == {}
     assert usage(result.after) == {CARD: 2}
-    assert usage(make_store(etcd).read(NODE).state) == {CARD: 2 + len(theirs)}
+    assert usage(make_store(etcd).records.read(NODE).state) == {CARD: 2 + len(theirs)}
 
 
 def test_a_write_lost_before_it_reached_etcd_is_applied_once() -> None:
@@ -229,7 +229,7 @@ def test_a_write_lost_before_it_reached_etcd_is_applied_once() -> None:
     assert seqs(events) == [1, 2]
     assert result.events == events[1:]
     assert usage(result.after) == {CARD: 2}
-    assert usage(make_store(etcd).read(NODE).state) == {CARD: 2}
+    assert usage(make_store(etcd).records.read(NODE).state) == {CARD: 2}
 
 
 def test_a_checkpoint_over_the_lost_write_leaves_its_outcome_unknown(tmp_path: Path) -> None:
@@ -244,7 +244,7 @@ def test_a_checkpoint_over_the_lost_write_leaves_its_outcome_unknown(tmp_path: P
     assert len(seen) == 1
     events = stream_of(etcd)
     assert seqs(events) == [2] and is_checkpoint(events[0])  # the write, compacted away
-    record = make_store(etcd).read(NODE)
+    record = make_store(etcd).records.read(NODE)
     assert record.seq == 2  # not appended a second time
     assert usage(record.state) == {CARD: 2}
 
@@ -343,12 +343,12 @@ def test_a_long_job_gives_each_request_the_whole_timeout(per_request: bool) -> N
     new_node(etcd)
     store = make_store(etcd, timeout=0.3)
     if per_request:
-        store.budget_per_request()
+        store.etcd.budget_per_request()
     for _ in range(3):
         etcd.before_request(lambda: time.sleep(0.12))
 
     def three_reads() -> list[dict[str, int]]:
-        return [usage(store.read(NODE).state) for _ in range(3)]
+        return [usage(store.records.read(NODE).state) for _ in range(3)]
 
     if per_request:
         assert three_reads() == [{}, {}, {}]
@@ -370,7 +370,7 @@ def test_exhausting_max_attempts_is_contention() -> None:
     assert len(seen) == 3  # one lost race per attempt ...
     assert len(theirs) == 4  # ... and the rival's fourth lands before the failure is tallied
     assert ops(stream_of(etcd)) == [*ops(added), *theirs]
-    assert store.write_failures() == {"take": 1}
+    assert store.outcomes.write_failures() == {"take": 1}
 
 
 # -- fail-over --------------------------------------------------------------------------------
@@ -382,7 +382,7 @@ def test_a_read_fails_over_to_the_next_endpoint() -> None:
     etcd.fail_next(0)
     served = etcd.served[1]
 
-    record = make_store(etcd).read(NODE)
+    record = make_store(etcd).records.read(NODE)
 
     assert record.state is not None and dict(record.state.capacity) == {CARD: 3}
     assert record.seq == 1
@@ -418,14 +418,14 @@ def test_a_stream_longer_than_a_page_is_read_whole_at_one_revision(
     landed: list[str] = []
     etcd.before_request(lambda: landed.extend(take_one(etcd)), skip=1)  # after the first page
 
-    stream = make_store(etcd).read_stream(NODE)
+    stream = make_store(etcd).streams.read_stream(NODE)
 
     assert landed  # a write did land between the pages ...
     assert ops(stream.events) == written  # ... and is not part of what was read
     assert seqs(stream.events) == list(range(1, 11))
     assert head_seq(stream.head) == 10
     assert ops(stream_of(etcd)) == [*written, *landed]
-    assert seqs(make_store(etcd).events(NODE, after=4)) == list(range(5, 12))
+    assert seqs(make_store(etcd).streams.events(NODE, after=4)) == list(range(5, 12))
 
 
 def test_listing_nodes_pages_over_more_keys_than_a_page() -> None:
@@ -447,6 +447,6 @@ def test_listing_nodes_pages_over_more_keys_than_a_page() -> None:
     seed("c-removed", head=False, events=2)
     seed("d-last", head=True, events=0)
 
-    found = make_store(etcd).list_nodes()
+    found = make_store(etcd).scans.list_nodes()
 
     assert {name: (seen.head, seen.stream) for name, seen in found.items()} == expected

@@ -105,7 +105,7 @@ def eat(apples: int) -> Decide:
 
 
 def judged(etcd: MemoryEtcd) -> verdicts.Verdict[Apples]:
-    opened = store(etcd).open_stream(NODE)
+    opened = store(etcd).streams.open_stream(NODE)
     walk: Walk[Apples] = Walk(APPLES)
     for page in opened.pages:
         walk.feed(page.events, page.raw)
@@ -117,7 +117,7 @@ def test_appends_fold_into_the_record_the_kind_writes() -> None:
     store(etcd).append(NODE, "plant", plant(10))
     done = store(etcd).append(NODE, "eat", eat(3))
     assert (done.before, done.after) == (Apples(capacity=10), Apples(capacity=10, usage=3))
-    assert store(etcd).read(NODE).state == Apples(capacity=10, usage=3)
+    assert store(etcd).records.read(NODE).state == Apples(capacity=10, usage=3)
     raw = etcd.get(store(etcd).keys.head(NODE))
     assert raw is not None
     record = msgspec.json.decode(raw)  # the kind's fields, and the ledger's tip and time
@@ -135,7 +135,7 @@ def test_a_lost_race_decides_again_on_the_rival_s_state() -> None:
     etcd.before_next_write(lambda: store(etcd).append(NODE, "rival", eat(4)))
     done = store(etcd).append(NODE, "eat", eat(5))
     assert (done.before, done.after) == (Apples(capacity=10, usage=4), Apples(capacity=10, usage=9))
-    assert [event.seq for event in store(etcd).events(NODE)] == [1, 2, 3]
+    assert [event.seq for event in store(etcd).streams.events(NODE)] == [1, 2, 3]
 
 
 def test_history_and_a_past_state_come_from_the_fold() -> None:
@@ -143,7 +143,7 @@ def test_history_and_a_past_state_come_from_the_fold() -> None:
     store(etcd).append(NODE, "plant", plant(10))
     for bite in (1, 2, 3):
         store(etcd).append(NODE, "eat", eat(bite))
-    events = store(etcd).events(NODE)
+    events = store(etcd).streams.events(NODE)
     assert [state.usage if state else None for state in audit.states(APPLES, events)] == [
         0,
         1,
@@ -162,7 +162,7 @@ def test_compaction_keeps_the_state_and_verify_finds_the_head_true(tmp_path: Pat
         store(etcd).append(NODE, "eat", eat(1))
     done = compaction.compact(store(etcd), NODE, keep=1, to=Destination(str(tmp_path)), min_age=0)
     assert done is not None
-    events = store(etcd).events(NODE)
+    events = store(etcd).streams.events(NODE)
     assert isinstance(events[0].change, Checkpoint) and len(events) == 2
     assert audit.fold(APPLES, events) == Apples(capacity=10, usage=4)
     assert judged(etcd).problems == []
