@@ -13,7 +13,6 @@ import pytest
 
 from resource_extend.ledger import scans, wire
 from resource_extend.ledger.config import EtcdConfig
-from resource_extend.ledger.connection import Connection
 from resource_extend.ledger.store import Store
 from resource_extend.projections.gpu.node import GPU, NodeState
 from tests.audit.helpers import G, added, event, head, plant
@@ -30,16 +29,17 @@ def name(i: int) -> str:
 
 
 class Counted:
-    """The requests a store sends: ``("range", key)`` or ``("txn", ranges in it)``."""
+    """The requests a store's own connection sends (its parallel readers' aside):
+    ``("range", key)`` or ``("txn", ranges in it)``."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, store: Store[Any]) -> None:
         self.sent: list[tuple[str, Any]] = []
         self.after: dict[int, Any] = {}
         """Run ``after[n]()`` once the n-th request has been answered."""
-        send = Connection._send
+        send = store.etcd._send
 
-        def counting(etcd: Connection, request: Any, reply: Any, **options: Any) -> Any:
-            answer = send(etcd, request, reply, **options)
+        def counting(request: Any, reply: Any, **options: Any) -> Any:
+            answer = send(request, reply, **options)
             if isinstance(request, wire.RangeRequest):
                 self.sent.append(("range", request.key))
             else:
@@ -48,7 +48,7 @@ class Counted:
                 self.after.pop(len(self.sent))()
             return answer
 
-        monkeypatch.setattr(Connection, "_send", counting)
+        monkeypatch.setattr(store.etcd, "_send", counting)
 
     def kinds(self) -> list[str]:
         return [kind for kind, _ in self.sent]
@@ -84,7 +84,7 @@ def test_most_of_the_prefix_is_read_in_paged_ranges_at_one_revision(
     fleet: Store[NodeState], etcd: Etcd, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(scans, "SCAN_PAGE", 100)
-    counted = Counted(monkeypatch)
+    counted = Counted(monkeypatch, fleet)
     # A write lands between the second and third pages: the read must not see it.
     late = name(550)
     counted.after[3] = lambda: etcd.put_many({etcd.head_key(late): b'{"capacity": null}'})
@@ -101,7 +101,7 @@ def test_thousands_of_names_are_read_in_slices_at_once_at_one_revision(
 ) -> None:
     monkeypatch.setattr(scans, "SCAN_PAGE", 50)
     monkeypatch.setattr(scans, "PARALLEL_SCAN", 100)
-    counted = Counted(monkeypatch)  # counts this connection's requests, not the readers'
+    counted = Counted(monkeypatch, fleet)  # counts this connection's requests, not the readers'
     late = [name(10), name(590)]  # in the first slice and in the last
     counted.after[1] = lambda: etcd.put_many({etcd.head_key(n): b"{}" for n in late})
     names = [name(i) for i in range(NODES)]
@@ -113,7 +113,7 @@ def test_thousands_of_names_are_read_in_slices_at_once_at_one_revision(
 def test_a_small_share_of_the_prefix_is_read_key_by_key_at_one_revision(
     fleet: Store[NodeState], etcd: Etcd, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    counted = Counted(monkeypatch)
+    counted = Counted(monkeypatch, fleet)
     # A write lands after the count that fixes the revision: no batch may see it.
     late = name(596)  # in the second batch
     counted.after[1] = lambda: etcd.put_many({etcd.head_key(late): b"{}"})
@@ -126,7 +126,7 @@ def test_a_small_share_of_the_prefix_is_read_key_by_key_at_one_revision(
 def test_nodes_reads_every_head_in_one_paged_range_and_no_request_per_node(
     fleet: Store[NodeState], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    counted = Counted(monkeypatch)
+    counted = Counted(monkeypatch, fleet)
     known, heads = fleet.scans.survey()
     assert counted.sent == [("range", fleet.keys.root), ("range", fleet.keys.events_root)]
     assert len(heads) == NODES + 1 and "old" in heads
