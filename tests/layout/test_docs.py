@@ -199,6 +199,18 @@ def test_every_relative_link_lands(page: Path) -> None:
     assert not broken, "\n".join(broken)
 
 
+SOURCE_PATH = re.compile(r"(?<![\w./-])((?:commands|ledger|projections|tests|scripts)/[\w/-]+\.py)")
+"""A source file a page names: ``commands/resident/client.py``."""
+
+
+@pytest.mark.parametrize("page", [*PAGES, ROOT / "CHANGELOG.md"], ids=name)
+def test_every_source_file_a_page_names_exists(page: Path) -> None:
+    """Code moves (this project moved its shell into folders): a page must not point at a
+    file that is no longer there."""
+    named = SOURCE_PATH.findall(page.read_text())
+    assert [path for path in named if not (ROOT / path).is_file()] == []
+
+
 @pytest.mark.parametrize("page", PAGES, ids=name)
 def test_every_quoted_command_parses(page: Path) -> None:
     refused = [
