@@ -308,7 +308,10 @@ def _failure(exc: OSError, connection: http11.Connection, *, tls: bool) -> Unava
     """What a failed exchange means: the endpoint did not answer, or it answered a TLS
     handshake in plain text (an https:// URL for a plain etcd: then nothing was sent), or it
     closed a plain request unanswered, as etcd's TLS-only port does (an http:// URL for it:
-    said as a hint only, since an etcd going down closes connections so too)."""
+    said as a hint only, since an etcd going down closes connections so too). A handshake
+    closed or reset unanswered gets the hint the other way: a plain server that answers our
+    hello and closes while the rest of it is still unread resets the connection, so whether
+    the plain answer arrives first is a race."""
     if isinstance(exc, http11.Unanswered) and not tls:
         return Unavailable(f"unavailable: {exc} (if this etcd serves TLS, write https://)")
     if connection.in_handshake:
@@ -322,6 +325,8 @@ def _failure(exc: OSError, connection: http11.Connection, *, tls: bool) -> Unava
             return Unavailable(
                 f"unavailable: the TLS handshake was closed unanswered ({reason}): {PLAIN_HINT}"
             )
+        if isinstance(exc, ConnectionResetError):
+            return Unavailable(f"unavailable: the TLS handshake was reset: {PLAIN_HINT}")
     return Unavailable(_describe_os_error(exc))
 
 

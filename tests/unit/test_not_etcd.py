@@ -3,7 +3,8 @@ endpoints are in tests/test_wrong_endpoints.py)."""
 
 from __future__ import annotations
 
-from resource_extend.ledger.transport import PEER_PORT, not_etcd
+from resource_extend.ledger import http11
+from resource_extend.ledger.transport import PEER_PORT, PLAIN_HINT, Unavailable, _failure, not_etcd
 
 TXN = "/v3/kv/txn"
 
@@ -63,3 +64,16 @@ def test_a_busy_answer_without_etcds_body_is_unavailable_not_a_wrong_endpoint() 
         transport.close()
         server.shutdown()
         server.server_close()
+
+
+def test_a_tls_handshake_reset_unanswered_hints_at_a_plain_etcd_but_still_fails_over() -> None:
+    """A plain server answers a TLS hello and closes with the hello's rest unread: the reset
+    may beat its answer. Then it is not known to be a wrong endpoint (an etcd going down resets
+    too): Unavailable, so the call fails over, with the hint."""
+    connection = http11.Connection("127.0.0.1", 2379, timeout=1.0)
+    connection.in_handshake = True
+    found = _failure(ConnectionResetError(104, "Connection reset by peer"), connection, tls=True)
+    assert isinstance(found, Unavailable) and PLAIN_HINT in str(found)
+    connection.in_handshake = False  # a reset after the request went out: no hint
+    later = _failure(ConnectionResetError(104, "Connection reset by peer"), connection, tls=True)
+    assert isinstance(later, Unavailable) and PLAIN_HINT not in str(later)
