@@ -91,10 +91,6 @@ class Connection:
         self._deadline = deadline or time.monotonic() + config.timeout
         self._per_request = False
 
-    @property
-    def config(self) -> EtcdConfig:
-        return self._config
-
     def extend(self, seconds: float) -> None:
         """At least ``seconds`` more of the time budget, from now (a failure still to count)."""
         self._deadline = max(self._deadline, time.monotonic() + seconds)

@@ -59,11 +59,13 @@ def nodes_deploy_capacity(
 ) -> NodesDeployCapacity:
     """Every node's capacity, in the order given; nodes that host none are left out. The
     request's bindings are classified (and so checked) once, at the first node."""
-    classes: list[Classes] = []
+    classes: Classes | None = None
 
     def entry(capacity: NodeResource, usage: NodeResource) -> DeployCapacity:
-        classes[:] = classes or [classify(request.request)]
-        return deploy_capacity(capacity, usage, request, bound, classes[0])
+        nonlocal classes
+        if classes is None:
+            classes = classify(request.request)
+        return deploy_capacity(capacity, usage, request, bound, classes)
 
     return answers.nodes_deploy_capacity(
         (name, entry(capacity, usage)) for name, capacity, usage in nodes
