@@ -9,11 +9,11 @@ etcd nor a config file).
 from __future__ import annotations
 
 import copy
+import inspect
 import sys
 
 import click
 
-from resource_extend.commands.program import current
 from resource_extend.commands.protocol import Verb
 from resource_extend.commands.registry import (
     AUDITOR_COMMANDS,
@@ -23,12 +23,33 @@ from resource_extend.commands.registry import (
     people_commands,
 )
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from resource_extend.projections.plugin import Plugin
+
+
+def _plugin(ctx: click.Context) -> Plugin:
+    """The program this CLI runs as: :func:`main` puts it in the root context."""
+    plugin: Plugin = ctx.find_root().obj
+    return plugin
+
 
 class LazyGroup(click.Group):
     """A group whose subcommands are imported on first use (click's lazy-loading pattern)."""
 
+    def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The manual (:data:`HELP`), written once, as this program's."""
+        program = _plugin(ctx)
+        formatter.write_paragraph()
+        with formatter.indentation():
+            text = program.fill(HELP).replace("{summary}", program.summary)
+            formatter.write_text(inspect.cleandoc(text))
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        return [_filled(param, _plugin(ctx)) for param in super().get_params(ctx)]
+
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return [*CORE_VERBS, *people_commands(current().name)]
+        return [*CORE_VERBS, *people_commands(_plugin(ctx).name)]
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The commands in three sections, each line made from the command itself: its name,
@@ -36,7 +57,7 @@ class LazyGroup(click.Group):
         sections = (
             ("Core's verbs ({prog} VERB < request.json)", CORE_VERBS),
             ("Auditors", AUDITOR_COMMANDS),
-            ("Operators", operator_commands(current().name)),
+            ("Operators", operator_commands(_plugin(ctx).name)),
         )
         for title, names in sections:
             rows = []
@@ -46,13 +67,14 @@ class LazyGroup(click.Group):
                     continue
                 arguments = [p for p in command.params if isinstance(p, click.Argument)]
                 rows.append((" ".join([name, *map(_synopsis, arguments)]), command))
-            with formatter.section(current().fill(title)):
+            with formatter.section(_plugin(ctx).fill(title)):
                 formatter.write_dl(
                     [(synopsis, command.get_short_help_str(200)) for synopsis, command in rows]
                 )
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        loaded = load(cmd_name)
+        program = _plugin(ctx)
+        loaded = load(program, cmd_name)
         command = loaded.command() if isinstance(loaded, Verb) else loaded
         if command is None:
             return None
@@ -60,9 +82,8 @@ class LazyGroup(click.Group):
         # A copy: the shared commands' help (the command's and its options') is written once,
         # naming {prog}, {config} and {port}, and each command takes --config after its name
         # as well; the command stays as written.
-        program = current()
         command = copy.copy(command)
-        command.params = [*map(_filled, command.params), _config_after_verb()]
+        command.params = [*(_filled(p, program) for p in command.params), _config_after(program)]
         if command.help:
             command.help = program.fill(command.help)
         return command
@@ -83,7 +104,7 @@ class LazyGroup(click.Group):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if not args and not ctx.resilient_parsing:  # a bare "resource-gpu" (not completion):
             # a few lines, not the whole manual as an error
-            click.echo(current().fill(SHORT_USAGE))
+            click.echo(_plugin(ctx).fill(SHORT_USAGE))
             ctx.exit(0)
         return super().parse_args(ctx, args)
 
@@ -103,17 +124,22 @@ Core runs one verb per call ({prog} VERB < request.json); people run the rest:
 Run "{prog} --help" for every command, "{prog} COMMAND --help" for one."""
 
 
-def _filled(param: click.Parameter) -> click.Parameter:
-    """``param``, or a copy whose help names this program's file, port and so on."""
+def _filled(param: click.Parameter, program: Plugin) -> click.Parameter:
+    """``param``, or a copy that is this program's: its help names the program's file, port
+    and so on; a type the program decides (``for_program``, ``history --kind``) is decided."""
     help = getattr(param, "help", None)
-    if not help or "{" not in help:
+    decide = getattr(param.type, "for_program", None)
+    if (not help or "{" not in help) and decide is None:
         return param
     param = copy.copy(param)
-    param.help = current().fill(help)
+    if help:
+        param.help = program.fill(help)
+    if decide is not None:
+        param.type = decide(program)
     return param
 
 
-def _config_after_verb() -> click.Option:
+def _config_after(program: Plugin) -> click.Option:
     """``--config`` after the command's name: ``{prog} show n1 --config gpu.yaml``."""
 
     def remember(ctx: click.Context, _: click.Parameter, value: str | None) -> None:
@@ -130,7 +156,7 @@ def _config_after_verb() -> click.Option:
         expose_value=False,
         is_eager=True,
         callback=remember,
-        help=current().fill(CONFIG_HELP),
+        help=program.fill(CONFIG_HELP),
     )
 
 
@@ -185,24 +211,16 @@ def cli(config: str | None) -> None:
 def _print_version(ctx: click.Context) -> None:
     from resource_extend.commands.program import DISTRIBUTION, installed_version
 
-    click.echo(f"{current().name} {installed_version()} ({DISTRIBUTION})")
+    click.echo(f"{_plugin(ctx).name} {installed_version()} ({DISTRIBUTION})")
     ctx.exit(0)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Run the CLI: click's usage errors become one line too, like every failure."""
-    program = current()
-    cli.help = HELP.format(
-        prog=program.name,
-        PROG=program.name.upper().replace("-", "_"),
-        kind=program.kind,
-        summary=program.summary,
-    )
-    (config,) = (p for p in cli.params if isinstance(p, click.Option) and p.name == "config")
-    config.help = program.fill(CONFIG_HELP)
+def main(program: Plugin, argv: list[str] | None = None) -> None:
+    """Run the CLI as ``program``: click's usage errors become one line too, like every
+    failure."""
     prog = program.name
     try:
-        status = cli.main(args=argv, prog_name=prog, standalone_mode=False)
+        status = cli.main(args=argv, prog_name=prog, standalone_mode=False, obj=program)
     except click.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else prog
         message = exc.format_message().rstrip(".")
@@ -215,7 +233,3 @@ def main(argv: list[str] | None = None) -> None:
         sys.stderr.write(f"{prog}: aborted\n")
         raise SystemExit(1) from None
     raise SystemExit(status if isinstance(status, int) else 0)
-
-
-if __name__ == "__main__":
-    main()

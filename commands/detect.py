@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING, Any
 import click
 import msgspec
 
-from resource_extend.commands.protocol import Session, click_config, run
+from resource_extend.commands.protocol import Session, answered, click_config
 
 if TYPE_CHECKING:
     from resource_extend.projections.gpu.detect import Card
+    from resource_extend.projections.plugin import Plugin
 
 TIMEOUT = 20.0
 """Seconds one ``nvidia-smi`` run may take (it takes seconds on a host with many cards and
@@ -44,7 +45,8 @@ class Probe(msgspec.Struct, frozen=True):
     is_flag=True,
     help="Print each card's reported name and the product it counts as, then the answer.",
 )
-def detect(source: str, explain: bool) -> None:
+@answered
+def detect(session: Session, source: str, explain: bool) -> Any:
     """Print this host's GPUs as {"prod_count_map": {PRODUCT: COUNT}}, what add-node and
     eru-cli node add --extra-resources take.
 
@@ -80,34 +82,28 @@ def detect(source: str, explain: bool) -> None:
     (nvidia-a100-sxm4-40gb-mig-3g.20gb); with no instances made it counts as nothing.
     "products:" names an instance as NVML does: "NVIDIA A100-SXM4-40GB MIG 3g.20gb".
     """
-    config = click_config()
+    from resource_extend.projections.gpu import detect as rules
 
-    def detected(session: Session) -> Any:
-        from resource_extend.projections.gpu import detect as rules
-
-        products = configured_products(config)
-        probe = read_cards(source)
-        answer = rules.answer(probe.cards, products)
-        if not explain:
-            return answer
-        return explanation(probe, rules.explanation(probe.cards, products), answer)
-
-    run("detect", detected, config=config, text=explain)
+    products = configured_products(session.plugin, click_config())
+    probe = read_cards(source)
+    answer = rules.answer(probe.cards, products)
+    if not explain:
+        return answer
+    return explanation(probe, rules.explanation(probe.cards, products), answer)
 
 
-def configured_products(explicit: str | None) -> dict[str, str]:
+def configured_products(program: Plugin, explicit: str | None) -> dict[str, str]:
     """The config's ``products:``; none when no config is named (``--config``, the
     environment) and none lies in the working directory."""
     import os
 
-    from resource_extend.commands.program import current
     from resource_extend.ledger import config
 
-    path = config.config_path(explicit, current().config_file)
+    path = config.config_path(explicit, program.config_file)
     named = explicit or os.environ.get(config.ENV_VAR)
     if not named and not os.path.lexists(path):
         return {}
-    return config.load(path, default=current().config_file).products
+    return config.load(path, default=program.config_file).products
 
 
 def explanation(probe: Probe, table: list[tuple[str, ...]], answer: Any) -> str:

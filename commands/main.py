@@ -12,14 +12,18 @@ import sys
 
 from resource_extend.commands.registry import CORE_VERBS, HIDDEN_VERBS, OFFLINE_VERBS
 
+TYPE_CHECKING = False  # not typing's: every core call runs this module
+if TYPE_CHECKING:
+    from resource_extend.projections.plugin import Plugin
 
-def main(argv: list[str] | None = None, program: str = "resource-gpu") -> None:
-    """Run ``program`` (the plugin the installed script is) with ``argv``."""
+
+def main(plugin: Plugin, argv: list[str] | None = None) -> None:
+    """Run ``plugin``'s program (the one the installed script is) with ``argv``."""
     import os
 
-    from resource_extend.commands.program import use
+    from resource_extend.commands.program import debugging
 
-    if use(program).debugging():
+    if debugging(plugin):
         os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     else:  # stderr carries one error line or nothing; the store's errors say all of it
         os.environ["GRPC_VERBOSITY"] = "NONE"
@@ -29,19 +33,19 @@ def main(argv: list[str] | None = None, program: str = "resource-gpu") -> None:
         verb = rest[0]
         from resource_extend.commands.resident import client as resident
 
-        outcome = resident.call(verb, config)
+        outcome = resident.call(plugin, verb, config)
         if outcome.status is not None:
             raise SystemExit(outcome.status)
         from resource_extend.commands.protocol import Session
         from resource_extend.commands.registry import load
 
-        load(verb)(config, Session(config, resume=outcome.resume))  # a failure exits here
+        load(plugin, verb)(Session(plugin, config, resume=outcome.resume))  # a failure exits
         if verb not in OFFLINE_VERBS:  # a call that worked: its config and etcd are sound
-            resident.start_if_wanted(config)
+            resident.start_if_wanted(plugin, config)
         raise SystemExit(0)
     from resource_extend.commands.cli import main as run_cli
 
-    run_cli(args)
+    run_cli(plugin, args)
 
 
 def _config_option(args: list[str]) -> tuple[str | None, list[str]]:
@@ -56,7 +60,3 @@ def _config_option(args: list[str]) -> tuple[str | None, list[str]]:
     if len(args) == 2 and args[1].startswith("--config="):
         return args[1].removeprefix("--config="), args[:1]
     return None, args
-
-
-if __name__ == "__main__":
-    main()

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from resource_extend.commands.program import current
 from resource_extend.commands.protocol import Session, verb
 
 
 @verb("name")
 def name(session: Session) -> str:
     """Print the plugin's name. Core names a plugin after its file, so this is informational."""
-    return current().name
+    return session.plugin.name
 
 
 @verb("verbs")
@@ -26,8 +25,7 @@ def verbs(session: Session) -> list[str]:
 def get_metrics_description(session: Session) -> list[Any]:
     """Describe the gauges get-metrics emits (resource-gpu: gpu_capacity and gpu_used, per
     product; resource-storage: storage_capacity and storage_used)."""
-    descriptions: list[Any] = current().package().metrics_descriptions()
-    return descriptions
+    return list(session.plugin.parts.metrics)
 
 
 @verb("calculate-remap")

@@ -16,24 +16,33 @@ from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn, TypeVar
 
 import msgspec
 
-from resource_extend.commands.program import current
+from resource_extend.commands.program import debugging
 from resource_extend.commands.registry import MAX_REQUEST_BYTES
 from resource_extend.ledger.errors import PluginError
 
 if TYPE_CHECKING:
     import click
 
-    from resource_extend.commands.audit.views import KindView
     from resource_extend.ledger.config import Config
     from resource_extend.ledger.events import Change
     from resource_extend.ledger.kinds import Kind
     from resource_extend.ledger.outcomes import Appended
     from resource_extend.ledger.store import Resume, Store, WriteHook
+    from resource_extend.projections.parts import KindView
+    from resource_extend.projections.plugin import Plugin
 
 EXIT_FAILURE = 1
 EXIT_INTERNAL = 70
 
 R = TypeVar("R")
+
+Decode = Callable[[bytes, type[Any]], Any]
+"""A kind's request decoder: raw JSON as a request type (msgspec's errors when it is not)."""
+
+
+def decode_json(raw: bytes, request_type: type[R]) -> R:
+    """The plain :data:`Decode`: msgspec's, with nothing of a kind's own."""
+    return msgspec.json.decode(raw, type=request_type)
 
 
 class CallIO(msgspec.Struct):
@@ -50,10 +59,12 @@ class CallIO(msgspec.Struct):
 
 
 class Session:
-    """What a verb may need beyond its request; the config and etcd are opened on first use."""
+    """What a verb may need beyond its request: the program it runs in, and the config and
+    etcd, opened on first use."""
 
     def __init__(
         self,
+        plugin: Plugin,
         config_path: str | None,
         io: CallIO | None = None,
         *,
@@ -61,6 +72,7 @@ class Session:
         resume: Resume | None = None,
         caller: str | None = None,
     ) -> None:
+        self.plugin = plugin
         self._config_path = config_path
         self.io = io or CallIO.standard()
         self._write_hook = write_hook
@@ -75,19 +87,20 @@ class Session:
         from resource_extend.commands.resident.copies import RuntimeCopies
         from resource_extend.ledger import config
 
-        return config.load(self._config_path, copies=RuntimeCopies(), default=current().config_file)
+        default = self.plugin.config_file
+        return config.load(
+            self._config_path, copies=RuntimeCopies(self.plugin.name), default=default
+        )
 
-    @cached_property
+    @property
     def kind(self) -> Kind[Any]:
-        """The resource kind this program serves."""
-        kind: Kind[Any] = current().package().kind()
-        return kind
+        """What the ledger asks of the resource kind this program serves."""
+        return self.plugin.parts.fold
 
-    @cached_property
+    @property
     def view(self) -> KindView:
         """How the auditor commands print this kind."""
-        view: KindView = current().package().view()
-        return view
+        return self.plugin.parts.view
 
     @cached_property
     def store(self) -> Store[Any]:
@@ -111,42 +124,46 @@ class Session:
 
 
 def fail(
+    program: str,
     verb: str,
     node: str | None,
     reason: str,
     status: int = EXIT_FAILURE,
     io: CallIO | None = None,
 ) -> NoReturn:
-    report_failure(verb, node, reason, io)
+    report_failure(program, verb, node, reason, io)
     raise SystemExit(status)
 
 
-def report_failure(verb: str, node: str | None, reason: str, io: CallIO | None = None) -> None:
+def report_failure(
+    program: str, verb: str, node: str | None, reason: str, io: CallIO | None = None
+) -> None:
     """The one stderr line of a failure, ``<program> <verb>: node <node>: <reason>``: a failed
     call's, or one a long-running command writes and goes on."""
     # A node name that is not printable is shown escaped: no control characters reach a log.
     shown = node if node is None or node.isprintable() else ascii(node)
     where = f"node {shown}: " if node else ""
-    line = " ".join(f"{current().name} {verb}: {where}{reason}".splitlines())
+    line = " ".join(f"{program} {verb}: {where}{reason}".splitlines())
     stderr = (io or CallIO.standard()).stderr
     stderr.write(line.encode(errors="backslashreplace") + b"\n")
     stderr.flush()
 
 
-def read_request(request_type: type[R], io: CallIO | None = None) -> R:
+def read_request(decode: Decode, request_type: type[R], io: CallIO | None = None) -> R:
     raw = (io or CallIO.standard()).stdin.read(MAX_REQUEST_BYTES + 1)
     if len(raw) > MAX_REQUEST_BYTES:
         raise PluginError(f"request is larger than {MAX_REQUEST_BYTES} bytes")
     if not raw.strip():
         raise PluginError("the request is empty: pipe one JSON object on stdin")
     try:
-        return current().package().decode(raw, request_type)  # type: ignore[no-any-return]
+        request: R = decode(raw, request_type)
     except msgspec.ValidationError as exc:
         raise PluginError(f"invalid request: {exc}", node=_node_named_in(raw)) from None
     except msgspec.DecodeError as exc:
         raise PluginError(f"request is not valid JSON: {exc}") from None
     except RecursionError:  # msgspec descends into every value, even ignored ones
         raise PluginError("request is nested too deeply") from None
+    return request
 
 
 class _Named(msgspec.Struct):
@@ -183,28 +200,64 @@ def click_config() -> str | None:
     return config
 
 
+def click_plugin() -> Plugin:
+    """The program the click CLI runs as (``commands.cli.main`` puts it in the context)."""
+    import click
+
+    plugin: Plugin = click.get_current_context().find_root().obj
+    return plugin
+
+
+def click_session() -> Session:
+    """A session for the command the click CLI runs: its program and its ``--config``."""
+    return Session(click_plugin(), click_config())
+
+
 def run(
     verb: str,
     handler: Callable[[Session], Any],
+    session: Session,
     *,
-    config: str | None,
-    text: bool = False,
-    session: Session | None = None,
+    text: bool | None = False,
 ) -> None:
-    """Run one verb: every failure becomes one stderr line and a non-zero exit (SystemExit)."""
-    session = session or Session(config)
-    io = session.io
+    """Run one verb: every failure becomes one stderr line and a non-zero exit (SystemExit).
+    The answer is printed as JSON, or (``text``) as the string it is; ``text=None``: a string
+    as it is, anything else as JSON."""
+    io, program = session.io, session.plugin.name
     try:
-        respond(handler(session), text=text, io=io)
+        answer = handler(session)
+        respond(answer, text=isinstance(answer, str) if text is None else text, io=io)
     except PluginError as exc:
-        fail(verb, exc.node or session.node, exc.reason, io=io)
+        fail(program, verb, exc.node or session.node, exc.reason, io=io)
     except Exception as exc:  # a bug: still one line for core, the traceback only on request
-        if current().debugging():
+        if debugging(session.plugin) or _usage_error(exc):
             raise
         reason = f"internal error: {type(exc).__name__}: {exc}"
-        fail(verb, session.node, reason, EXIT_INTERNAL, io=io)
+        fail(program, verb, session.node, reason, EXIT_INTERNAL, io=io)
     finally:
         session.close()
+
+
+def _usage_error(exc: Exception) -> bool:
+    """A usage error of the click CLI (an option that contradicts another): click says it."""
+    click = sys.modules.get("click")
+    return click is not None and isinstance(exc, click.UsageError)
+
+
+def answered(handler: Callable[..., Any]) -> Callable[..., None]:
+    """A command for people as one function: ``handler(session, **its options)`` returns the
+    answer, a string (printed as it is) or JSON; a failure is one line naming the command
+    by its click name, like a core verb's."""
+    import functools
+
+    @functools.wraps(handler)
+    def command(**options: Any) -> None:
+        import click
+
+        name = click.get_current_context().command.name or handler.__name__
+        run(name, lambda session: handler(session, **options), click_session(), text=None)
+
+    return command
 
 
 class Verb(msgspec.Struct, frozen=True):
@@ -217,36 +270,46 @@ class Verb(msgspec.Struct, frozen=True):
     name: str
     handler: Callable[..., Any]
     request_type: type[Any] | None
+    decode: Decode
+    """How its kind reads a request (``commands.gpu.requests.decode``)."""
+    epilog: str | None
+    """The help's word on its kind's requests (``commands.gpu.REQUEST_EPILOG``)."""
 
-    def __call__(self, config: str | None, session: Session | None = None) -> None:
-        run(self.name, self._call, config=config, session=session)
+    def __call__(self, session: Session) -> None:
+        run(self.name, self._call, session)
 
     def _call(self, session: Session) -> Any:
         if self.request_type is None:
             return self.handler(session)
-        request: Any = read_request(self.request_type, session.io)
+        request: Any = read_request(self.decode, self.request_type, session.io)
         session.node = _named(getattr(request, "nodename", None))
         return self.handler(request, session)
 
     def command(self) -> click.Command:
         import click
 
-        epilog = current().package().REQUEST_EPILOG if self.request_type is not None else None
         return click.Command(
             self.name,
-            callback=lambda: self(click_config()),
+            callback=lambda: self(click_session()),
             help=self.handler.__doc__,
-            epilog=epilog,
+            epilog=self.epilog if self.request_type is not None else None,
         )
 
 
-def verb(name: str, request_type: type[Any] | None = None) -> Callable[[Callable[..., Any]], Verb]:
+def verb(
+    name: str,
+    request_type: type[Any] | None = None,
+    *,
+    decode: Decode = decode_json,
+    epilog: str | None = None,
+) -> Callable[[Callable[..., Any]], Verb]:
     """Make a core verb from ``handler(request, session)`` (or ``handler(session)``).
 
-    The handler's docstring is the command's help; the request is read from stdin.
+    The handler's docstring is the command's help; the request is read from stdin and read
+    with ``decode``. Each kind's package wraps this with its own (``commands.gpu.verb``).
     """
 
     def decorate(handler: Callable[..., Any]) -> Verb:
-        return Verb(name, handler, request_type)
+        return Verb(name, handler, request_type, decode, epilog)
 
     return decorate

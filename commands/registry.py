@@ -7,6 +7,8 @@ TYPE_CHECKING = False  # not typing's: core's thin calls import this module, and
 if TYPE_CHECKING:
     from typing import Any
 
+    from resource_extend.projections.plugin import Plugin
+
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
 """The largest request a verb reads from stdin (anything longer is refused)."""
 
@@ -29,8 +31,8 @@ CORE_VERBS: dict[str, str] = {
     "verbs": "resource_extend.commands.meta:verbs",
 }
 """The verbs offered to core (the answer of ``verbs``), each written once for both programs: a
-target starting with ``.`` is in the program's own package (``commands.gpu``,
-``commands.storage``), which implements every one of them."""
+target starting with ``.`` is in the package of the program's kind, ``commands/<kind>/``
+(``commands.gpu``, ``commands.storage``), which implements every one of them."""
 
 HIDDEN_VERBS: dict[str, str] = {
     # Not offered (nothing is ever re-pinned), but an older core may still call it.
@@ -79,16 +81,15 @@ def people_commands(program: str) -> dict[str, str]:
     return {**AUDITOR_COMMANDS, **operator_commands(program)}
 
 
-def load(name: str) -> Any:
-    """The subcommand called ``name`` (a core verb or a click command), or None."""
-    from resource_extend.commands.program import current
-
-    target = COMMANDS.get(name) or PROGRAM_COMMANDS.get(current().name, {}).get(name)
+def load(plugin: Plugin, name: str) -> Any:
+    """The subcommand called ``name`` (a core verb or a click command) of ``plugin``'s program,
+    or None."""
+    target = COMMANDS.get(name) or PROGRAM_COMMANDS.get(plugin.name, {}).get(name)
     if target is None:
         return None
     import importlib
 
     module, attribute = target.split(":")
     if module.startswith("."):
-        module = current().verbs + module
+        module = f"resource_extend.commands.{plugin.kind}{module}"
     return getattr(importlib.import_module(module), attribute)

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import click
 
-from resource_extend.commands.program import current
+from resource_extend.commands.protocol import click_plugin
 from resource_extend.ledger.errors import PluginError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from resource_extend.projections.plugin import Plugin
 
 SAMPLES = {
     "config": ("plugin.yaml.sample", "the plugin's config, every key commented: {config}"),
@@ -17,13 +21,13 @@ SAMPLES = {
 ``resource_extend.samples``) and what it is."""
 
 
-def sample(name: str) -> str:
+def sample(program: Plugin, name: str) -> str:
     """The text of the sample called ``name``, this program's own where it differs."""
     import os
 
     import resource_extend.samples
 
-    file = current().fill(SAMPLES[name][0])
+    file = program.fill(SAMPLES[name][0])
     # A data-only folder, so a namespace package: importlib.resources.files() fails on the
     # entries an editable install adds to its path, hence a look in each real directory.
     for directory in resource_extend.samples.__path__:
@@ -49,9 +53,9 @@ def sample_config(what: str, listing: bool) -> None:
       {prog} sample-config dashboard > resource-extend-dashboard.json
       {prog} sample-config --list
     """
+    program = click_plugin()
     if listing:
-        program = current()
         for name, (file, about) in SAMPLES.items():
             click.echo(f"{name:<10} {program.fill(file):<30} {program.fill(about)}")
         return
-    click.echo(sample(what), nl=False)
+    click.echo(sample(program, what), nl=False)

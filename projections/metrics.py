@@ -1,4 +1,5 @@
-"""The shapes of get-metrics-description and get-metrics, shared by every resource kind."""
+"""The shapes of get-metrics-description and get-metrics, and of the exporter's gauges, shared
+by every resource kind."""
 
 from __future__ import annotations
 
@@ -22,3 +23,10 @@ class Metric(msgspec.Struct, frozen=True):
 def statsd_safe(text: str) -> str:
     """A name as one statsd key segment: its dots become underscores."""
     return text.replace(".", "_")
+
+
+Gauge = tuple[str, str, tuple[str, ...]]
+"""An exporter gauge: its name after the program's prefix, its help, its labels (``nodename``,
+which the exporter adds, aside)."""
+Sample = tuple[str, tuple[str, ...], float]
+"""One value of a gauge: the gauge's name, its labels' values in order, the value."""

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from resource_extend.commands.gpu import kind
 from resource_extend.commands.protocol import CallIO, Session
 from resource_extend.commands.registry import load
 from resource_extend.ledger import export
@@ -32,6 +31,7 @@ from resource_extend.ledger.connection import Connection
 from resource_extend.ledger.footprint import etcd_footprint, measure
 from resource_extend.ledger.keys import KeyLayout
 from resource_extend.ledger.store import Store
+from resource_extend.projections.gpu.plugin import PLUGIN as GPU
 from tests.etcd_server import Cluster, etcdctl_binary
 
 PRODUCT = "nvidia-3090"
@@ -92,7 +92,7 @@ class Soak:
         """One verb, in this process, as core's call runs it."""
         streams = CallIO(io.BytesIO(json.dumps(request).encode()), io.BytesIO(), io.BytesIO())
         try:
-            load(verb)(str(self.config), session=Session(str(self.config), streams))
+            load(GPU, verb)(Session(GPU, str(self.config), streams))
         except SystemExit:
             stderr = streams.stderr
             assert isinstance(stderr, io.BytesIO)
@@ -280,7 +280,7 @@ def _check(soak: Soak) -> None:
             if event["change"]["kind"] != "checkpoint":
                 seen.setdefault(node, []).append(event["seq"])
     archived = sum(len(v) for v in seen.values())
-    store = Store(EtcdConfig(machines=[soak.endpoint], prefix=PREFIX, timeout=25), kind())
+    store = Store(EtcdConfig(machines=[soak.endpoint], prefix=PREFIX, timeout=25), GPU.parts.fold)
     live = 0
     for n in range(soak.nodes):
         node = f"node-{n:04d}"

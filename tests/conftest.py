@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from resource_extend.commands.program import programs
 from tests.etcd_server import in_containers, shared_server
 from tests.etcdkv import Etcd
 from tests.plugin import Plugin, kill_helpers_for, stop_helpers
@@ -30,7 +31,8 @@ def runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield directory
     finally:
         try:
-            stop_helpers()
+            for program in programs():
+                stop_helpers(program)
         finally:
             kill_helpers_for(str(tmp_path_factory.getbasetemp()))
         if before is None:

@@ -61,7 +61,7 @@ class Plugin:
         self.workdir = workdir
         self.program = program
         self.scheduler = scheduler
-        self.config = workdir / programs.PROGRAMS[program].config_file
+        self.config = workdir / programs.programs()[program].config_file
         self.write_config(**etcd)
 
     def write_config(self, **etcd: Any) -> None:
@@ -120,8 +120,7 @@ class Plugin:
     def stop_helper(self) -> None:
         """Stop the resident helper serving this installation's config, if one runs, and one
         still starting (a call's fallback may have started it a moment ago)."""
-        with programs.using(self.program):
-            stop_helpers(only=str(self.config))
+        stop_helpers(self.program, only=str(self.config))
         kill_helpers_for(str(self.config))
 
     # Shorthands used across the tests.
@@ -139,22 +138,23 @@ class Plugin:
         return json.loads(result.stdout)  # type: ignore[no-any-return]
 
 
-def stop_helpers(only: str | None = None) -> list[str]:
-    """Stop the resident helpers of this user's runtime directory (``$XDG_RUNTIME_DIR``, which
-    the suite points at a directory of its own): all, or ``only`` the one serving that config.
+def stop_helpers(program: str = "resource-gpu", only: str | None = None) -> list[str]:
+    """Stop ``program``'s resident helpers of this user's runtime directory
+    (``$XDG_RUNTIME_DIR``, which the suite points at a directory of its own): all, or ``only``
+    the one serving that config.
     What was done to each, as ``resource-gpu helper --stop`` says it."""
     from resource_extend.commands.resident import client as resident
     from resource_extend.commands.resident import command as helper
 
-    names = helper.sockets()
+    names = helper.sockets(program)
     if only is not None:
         wanted = resident.socket_name(only)
         names = [name for name in names if name == wanted]
     done = []
     for name in names:
-        seen = helper.look(name)
+        seen = helper.look(program, name)
         try:
-            done.append(helper.stop(seen))
+            done.append(helper.stop(program, seen))
         finally:
             if seen.link is not None:
                 seen.link.close()
@@ -180,7 +180,7 @@ def kill_helpers_for(config_prefix: str) -> list[int]:
 
 STARTING = f"-m {HELPER_MODULE} ".encode()
 """A helper's command line before it names itself ``resource-gpu helper``."""
-TITLES = tuple(f"{name} helper ".encode() for name in programs.PROGRAMS)
+TITLES = tuple(f"{name} helper ".encode() for name in programs.programs())
 
 
 def helper_pids(config_prefix: str) -> list[int]:

@@ -18,8 +18,9 @@ pytestmark = [pytest.mark.grpc, pytest.mark.resident]
 PROBE = """
 import sys
 from resource_extend.commands.main import main
+from resource_extend.projections.{kind}.plugin import PLUGIN
 try:
-    main([{verb!r}], program={program!r})
+    main(PLUGIN, [{verb!r}])
 except SystemExit:
     pass
 print(",".join(sorted(sys.modules)), file=sys.stderr)
@@ -38,7 +39,7 @@ def modules_loaded_by(
     program: str = "resource-gpu",
 ) -> set[str]:
     done = subprocess.run(
-        [sys.executable, "-c", PROBE.format(verb=verb, program=program)],
+        [sys.executable, "-c", PROBE.format(verb=verb, kind=program.removeprefix("resource-"))],
         input=stdin,
         capture_output=True,
         check=True,
@@ -128,7 +129,8 @@ WITHOUT_GRPC = """
 import sys
 sys.modules["etcd3"] = None  # as on an install without the grpc extra
 from resource_extend.commands.main import main
-main(["get-node-resource-info"])
+from resource_extend.projections.gpu.plugin import PLUGIN
+main(PLUGIN, ["get-node-resource-info"])
 """
 
 

@@ -13,13 +13,7 @@ from typing import Any, TypeVar
 import click
 import msgspec
 
-from resource_extend.commands.protocol import (
-    Session,
-    click_config,
-    report_failure,
-    respond,
-    run,
-)
+from resource_extend.commands.protocol import Session, answered, report_failure, respond
 from resource_extend.ledger.errors import PluginError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -141,7 +135,10 @@ def _checked_directory(directory: str) -> str:
     metavar="SECONDS",
     help="Leave events younger than this many seconds (default: streams.min_age, 300).",
 )
-def archive(archive: str | None, every: float | None, min_age: float | None) -> None:
+@answered
+def archive(
+    session: Session, archive: str | None, every: float | None, min_age: float | None
+) -> Any:
     """Move old events out of etcd into one archive directory, keeping every stream at half
     its bound (streams.budget over the node count, at most streams.max_events), so core's own
     calls never have to compact.
@@ -160,42 +157,36 @@ def archive(archive: str | None, every: float | None, min_age: float | None) -> 
     stay valid. Core's calls compact too when a stream passes its bound (the archiver is
     down or behind): into streams.archive_dir if that host has it, else streams.export_dir.
     """
-
     stopping = threading.Event()
-
-    def one_pass(session: Session) -> str:
-        given = archive_dir(session, archive)
-        if not given:
-            raise PluginError("no archive directory: pass --archive DIR or set streams.archive_dir")
-        directory = _checked_directory(given)
-        age = session.config.streams.min_age if min_age is None else min_age
-        while True:
-            try:
-                done = archive_pass(session, directory, age, stopping)
-            except PluginError as exc:
-                if every is None:
-                    raise
-                report_failure("archive", exc.node, exc.reason, session.io)
-                done = None
-            finally:
-                session.close()  # each pass has etcd.timeout to itself
-            if done is not None:
-                line = (
-                    f"{done.nodes} nodes: {done.compacted} streams compacted, {done.events} "
-                    f"events archived into {directory}; {done.left} events left in etcd"
-                )
-                if every is None:
-                    if done.failed:
-                        node, why = done.failed[0]
-                        raise PluginError(f"{len(done.failed)} not archived: node {node}: {why}")
-                    return line
-                respond(line, text=True, io=session.io)
-                for node, why in done.failed:
-                    report_failure("archive", node, why, session.io)
-            if stopping.wait(every or 0):
-                return f"stopped: {directory} holds every event archived"
-
-    # A stop ends the pass after the compaction under way: nothing is left half done.
     for stop in (signal.SIGTERM, signal.SIGINT):
         signal.signal(stop, lambda *_: stopping.set())
-    run("archive", one_pass, config=click_config(), text=True)
+    given = archive_dir(session, archive)
+    if not given:
+        raise PluginError("no archive directory: pass --archive DIR or set streams.archive_dir")
+    directory = _checked_directory(given)
+    age = session.config.streams.min_age if min_age is None else min_age
+    while True:
+        try:
+            done = archive_pass(session, directory, age, stopping)
+        except PluginError as exc:
+            if every is None:
+                raise
+            report_failure(session.plugin.name, "archive", exc.node, exc.reason, session.io)
+            done = None
+        finally:
+            session.close()  # each pass has etcd.timeout to itself
+        if done is not None:
+            line = (
+                f"{done.nodes} nodes: {done.compacted} streams compacted, {done.events} "
+                f"events archived into {directory}; {done.left} events left in etcd"
+            )
+            if every is None:
+                if done.failed:
+                    node, why = done.failed[0]
+                    raise PluginError(f"{len(done.failed)} not archived: node {node}: {why}")
+                return line
+            respond(line, text=True, io=session.io)
+            for node, why in done.failed:
+                report_failure(session.plugin.name, "archive", node, why, session.io)
+        if stopping.wait(every or 0):
+            return f"stopped: {directory} holds every event archived"

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from resource_extend.commands.audit.verify import named_nodes, nodes_or_all
-from resource_extend.commands.protocol import Session, click_config, respond, run
+from resource_extend.commands.protocol import Session, answered, respond
 from resource_extend.ledger import audit
 from resource_extend.ledger.errors import PluginError
 from resource_extend.ledger.words import plural
@@ -39,13 +41,15 @@ from resource_extend.ledger.words import plural
         "streams.archive_dir, named archive:<file>; else streams.export_dir)."
     ),
 )
+@answered
 def compact(
+    session: Session,
     nodes: tuple[str, ...],
     every: bool,
     keep: int,
     min_age: float | None,
     export_dir: str | None,
-) -> None:
+) -> Any:
     """Bound event streams: replace all but the newest --keep events by one checkpoint.
 
     \b
@@ -67,43 +71,38 @@ def compact(
     archive back to event 1. Streams are bounded as they grow (streams.budget and
     streams.max_events in {config}); "{prog} archive" keeps them at half their bound.
     """
-
     nodes_or_all(nodes, every)
+    from resource_extend.ledger.compaction import compact as compact_node
+    from resource_extend.ledger.config import Destination
 
-    def run_compaction(session: Session) -> str:
-        from resource_extend.ledger.compaction import compact as compact_node
-        from resource_extend.ledger.config import Destination
-
-        streams = session.config.streams
-        to = Destination(export_dir) if export_dir else streams.destination
-        if not to.directory:
-            raise PluginError(
-                "no export directory: pass --export-dir, or set streams.archive_dir or "
-                "streams.export_dir"
-            )
-        age = streams.min_age if min_age is None else min_age
-        store = session.store
-        store.etcd.budget_per_request()  # many nodes outlast one call's budget; no request may
-        lines = []
-        targets = named_nodes(store, nodes, every)
-        failed = 0
-        for node in targets:
-            try:
-                done = compact_node(store, node, keep=keep, to=to, min_age=age)
-            except PluginError as exc:  # the others are still compacted, and all reported
-                if len(targets) == 1:
-                    raise PluginError(exc.reason, node=node) from None
-                lines.append(f"node {node}: not compacted: {exc.reason}")
-                failed += 1
-                continue
-            if done is None:
-                lines.append(f"node {node}: nothing to compact")
-                continue
-            steps = f" ({done.steps} steps, an export each)" if done.steps > 1 else ""
-            lines.append(f"node {node}: {audit.compacted_note(done.checkpoint)}{steps}")
-        if failed:
-            respond("\n".join(lines), text=True, io=session.io)
-            raise PluginError(f"{failed} of {plural(len(targets), 'node')} not compacted")
-        return "\n".join(lines)
-
-    run("compact", run_compaction, config=click_config(), text=True)
+    streams = session.config.streams
+    to = Destination(export_dir) if export_dir else streams.destination
+    if not to.directory:
+        raise PluginError(
+            "no export directory: pass --export-dir, or set streams.archive_dir or "
+            "streams.export_dir"
+        )
+    age = streams.min_age if min_age is None else min_age
+    store = session.store
+    store.etcd.budget_per_request()  # many nodes outlast one call's budget; no request may
+    lines = []
+    targets = named_nodes(store, nodes, every)
+    failed = 0
+    for node in targets:
+        try:
+            done = compact_node(store, node, keep=keep, to=to, min_age=age)
+        except PluginError as exc:  # the others are still compacted, and all reported
+            if len(targets) == 1:
+                raise PluginError(exc.reason, node=node) from None
+            lines.append(f"node {node}: not compacted: {exc.reason}")
+            failed += 1
+            continue
+        if done is None:
+            lines.append(f"node {node}: nothing to compact")
+            continue
+        steps = f" ({done.steps} steps, an export each)" if done.steps > 1 else ""
+        lines.append(f"node {node}: {audit.compacted_note(done.checkpoint)}{steps}")
+    if failed:
+        respond("\n".join(lines), text=True, io=session.io)
+        raise PluginError(f"{failed} of {plural(len(targets), 'node')} not compacted")
+    return "\n".join(lines)

@@ -8,13 +8,14 @@ import click
 import msgspec
 
 from resource_extend.commands.audit.history import columns
-from resource_extend.commands.protocol import Session, click_config, run
+from resource_extend.commands.protocol import Session, answered
 
 
 @click.command("footprint")
 @click.option("--top", default=10, show_default=True, help="How many of the largest streams.")
 @click.option("--json", "as_json_output", is_flag=True, help="Print one JSON object.")
-def footprint(top: int, as_json_output: bool) -> None:
+@answered
+def footprint(session: Session, top: int, as_json_output: bool) -> Any:
     """Show the plugin's share of etcd: its keys and bytes (node records and event streams),
     its largest streams, and the size of etcd's database against what is in use.
 
@@ -29,54 +30,51 @@ def footprint(top: int, as_json_output: bool) -> None:
       {prog} footprint --top 20
     """
 
-    def measured(session: Session) -> Any:
-        from resource_extend.ledger.bounds import EVENT_BYTES, bound_for
-        from resource_extend.ledger.footprint import etcd_footprint, measure
+    from resource_extend.ledger.bounds import EVENT_BYTES, bound_for
+    from resource_extend.ledger.footprint import etcd_footprint, measure
 
-        store, streams = session.store, session.config.streams
-        store.etcd.budget_per_request()  # a long stream is many pages: each has etcd.timeout
-        etcd, mine = etcd_footprint(store.etcd), measure(store.etcd, store.keys, top)
-        bound = bound_for(streams, mine.head_keys)
-        counted = mine.event_keys * EVENT_BYTES
-        if as_json_output:
-            policy = {
-                "budget": streams.budget,
-                "max_events": streams.max_events,
-                "bound": bound.keep if bound else None,
-                "counted": counted,
-            }
-            return {
-                "etcd": msgspec.to_builtins(etcd),
-                "plugin": msgspec.to_builtins(mine),
-                "streams": policy,
-            }
-        alarms = ", ".join(etcd.alarms) or "none"
-        in_use = "?" if etcd.db_size_in_use is None else _size(etcd.db_size_in_use)
-        lines = [
-            f"etcd {etcd.member} ({etcd.version}): database {_size(etcd.db_size)}, "
-            f"{in_use} in use; alarms: {alarms}",
-            f"{mine.kind} under {mine.prefix}: {mine.nodes} nodes, "
-            f"{mine.head_keys + mine.event_keys} keys, "
-            f"{_size(mine.head_bytes + mine.event_bytes)} "
-            f"(records {mine.head_keys} keys {_size(mine.head_bytes)}; "
-            f"events {mine.event_keys} keys {_size(mine.event_bytes)})",
-        ]
-        if bound is None:
-            lines.append("streams are unbounded (streams.budget and streams.max_events are 0)")
-        else:
-            budget = streams.budget
-            share = f", {100 * counted / budget:.0f}% of streams.budget {_size(budget)}"
-            lines.append(
-                f"each stream is held to {bound.keep} events; they count {_size(counted)} at "
-                f"{EVENT_BYTES} B an event{share if budget else ''}"
-            )
-        if mine.largest:
-            rows = [("NODE", "EVENTS", "BYTES")]
-            rows += [(s.node, str(s.events), _size(s.bytes)) for s in mine.largest]
-            lines += ["largest streams:", columns(rows)]
-        return "\n".join(lines)
-
-    run("footprint", measured, config=click_config(), text=not as_json_output)
+    store, streams = session.store, session.config.streams
+    store.etcd.budget_per_request()  # a long stream is many pages: each has etcd.timeout
+    etcd, mine = etcd_footprint(store.etcd), measure(store.etcd, store.keys, top)
+    bound = bound_for(streams, mine.head_keys)
+    counted = mine.event_keys * EVENT_BYTES
+    if as_json_output:
+        policy = {
+            "budget": streams.budget,
+            "max_events": streams.max_events,
+            "bound": bound.keep if bound else None,
+            "counted": counted,
+        }
+        return {
+            "etcd": msgspec.to_builtins(etcd),
+            "plugin": msgspec.to_builtins(mine),
+            "streams": policy,
+        }
+    alarms = ", ".join(etcd.alarms) or "none"
+    in_use = "?" if etcd.db_size_in_use is None else _size(etcd.db_size_in_use)
+    lines = [
+        f"etcd {etcd.member} ({etcd.version}): database {_size(etcd.db_size)}, "
+        f"{in_use} in use; alarms: {alarms}",
+        f"{mine.kind} under {mine.prefix}: {mine.nodes} nodes, "
+        f"{mine.head_keys + mine.event_keys} keys, "
+        f"{_size(mine.head_bytes + mine.event_bytes)} "
+        f"(records {mine.head_keys} keys {_size(mine.head_bytes)}; "
+        f"events {mine.event_keys} keys {_size(mine.event_bytes)})",
+    ]
+    if bound is None:
+        lines.append("streams are unbounded (streams.budget and streams.max_events are 0)")
+    else:
+        budget = streams.budget
+        share = f", {100 * counted / budget:.0f}% of streams.budget {_size(budget)}"
+        lines.append(
+            f"each stream is held to {bound.keep} events; they count {_size(counted)} at "
+            f"{EVENT_BYTES} B an event{share if budget else ''}"
+        )
+    if mine.largest:
+        rows = [("NODE", "EVENTS", "BYTES")]
+        rows += [(s.node, str(s.events), _size(s.bytes)) for s in mine.largest]
+        lines += ["largest streams:", columns(rows)]
+    return "\n".join(lines)
 
 
 def _size(size: int) -> str:

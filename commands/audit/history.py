@@ -11,10 +11,8 @@ from typing import TYPE_CHECKING, Any
 import click
 import msgspec
 
-from resource_extend.commands.audit import views
 from resource_extend.commands.audit.archive import archive_dir, archive_option
-from resource_extend.commands.program import current
-from resource_extend.commands.protocol import Session, click_config, run
+from resource_extend.commands.protocol import Session, answered
 from resource_extend.ledger import audit
 from resource_extend.ledger.errors import InvalidRequest, PluginError
 from resource_extend.ledger.events import AnyEvent as Event
@@ -23,6 +21,8 @@ from resource_extend.ledger.keys import check_node_name
 
 if TYPE_CHECKING:
     from resource_extend.ledger.positions import Positions
+    from resource_extend.projections.parts import KindView
+    from resource_extend.projections.plugin import Plugin
 
 
 POINT_HELP = "a seq (42) or an RFC 3339 time (2026-11-29T03:00:00Z; no offset means UTC)"
@@ -39,7 +39,7 @@ def point_option(
         raise click.BadParameter(exc.reason, ctx, param) from None
 
 
-def summary(view: views.KindView, event: Event) -> str:
+def summary(view: KindView, event: Event) -> str:
     """What one event did, in a few words: the ledger's own changes here, the kind's by its
     view."""
     change = event.change
@@ -58,7 +58,7 @@ def as_json(event: Event) -> dict[str, Any]:
     return {"seq": event.seq, "kind": event.kind, **data}
 
 
-def table(view: views.KindView, rows: list[tuple[Event, Any]]) -> str:
+def table(view: KindView, rows: list[tuple[Event, Any]]) -> str:
     """Events with the state after each (``None``: no node)."""
     after = tuple(f"{header} AFTER" for header in view.STATE_HEADERS)
     lines = [("SEQ", "AT (UTC)", "VERB", "KIND", *after, "CHANGE")]
@@ -208,6 +208,17 @@ class Selection(msgspec.Struct, frozen=True):
         return list(collections.deque(rows, maxlen=self.limit))
 
 
+class ChangeKind(click.ParamType):  # type: ignore[type-arg]  # generic in newer click
+    """A change kind of the program's own (``history --kind``): which kinds there are is the
+    program's to say, so the CLI makes this a ``click.Choice`` of them (:meth:`for_program`)
+    when it shows or runs the command."""
+
+    name = "kind"
+
+    def for_program(self, program: Plugin) -> click.Choice[str]:
+        return click.Choice(program.parts.view.KINDS)
+
+
 @click.command("history")
 @click.argument("node")
 @click.option(
@@ -223,7 +234,7 @@ class Selection(msgspec.Struct, frozen=True):
     "--kind",
     "kinds",
     multiple=True,
-    type=click.Choice(current().package().view().KINDS),
+    type=ChangeKind(),
     help="Only events of this kind (repeat for several).",
 )
 @click.option(
@@ -231,7 +242,9 @@ class Selection(msgspec.Struct, frozen=True):
 )
 @archive_option
 @click.option("--json", "as_json_output", is_flag=True, help="Print a JSON array, oldest first.")
+@answered
 def history(
+    session: Session,
     node: str,
     since: audit.Point | None,
     until: audit.Point | None,
@@ -239,7 +252,7 @@ def history(
     limit: int | None,
     archive: str | None,
     as_json_output: bool,
-) -> None:
+) -> Any:
     """Print NODE's events, oldest first: when, which verb, what changed, and the capacity and
     usage after each.
 
@@ -255,47 +268,43 @@ def history(
     folded from the start.
     """
 
-    def show(session: Session) -> Any:
-        positions = positions_of(session, node)
-        first = positions.at_or_after(positions.first) if positions.first else None
-        if first is None:
-            return [] if as_json_output else NOT_ADOPTED
-        low, high = window(positions, since, until)
-        if limit is not None:
-            low = (
-                newest(positions, low, high, kinds, limit) if kinds else max(low, high - limit + 1)
+    positions = positions_of(session, node)
+    first = positions.at_or_after(positions.first) if positions.first else None
+    if first is None:
+        return [] if as_json_output else NOT_ADOPTED
+    low, high = window(positions, since, until)
+    if limit is not None:
+        low = newest(positions, low, high, kinds, limit) if kinds else max(low, high - limit + 1)
+    rows = None
+    exports = archive_dir(session, archive)
+    if exports and reaches_archive(first, low):
+        by_seq = limit is not None and not kinds and not isinstance(until, datetime)
+        reach = high - limit + 1 if by_seq and limit is not None else None
+        select = Selection(since, until, kinds, limit, high, reach)
+        try:
+            rows = archived_rows(session, positions, first, exports, select)
+        except PluginError:
+            if archive:  # named by hand: it must hold the chain
+                raise
+    if rows is None:
+        if until is not None and isinstance(first.change, Checkpoint) and high < first.seq:
+            raise PluginError(
+                f"nothing left up to {audit.shown_point(until)}: {audit.compacted_note(first)}"
             )
-        rows = None
-        exports = archive_dir(session, archive)
-        if exports and reaches_archive(first, low):
-            by_seq = limit is not None and not kinds and not isinstance(until, datetime)
-            reach = high - limit + 1 if by_seq and limit is not None else None
-            select = Selection(since, until, kinds, limit, high, reach)
-            try:
-                rows = archived_rows(session, positions, first, exports, select)
-            except PluginError:
-                if archive:  # named by hand: it must hold the chain
-                    raise
-        if rows is None:
-            if until is not None and isinstance(first.change, Checkpoint) and high < first.seq:
-                raise PluginError(
-                    f"nothing left up to {audit.shown_point(until)}: {audit.compacted_note(first)}"
-                )
-            rows = [
-                (event, state)
-                for event, state in positions.rows(low - 1, high)
-                if not kinds or event.kind in kinds
-            ]
-        if as_json_output:
-            return [as_json(e) for e, _ in rows]
-        return table(session.view, rows) if rows else "no events match"
-
-    run("history", show, config=click_config(), text=not as_json_output)
+        rows = [
+            (event, state)
+            for event, state in positions.rows(low - 1, high)
+            if not kinds or event.kind in kinds
+        ]
+    if as_json_output:
+        return [as_json(e) for e, _ in rows]
+    return table(session.view, rows) if rows else "no events match"
 
 
 @click.command("export")
 @click.argument("node")
-def export(node: str) -> None:
+@answered
+def export(session: Session, node: str) -> Any:
     """Print NODE's whole stream as JSON lines: one event per line, exactly as stored (each
     line decodes as an event, schema version included).
 
@@ -306,16 +315,11 @@ def export(node: str) -> None:
     its checkpoint, which names the export holding the events before it.
     """
 
-    def lines(session: Session) -> str:
-        from resource_extend.ledger.export import json_lines
+    from resource_extend.ledger.export import json_lines
 
-        session.node = check_node_name(node)
-        stored = session.store.streams.stored_events(
-            node
-        )  # as stored: one bad event is printed too
-        if not stored:
-            positions_of(session, node)  # the reason: never known, or upstream's not adopted
-            raise PluginError(NOT_ADOPTED)
-        return json_lines(stored).decode(errors="replace").rstrip("\n")
-
-    run("export", lines, config=click_config(), text=True)
+    session.node = check_node_name(node)
+    stored = session.store.streams.stored_events(node)  # as stored: one bad event is printed too
+    if not stored:
+        positions_of(session, node)  # the reason: never known, or upstream's not adopted
+        raise PluginError(NOT_ADOPTED)
+    return json_lines(stored).decode(errors="replace").rstrip("\n")

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from resource_extend.commands.protocol import Session, click_config, run
+from resource_extend.commands.protocol import Session, answered
 
 
 @click.command("migrate")
@@ -17,7 +17,8 @@ from resource_extend.commands.protocol import Session, click_config, run
     is_flag=True,
     help='Print {"nodes": {"<node>": <events moved>}, "events": N, "dry_run": B}.',
 )
-def migrate(dry_run: bool, as_json_output: bool) -> None:
+@answered
+def migrate(session: Session, dry_run: bool, as_json_output: bool) -> Any:
     """Move the GPU event streams written by resource-gpu 0.1 to where this release keeps them
     (resource-storage never wrote that layout: it finds nothing to move).
 
@@ -37,34 +38,31 @@ def migrate(dry_run: bool, as_json_output: bool) -> None:
     Afterwards:  {prog} verify --all
     """
 
-    def run_migration(session: Session) -> Any:
-        from resource_extend.ledger import migration
+    from resource_extend.ledger import migration
 
-        store = session.store
-        moved: dict[str, int] = {}
-        for node in migration.legacy_nodes(store.scans):
-            session.node = node
-            if dry_run:
-                moved[node] = migration.legacy_count(store.etcd, store.keys, node)
-            else:
-                moved[node] = migration.migrate_node(
-                    store.etcd, store.keys, node, before_batch=store.etcd.renew
-                )
-            session.node = None
-        total = sum(moved.values())
-        if as_json_output:
-            return {"nodes": moved, "events": total, "dry_run": dry_run}
-        verb = "to move" if dry_run else "moved"
-        lines = [f"node {node}: {count} events {verb}" for node, count in moved.items()]
-        if not moved:
-            lines.append("nothing to migrate: every stream is in this release's layout")
-        elif dry_run:
-            lines.append(f"{len(moved)} nodes, {total} events to move (nothing was changed)")
+    store = session.store
+    moved: dict[str, int] = {}
+    for node in migration.legacy_nodes(store.scans):
+        session.node = node
+        if dry_run:
+            moved[node] = migration.legacy_count(store.etcd, store.keys, node)
         else:
-            lines.append(
-                f"migrated {len(moved)} nodes, {total} events; check with: "
-                f"{session.kind.program} verify --all"
+            moved[node] = migration.migrate_node(
+                store.etcd, store.keys, node, before_batch=store.etcd.renew
             )
-        return "\n".join(lines)
-
-    run("migrate", run_migration, config=click_config(), text=not as_json_output)
+        session.node = None
+    total = sum(moved.values())
+    if as_json_output:
+        return {"nodes": moved, "events": total, "dry_run": dry_run}
+    verb = "to move" if dry_run else "moved"
+    lines = [f"node {node}: {count} events {verb}" for node, count in moved.items()]
+    if not moved:
+        lines.append("nothing to migrate: every stream is in this release's layout")
+    elif dry_run:
+        lines.append(f"{len(moved)} nodes, {total} events to move (nothing was changed)")
+    else:
+        lines.append(
+            f"migrated {len(moved)} nodes, {total} events; check with: "
+            f"{session.kind.program} verify --all"
+        )
+    return "\n".join(lines)

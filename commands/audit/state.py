@@ -15,7 +15,7 @@ from resource_extend.commands.audit.history import (
     point_option,
     positions_of,
 )
-from resource_extend.commands.protocol import Session, click_config, run
+from resource_extend.commands.protocol import Session, answered
 from resource_extend.ledger import audit
 from resource_extend.ledger.errors import PluginError
 from resource_extend.ledger.events import AnyEvent as Event
@@ -39,7 +39,14 @@ if TYPE_CHECKING:
     is_flag=True,
     help='Print {"capacity": R, "usage": R, "seq": N} instead of a table.',
 )
-def show(node: str, point: audit.Point | None, archive: str | None, as_json_output: bool) -> None:
+@answered
+def show(
+    session: Session,
+    node: str,
+    point: audit.Point | None,
+    archive: str | None,
+    as_json_output: bool,
+) -> Any:
     """Print NODE's capacity and usage now, or as of an earlier point, folded from its events.
 
     \b
@@ -52,37 +59,34 @@ def show(node: str, point: audit.Point | None, archive: str | None, as_json_outp
     that holds it. A point where the node did not exist is an error too.
     """
 
-    def state(session: Session) -> Any:
-        positions = positions_of(session, node)
-        first = positions.at_or_after(positions.first) if positions.first else None
-        if first is None:
-            raise PluginError(NOT_ADOPTED)
-        seq = seq_of(positions, point)
-        if seq is None:
-            assert point is not None
-            event, after = archived(session, first, point, archive)
-        else:
-            found = list(positions.rows(seq - 1, seq))
-            if not found:
-                raise PluginError(
-                    f"event {seq} is missing from the stream (see: {session.kind.program} "
-                    f"verify {node})"
-                )
-            event, after = found[0]
-        if after is None:
-            raise PluginError(f"the node did not exist after seq {event.seq} ({event.kind})")
-        view = session.view
-        if as_json_output:
-            return {**view.state_json(after), "seq": event.seq}
-        when = audit.rfc3339(audit.written_at(event))  # a checkpoint: its last event's
-        return columns(
-            [
-                ("SEQ", "AT (UTC)", *view.DETAIL_HEADERS),
-                (str(event.seq), when, *view.detail_cells(after)),
-            ]
-        )
-
-    run("show", state, config=click_config(), text=not as_json_output)
+    positions = positions_of(session, node)
+    first = positions.at_or_after(positions.first) if positions.first else None
+    if first is None:
+        raise PluginError(NOT_ADOPTED)
+    seq = seq_of(positions, point)
+    if seq is None:
+        assert point is not None
+        event, after = archived(session, first, point, archive)
+    else:
+        found = list(positions.rows(seq - 1, seq))
+        if not found:
+            raise PluginError(
+                f"event {seq} is missing from the stream (see: {session.kind.program} "
+                f"verify {node})"
+            )
+        event, after = found[0]
+    if after is None:
+        raise PluginError(f"the node did not exist after seq {event.seq} ({event.kind})")
+    view = session.view
+    if as_json_output:
+        return {**view.state_json(after), "seq": event.seq}
+    when = audit.rfc3339(audit.written_at(event))  # a checkpoint: its last event's
+    return columns(
+        [
+            ("SEQ", "AT (UTC)", *view.DETAIL_HEADERS),
+            (str(event.seq), when, *view.detail_cells(after)),
+        ]
+    )
 
 
 def archived(
@@ -118,7 +122,8 @@ def seq_of(positions: Positions[Any], point: audit.Point | None) -> int | None:
 
 @click.command("nodes")
 @click.option("--json", "as_json_output", is_flag=True, help="Print a JSON array of objects.")
-def nodes(as_json_output: bool) -> None:
+@answered
+def nodes(session: Session, as_json_output: bool) -> Any:
     """List every node the plugin knows: its capacity, usage and event stream.
 
     \b
@@ -135,50 +140,47 @@ def nodes(as_json_output: bool) -> None:
     sorted by name.
     """
 
-    def listing(session: Session) -> Any:
-        store, view = session.store, session.view
-        known, heads = store.scans.survey()
-        names = sorted(known)
-        streams = [n for n in names if known[n].stream and not known[n].legacy]
-        headless = {n for n in streams if n not in heads}
-        bounds = store.scans.stream_bounds(streams, tails=headless)
-        rows, shown = [], []
-        for name in names:
-            raw = heads.get(name)
-            stream = bounds.get(name)
-            try:
-                state = store.kind.read_head(raw).state if raw is not None else None
-                status = "live" if stream else "upstream"
-                if raw is None:
-                    tail = stream.tail if stream else None
-                    status = "head missing" if _exists_after(store.kind, tail) else "removed"
-            except msgspec.DecodeError:
-                state, status = None, "unreadable"
-            if known[name].legacy:
-                status = "0.1-layout"
-            shown.append(view.state_cells(view.EMPTY if state is None else state))
-            rows.append(
-                {
-                    "nodename": name,
-                    "state": status,
-                    **view.state_json(state),
-                    "events": stream.count if stream else 0,
-                    "seq": stream.last if stream else 0,
-                }
-            )
-        if as_json_output:
-            return rows
-        return columns(
-            [
-                ("NODE", "STATE", *view.STATE_HEADERS, "EVENTS", "SEQ"),
-                *(
-                    (row["nodename"], row["state"], *cells, str(row["events"]), str(row["seq"]))
-                    for row, cells in zip(rows, shown, strict=True)
-                ),
-            ]
+    store, view = session.store, session.view
+    known, heads = store.scans.survey()
+    names = sorted(known)
+    streams = [n for n in names if known[n].stream and not known[n].legacy]
+    headless = {n for n in streams if n not in heads}
+    bounds = store.scans.stream_bounds(streams, tails=headless)
+    rows, shown = [], []
+    for name in names:
+        raw = heads.get(name)
+        stream = bounds.get(name)
+        try:
+            state = store.kind.read_head(raw).state if raw is not None else None
+            status = "live" if stream else "upstream"
+            if raw is None:
+                tail = stream.tail if stream else None
+                status = "head missing" if _exists_after(store.kind, tail) else "removed"
+        except msgspec.DecodeError:
+            state, status = None, "unreadable"
+        if known[name].legacy:
+            status = "0.1-layout"
+        shown.append(view.state_cells(view.EMPTY if state is None else state))
+        rows.append(
+            {
+                "nodename": name,
+                "state": status,
+                **view.state_json(state),
+                "events": stream.count if stream else 0,
+                "seq": stream.last if stream else 0,
+            }
         )
-
-    run("nodes", listing, config=click_config(), text=not as_json_output)
+    if as_json_output:
+        return rows
+    return columns(
+        [
+            ("NODE", "STATE", *view.STATE_HEADERS, "EVENTS", "SEQ"),
+            *(
+                (row["nodename"], row["state"], *cells, str(row["events"]), str(row["seq"]))
+                for row, cells in zip(rows, shown, strict=True)
+            ),
+        ]
+    )
 
 
 def _exists_after(kind: Kind[Any], tail: bytes | None) -> bool:

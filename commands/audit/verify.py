@@ -9,7 +9,7 @@ import click
 import msgspec
 
 from resource_extend.commands.audit.archive import archive_dir, archive_option
-from resource_extend.commands.protocol import Session, click_config, respond, run
+from resource_extend.commands.protocol import Session, answered, respond
 from resource_extend.ledger import audit, export, verdicts
 from resource_extend.ledger.digests import EMPTY, named_by_next, tip_of
 from resource_extend.ledger.errors import PluginError
@@ -286,14 +286,16 @@ def streams_dir(session: Session) -> str:
         "publish an export an interrupted compaction left unpublished."
     ),
 )
+@answered
 def verify(
+    session: Session,
     nodes: tuple[str, ...],
     every: bool,
     archive: str | None,
     digests: bool,
     allow_elsewhere: bool,
     repair: bool,
-) -> None:
+) -> Any:
     """Fold each node's events and compare the result with its head (the record core reads);
     check the exports a compacted stream's checkpoints name, back to event 1.
 
@@ -324,68 +326,61 @@ def verify(
     once its content checks out. A head the upstream plugin wrote that has no stream yet is
     not a disagreement.
     """
-
     nodes_or_all(nodes, every)
-
-    def check(session: Session) -> str:
-        store = session.store
-        store.etcd.budget_per_request()  # many nodes outlast one call's budget; no request may
-        targets = named_nodes(store, nodes, every)
-        exports = archive_dir(session, archive)
-        trust = Trust(exports, allow_elsewhere)
-        directories = list(dict.fromkeys(d for d in (exports, streams_dir(session)) if d))
-        reports: list[str] = []
-        total = Verified()
-        failed = 0
-        unknown: list[str] = []
-        for node in targets:
-            try:
-                found = _verify_one(store, node, trust, repair, directories)
-            except PluginError as exc:
-                found = Verified(findings=[f"cannot verify: {exc.reason}"], agrees=False)
-            if not found.known:
-                unknown.append(node)
-                continue
-            if found.findings:
-                reports.append(f"node {node}: {'; '.join(found.findings)}")
-            if digests and found.tip:
-                reports.append(f"node {node}: {found.tip}")
-            failed += not found.agrees
-            total.repaired += found.repaired
-            total.exports_read += found.exports_read
-            total.exports_elsewhere += found.exports_elsewhere
-            total.clocks += found.clocks
-        if reports:
-            respond("\n".join(reports), text=True, io=session.io)
-        verified = len(targets) - len(unknown)
-        problems = []
-        if failed:
-            hint = "" if repair else " (--repair rewrites heads and publishes exports)"
-            disagree = (
-                "disagrees with its stream or exports"
-                if failed == 1
-                else ("disagree with their streams or exports")
-            )
-            problems.append(f"{failed} of {plural(verified, 'node')} {disagree}{hint}")
-        if unknown:
-            shown = ", ".join(unknown[:5]) + (
-                f" and {len(unknown) - 5} more" if unknown[5:] else ""
-            )
-            problems.append(
-                f"no such {'node' if len(unknown) == 1 else 'nodes'} under the prefix (no head, "
-                f"no events): {shown}"
-            )
-        if problems:
-            raise PluginError("; ".join(problems))
-        summary = f"{plural(verified, 'node')} verified: every head agrees with its stream"
-        if total.exports_read:
-            summary += f", {plural(total.exports_read, 'export')} checked"
-        if total.exports_elsewhere:
-            summary += f", {total.exports_elsewhere} elsewhere not checked (allowed)"
-        if total.repaired:
-            summary += f", {total.repaired} repaired"
-        if total.clocks:
-            summary += f"; {plural(len(total.clocks), 'event')} stamped by a clock ahead (noted)"
-        return summary
-
-    run("verify", check, config=click_config(), text=True)
+    store = session.store
+    store.etcd.budget_per_request()  # many nodes outlast one call's budget; no request may
+    targets = named_nodes(store, nodes, every)
+    exports = archive_dir(session, archive)
+    trust = Trust(exports, allow_elsewhere)
+    directories = list(dict.fromkeys(d for d in (exports, streams_dir(session)) if d))
+    reports: list[str] = []
+    total = Verified()
+    failed = 0
+    unknown: list[str] = []
+    for node in targets:
+        try:
+            found = _verify_one(store, node, trust, repair, directories)
+        except PluginError as exc:
+            found = Verified(findings=[f"cannot verify: {exc.reason}"], agrees=False)
+        if not found.known:
+            unknown.append(node)
+            continue
+        if found.findings:
+            reports.append(f"node {node}: {'; '.join(found.findings)}")
+        if digests and found.tip:
+            reports.append(f"node {node}: {found.tip}")
+        failed += not found.agrees
+        total.repaired += found.repaired
+        total.exports_read += found.exports_read
+        total.exports_elsewhere += found.exports_elsewhere
+        total.clocks += found.clocks
+    if reports:
+        respond("\n".join(reports), text=True, io=session.io)
+    verified = len(targets) - len(unknown)
+    problems = []
+    if failed:
+        hint = "" if repair else " (--repair rewrites heads and publishes exports)"
+        disagree = (
+            "disagrees with its stream or exports"
+            if failed == 1
+            else ("disagree with their streams or exports")
+        )
+        problems.append(f"{failed} of {plural(verified, 'node')} {disagree}{hint}")
+    if unknown:
+        shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if unknown[5:] else "")
+        problems.append(
+            f"no such {'node' if len(unknown) == 1 else 'nodes'} under the prefix (no head, "
+            f"no events): {shown}"
+        )
+    if problems:
+        raise PluginError("; ".join(problems))
+    summary = f"{plural(verified, 'node')} verified: every head agrees with its stream"
+    if total.exports_read:
+        summary += f", {plural(total.exports_read, 'export')} checked"
+    if total.exports_elsewhere:
+        summary += f", {total.exports_elsewhere} elsewhere not checked (allowed)"
+    if total.repaired:
+        summary += f", {total.repaired} repaired"
+    if total.clocks:
+        summary += f"; {plural(len(total.clocks), 'event')} stamped by a clock ahead (noted)"
+    return summary

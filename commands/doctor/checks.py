@@ -10,21 +10,23 @@ fixing failures from the top clears the rest.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from resource_extend.commands.doctor import etcd, host, prefix
 from resource_extend.commands.doctor.findings import Finding, fail, guarded, not_checked, ok, warn
-from resource_extend.commands.program import current
 from resource_extend.ledger import config as config_files
 from resource_extend.ledger.config import Config
 from resource_extend.ledger.errors import PluginError
 from resource_extend.ledger.words import plural
 
+if TYPE_CHECKING:
+    from resource_extend.projections.plugin import Plugin
+
 CONFIG_CHECK = "config"
 
 
-def check_config(explicit: str | None) -> tuple[Config | None, Finding]:
+def check_config(program: Plugin, explicit: str | None) -> tuple[Config | None, Finding]:
     """The config file: found, readable and valid; the config, when it is."""
-    program = current()
     path = config_files.config_path(explicit, program.config_file)
     how = "--config" if explicit else f"${config_files.ENV_VAR}"
     if not explicit and not os.environ.get(config_files.ENV_VAR):
@@ -54,24 +56,24 @@ def check_config(explicit: str | None) -> tuple[Config | None, Finding]:
     return config, ok(CONFIG_CHECK, summary)
 
 
-def every_finding(explicit: str | None) -> list[Finding]:
+def every_finding(program: Plugin, explicit: str | None) -> list[Finding]:
     """Every check, in order: config, etcd (each endpoint, alarms, clock), the prefix, the
     export directory, the resident helper, and (resource-gpu only) the GPU driver and the
     container runtime."""
-    config, found = check_config(explicit)
+    config, found = check_config(program, explicit)
     findings = [found]
     if config is None:
         checks = ("etcd", "prefix", "exports")
         findings += [not_checked(check, "no valid config") for check in checks]
     else:
         probed = etcd.EtcdFindings()
-        findings += guarded("etcd", lambda: etcd.check_etcd(config, probed))
+        findings += guarded(program, "etcd", lambda: etcd.check_etcd(program, config, probed))
         if probed.reachable:
-            findings += guarded("prefix", lambda: prefix.check_prefix(explicit))
+            findings += guarded(program, "prefix", lambda: prefix.check_prefix(program, explicit))
         else:
             findings.append(not_checked("prefix", "no etcd endpoint passed its check"))
-        findings += guarded("exports", lambda: host.check_exports(config))
-    findings += guarded("helper", lambda: host.check_helper(explicit, config))
-    if current().kind == "gpu":
-        findings += guarded("gpu driver", host.check_gpu_host)
+        findings += guarded(program, "exports", lambda: host.check_exports(config))
+    findings += guarded(program, "helper", lambda: host.check_helper(program, explicit, config))
+    if program.kind == "gpu":
+        findings += guarded(program, "gpu driver", lambda: host.check_gpu_host(program))
     return findings

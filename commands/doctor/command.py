@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from resource_extend.commands.protocol import Session, click_config, respond, run
+from resource_extend.commands.protocol import Session, answered, click_config, respond
 
 if TYPE_CHECKING:
     from resource_extend.commands.doctor.findings import Finding
@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     is_flag=True,
     help='Print [{"check", "status", "message", "fix"}, ...] instead of a table.',
 )
-def doctor(as_json_output: bool) -> None:
+@answered
+def doctor(session: Session, as_json_output: bool) -> Any:
     """Check this host's set-up, one finding per line: ok, warn or fail, what was seen, and
     under each warn or fail the fix.
 
@@ -62,21 +63,19 @@ def doctor(as_json_output: bool) -> None:
       {prog} --config /etc/eru/plugins/{config} doctor --json
     """
 
-    def diagnose(session: Session) -> str:
-        from resource_extend.commands.doctor.checks import every_finding
+    from resource_extend.commands.doctor.checks import every_finding
 
-        findings = every_finding(click_config())
-        answer = _as_json(findings) if as_json_output else table(findings)
-        failed = [found.check for found in findings if found.status == "fail"]
-        if not failed:
-            return answer
-        respond(answer, text=True, io=session.io)
-        from resource_extend.ledger.errors import PluginError
+    program = session.plugin
+    findings = [found.filled(program) for found in every_finding(program, click_config())]
+    answer = _as_json(findings) if as_json_output else table(findings)
+    failed = [found.check for found in findings if found.status == "fail"]
+    if not failed:
+        return answer
+    respond(answer, text=True, io=session.io)
+    from resource_extend.ledger.errors import PluginError
 
-        shown = ", ".join(dict.fromkeys(failed))
-        raise PluginError(f"{len(failed)} of {len(findings)} checks failed: {shown}")
-
-    run("doctor", diagnose, config=click_config(), text=True)
+    shown = ", ".join(dict.fromkeys(failed))
+    raise PluginError(f"{len(failed)} of {len(findings)} checks failed: {shown}")
 
 
 def _as_json(findings: list[Finding]) -> str:

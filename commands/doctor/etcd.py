@@ -12,6 +12,7 @@ do.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -19,7 +20,6 @@ from resource_extend.commands.doctor.clock import clock_offset, judge_clock
 from resource_extend.commands.doctor.durability import CHECK as DURABILITY
 from resource_extend.commands.doctor.durability import check_durability, parse_version
 from resource_extend.commands.doctor.findings import Finding, fail, not_checked, ok, warn
-from resource_extend.commands.program import current
 from resource_extend.ledger import wire
 from resource_extend.ledger.config import Config, EtcdConfig
 from resource_extend.ledger.connection import open_transport
@@ -34,6 +34,9 @@ from resource_extend.ledger.transport import (
     Unavailable,
 )
 from resource_extend.ledger.words import plural
+
+if TYPE_CHECKING:
+    from resource_extend.projections.plugin import Plugin
 
 MIN_VERSION = (3, 4)
 """The oldest etcd the plugins support: its JSON gateway serves ``/v3/`` from 3.4 on (3.3
@@ -84,11 +87,11 @@ class _Version(msgspec.Struct):
     etcdserver: str = ""
 
 
-def check_etcd(config: Config, probed: EtcdFindings) -> list[Finding]:
+def check_etcd(program: Plugin, config: Config, probed: EtcdFindings) -> list[Finding]:
     """Each endpoint, then the alarms and the members (asked of the first that answered),
     then the clock."""
     settings = config.etcd
-    root = KeyLayout(settings.prefix, current().kind).root
+    root = KeyLayout(settings.prefix, program.kind).root
     probes = [probe(settings, index, root) for index in range(len(settings.machines))]
     answering = [p for p in probes if p.answered]
     probed.reachable = bool(answering)

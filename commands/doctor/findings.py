@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
-from resource_extend.commands.program import current
+from resource_extend.commands.program import debugging
 from resource_extend.ledger.errors import PluginError
+
+if TYPE_CHECKING:
+    from resource_extend.projections.plugin import Plugin
 
 Status = Literal["ok", "warn", "fail"]
 
@@ -22,32 +25,36 @@ class Finding(msgspec.Struct, frozen=True):
     fix: str = ""
     """What to run or change; empty when the finding is ok."""
 
+    def filled(self, program: Plugin) -> Finding:
+        """The finding as ``program`` says it: its ``{prog}``, ``{config}`` and so on filled
+        (checks are written once for both programs)."""
+        return Finding(self.check, self.status, program.fill(self.message), program.fill(self.fix))
+
 
 def ok(check: str, message: str) -> Finding:
     return Finding(check, "ok", message)
 
 
 def warn(check: str, message: str, fix: str) -> Finding:
-    return Finding(check, "warn", message, current().fill(fix))
+    return Finding(check, "warn", message, fix)
 
 
 def fail(check: str, message: str, fix: str) -> Finding:
-    return Finding(check, "fail", message, current().fill(fix))
+    return Finding(check, "fail", message, fix)
 
 
 def not_checked(check: str, because: str) -> Finding:
     return warn(check, f"not checked: {because}", "fix the failure listed above, then run again")
 
 
-def guarded(check: str, run: Callable[[], list[Finding]]) -> list[Finding]:
+def guarded(program: Plugin, check: str, run: Callable[[], list[Finding]]) -> list[Finding]:
     """``run``'s findings; a failure it raises is a finding too, so the next check runs."""
     try:
         return run()
     except PluginError as exc:
         reason = exc.reason
     except Exception as exc:  # a bug in a check must not hide the other findings
-        if current().debugging():
+        if debugging(program):
             raise
         reason = f"internal error: {type(exc).__name__}: {exc}"
-    debug = current().env("DEBUG")
-    return [fail(check, f"the check itself failed: {reason}", f"{debug}=1 shows its traceback")]
+    return [fail(check, f"the check itself failed: {reason}", "{PROG}_DEBUG=1 shows its traceback")]

@@ -13,10 +13,10 @@ import stat
 from typing import TYPE_CHECKING, Any
 
 from resource_extend.commands.doctor.findings import Finding, fail, ok, warn
-from resource_extend.commands.program import current
 
 if TYPE_CHECKING:
     from resource_extend.ledger.config import Config
+    from resource_extend.projections.plugin import Plugin
 
 DAEMON_JSON = "/etc/docker/daemon.json"
 NVIDIA_SMI_SECONDS = 15.0
@@ -55,7 +55,7 @@ def check_exports(config: Config) -> list[Finding]:
     return [ok("exports", f"compactions write exports to {folder}{made}")]
 
 
-def check_helper(explicit: str | None, config: Config | None) -> list[Finding]:
+def check_helper(program: Plugin, explicit: str | None, config: Config | None) -> list[Finding]:
     """The runtime directory, every socket in it, and the helper for this config."""
     from resource_extend.commands.resident import client as resident
     from resource_extend.commands.resident import command as helper
@@ -63,7 +63,7 @@ def check_helper(explicit: str | None, config: Config | None) -> list[Finding]:
 
     check = "helper"
     try:
-        directory, path = rundir.open_private(create=False)
+        directory, path = rundir.open_private(program.name, create=False)
     except rundir.Untrusted as exc:
         return [
             fail(
@@ -74,7 +74,8 @@ def check_helper(explicit: str | None, config: Config | None) -> list[Finding]:
             )
         ]
     except OSError:
-        return [ok(check, f"none running ({_wanted(config)}); no runtime directory yet")]
+        wanted = _wanted(program, config)
+        return [ok(check, f"none running ({wanted}); no runtime directory yet")]
     findings: list[Finding] = []
     try:
         names = sorted(name for name in os.listdir(path) if name.endswith(".sock"))
@@ -82,10 +83,10 @@ def check_helper(explicit: str | None, config: Config | None) -> list[Finding]:
             findings += _socket_findings(directory, os.path.join(path, name), name)
     finally:
         os.close(directory)
-    config_file = resident.config_file(explicit)
+    config_file = resident.config_file(program, explicit)
     ours = resident.socket_name(config_file) if config_file else None
     code = resident.code_identity()
-    seen = [helper.look(name) for name in names if not _is_failed(findings, name)]
+    seen = [helper.look(program.name, n) for n in names if not _is_failed(findings, n)]
     try:
         found = None
         for one in seen:
@@ -98,7 +99,7 @@ def check_helper(explicit: str | None, config: Config | None) -> list[Finding]:
                 found = status
             elif status is not None and status.get("code") != code:
                 findings.append(_old_code(one.name, status, code))
-        findings.insert(0, _ours(check, found, config, config_file, code))
+        findings.insert(0, _ours(program, check, found, config, config_file, code))
     finally:
         for one in seen:
             if one.link is not None:
@@ -106,17 +107,18 @@ def check_helper(explicit: str | None, config: Config | None) -> list[Finding]:
     return findings
 
 
-def _wanted(config: Config | None) -> str:
+def _wanted(program: Plugin, config: Config | None) -> str:
     from resource_extend.commands.resident import client as resident
 
-    if resident.turned_off():
-        return f"${current().env('RESIDENT')} turns it off"
+    if resident.turned_off(program):
+        return "${PROG}_RESIDENT turns it off"
     if config is None:
         return "the config is not valid"
     return "the config wants one" if config.resident else "the config says resident: false"
 
 
 def _ours(
+    program: Plugin,
     check: str,
     status: dict[str, Any] | None,
     config: Config | None,
@@ -126,10 +128,10 @@ def _ours(
     if status is None:
         starts = " (the next core call starts one)" if config and config.resident else ""
         shown = config_file or "this config"
-        return ok(check, f"none running for {shown}: {_wanted(config)}{starts}")
+        return ok(check, f"none running for {shown}: {_wanted(program, config)}{starts}")
     return ok(
         check,
-        f"running for {status.get('config')}: pid {status.get('pid')}, {current().name} "
+        f"running for {status.get('config')}: pid {status.get('pid')}, {{prog}} "
         f"{status.get('version')}, code {status.get('code')} (this installation's: {code})",
     )
 
@@ -138,7 +140,7 @@ def _old_code(name: str, status: dict[str, Any], code: str) -> Finding:
     return warn(
         f"helper {name}",
         f"pid {status.get('pid')} serves {status.get('config')} with other code: "
-        f"{current().name} {status.get('version')}, code {status.get('code')}, not this "
+        f"{{prog}} {status.get('version')}, code {status.get('code')}, not this "
         f"installation's {code} (left running by an upgrade; calls no longer reach it, and it "
         "exits when idle)",
         STOP_FIX,
@@ -186,7 +188,7 @@ def _who(mode: int) -> str:
     )
 
 
-def check_gpu_host() -> list[Finding]:
+def check_gpu_host(program: Plugin) -> list[Finding]:
     """The NVIDIA driver (``nvidia-smi`` answers), then the container runtime; a host with no
     ``nvidia-smi`` is not a GPU host, and has nothing to check."""
     import shutil
@@ -214,7 +216,7 @@ def check_gpu_host() -> list[Finding]:
         f"{', '.join(drivers) or 'unknown'}",
     )
     tools = [tool for tool in RUNTIME_TOOLS if shutil.which(tool)]
-    path = os.environ.get(current().env("DOCKER_DAEMON_JSON")) or DAEMON_JSON
+    path = os.environ.get(program.env("DOCKER_DAEMON_JSON")) or DAEMON_JSON
     text, unreadable = _read_text(path)
     return [found, container_runtime(tools, path, text, unreadable)]
 
@@ -267,8 +269,7 @@ def container_runtime(
         return warn(
             check,
             f"cannot read {path}: {unreadable}",
-            "run doctor as a user who may read it (or point "
-            f"${current().env('DOCKER_DAEMON_JSON')} at a copy)",
+            "run doctor as a user who may read it (or point ${PROG}_DOCKER_DAEMON_JSON at a copy)",
         )
     if text is None:
         return warn(check, f"{path} does not exist: Docker has no nvidia runtime", RUNTIME_FIX)

@@ -20,6 +20,7 @@ from resource_extend.ledger.words import plural
 
 if TYPE_CHECKING:
     from resource_extend.ledger.scans import NodeKeys
+    from resource_extend.projections.plugin import Plugin
 
 DRIFT_NODES = 50
 """The most nodes whose heads doctor compares with their streams (``verify --all``: every one)."""
@@ -32,10 +33,10 @@ SHOWN = 5
 """Node names a message lists before "and N more"."""
 
 
-def check_prefix(explicit: str | None) -> list[Finding]:
+def check_prefix(program: Plugin, explicit: str | None) -> list[Finding]:
     from resource_extend.commands.protocol import Session
 
-    session = Session(explicit)
+    session = Session(program, explicit)
     try:
         store = session.store
         store.etcd.budget_per_request()  # the listing and the folds outlast one call's budget
@@ -143,17 +144,15 @@ def _drift_finding(store: Store[Any], candidates: list[str], records: int) -> Fi
         agree = (
             "its head agrees with its stream" if folded == 1 else "heads agree with their streams"
         )
-        return ok(check, _filled(f"{agree} (checked {scope}){skipped}"))
+        return ok(check, f"{agree} (checked {scope}){skipped}")
     count = len(disagree)
     heads = f"{plural(count, 'head')} " + (
         "disagrees with its stream" if count == 1 else "disagree with their streams"
     )
     return fail(
         check,
-        _filled(
-            f"{heads} (checked {scope}): "
-            f"{'; '.join(disagree[:SHOWN])}{'; ...' if len(disagree) > SHOWN else ''}{skipped}"
-        ),
+        f"{heads} (checked {scope}): "
+        f"{'; '.join(disagree[:SHOWN])}{'; ...' if len(disagree) > SHOWN else ''}{skipped}",
         "{prog} verify --all shows every disagreement; {prog} verify --all --repair rewrites "
         "each head from its stream (a whole stream only), recorded as an event",
     )
@@ -203,9 +202,3 @@ def _sample(names: list[str], most: int) -> list[str]:
     import random
 
     return sorted(random.sample(names, most))
-
-
-def _filled(text: str) -> str:
-    from resource_extend.commands.program import current
-
-    return current().fill(text)

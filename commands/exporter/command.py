@@ -4,18 +4,13 @@ from __future__ import annotations
 
 import signal
 import threading
+from typing import Any
 
 import click
 
 from resource_extend.commands.exporter.listen import DEFAULT_HOST, Address, parse_listen
-from resource_extend.commands.program import current, installed_version
-from resource_extend.commands.protocol import (
-    Session,
-    click_config,
-    report_failure,
-    respond,
-    run,
-)
+from resource_extend.commands.program import installed_version
+from resource_extend.commands.protocol import Session, answered, report_failure, respond
 from resource_extend.ledger.errors import PluginError
 
 INSTALL_HINT = "pip install 'resource-extend[exporter]' (or pip install prometheus-client)"
@@ -25,7 +20,7 @@ def listen_address(ctx: click.Context, _: click.Parameter, value: str | None) ->
     """``--listen`` (a click callback): an address not understood is a usage error; none
     given, loopback on this program's port."""
     if value is None:
-        return Address(DEFAULT_HOST, current().exporter_port)
+        return Address(DEFAULT_HOST, ctx.find_root().obj.exporter_port)
     try:
         return parse_listen(value)
     except PluginError as exc:
@@ -63,9 +58,10 @@ def listen_address(ctx: click.Context, _: click.Parameter, value: str | None) ->
     metavar="SECONDS",
     help="Pause between two verify passes over every stream (0: no verify, no drift gauge).",
 )
+@answered
 def exporter(
-    address: Address, every: float, stale_after: float | None, verify_every: float
-) -> None:
+    session: Session, address: Address, every: float, stale_after: float | None, verify_every: float
+) -> Any:
     """Serve the ledger's metrics to Prometheus on http://HOST:PORT/metrics, until stopped
     (SIGTERM or SIGINT: the server closes, the background jobs end, exit status 0).
 
@@ -132,71 +128,66 @@ def exporter(
             "would go stale between two reads",
             click.get_current_context(),
         )
-
-    def serve(session: Session) -> str:
-        try:
-            import prometheus_client  # noqa: F401  (the [exporter] extra)
-        except ImportError:
-            raise PluginError(f"prometheus-client is not installed: {INSTALL_HINT}") from None
-        from resource_extend.commands.exporter import serve as http
-        from resource_extend.commands.exporter.refresh import Refresher
-        from resource_extend.commands.exporter.view import prefix_of, view_families
-
-        config = session.config
-        prefix, kind_gauges = prefix_of(current().name), current().package().exporter_gauges()
-
-        def report(line: str, failure: bool) -> None:
-            if failure:
-                report_failure("exporter", None, line, session.io)
-            else:
-                respond(line, text=True, io=session.io)
-
-        refresher = Refresher(
-            config.etcd,
-            session.kind,
-            kind_gauges,
-            lambda view: http.render(view_families(view, prefix, kind_gauges)),
-            report,
-        )
-        app = http.metrics_app(
-            lambda: refresher.status,
-            prefix,
-            stale,
-            program=current().name,
-            version=installed_version(),
-        )
-        server = http.listen(address, app)
-        jobs = [
-            threading.Thread(target=server.serve_forever, name="http", daemon=True),
-            threading.Thread(
-                target=refresher.refresh_every, args=(every, stopping), name="refresh", daemon=True
-            ),
-        ]
-        if verify_every > 0:
-            jobs.append(
-                threading.Thread(
-                    target=refresher.verify_every,
-                    args=(verify_every, stopping),
-                    name="verify",
-                    daemon=True,
-                )
-            )
-        for job in jobs:
-            job.start()
-        served = http.bound(server, address)
-        respond(f"serving {served.url}", text=True, io=session.io)
-        try:
-            while not stopping.wait(1.0):
-                pass
-        finally:
-            stopping.set()
-            server.shutdown()
-            server.server_close()
-            for job in jobs:
-                job.join(timeout=config.etcd.timeout + 1)
-        return f"stopped serving {served.url}"
-
-    # The first SIGTERM or SIGINT stops it: the server closes, each job ends its request.
     for stop in (signal.SIGTERM, signal.SIGINT):
         signal.signal(stop, lambda *_: stopping.set())
-    run("exporter", serve, config=click_config(), text=True)
+    try:
+        import prometheus_client  # noqa: F401  (the [exporter] extra)
+    except ImportError:
+        raise PluginError(f"prometheus-client is not installed: {INSTALL_HINT}") from None
+    from resource_extend.commands.exporter import serve as http
+    from resource_extend.commands.exporter.refresh import Refresher
+    from resource_extend.commands.exporter.view import prefix_of, view_families
+
+    config = session.config
+    prefix, kind_gauges = prefix_of(session.plugin.name), session.plugin.parts.gauges
+
+    def report(line: str, failure: bool) -> None:
+        if failure:
+            report_failure(session.plugin.name, "exporter", None, line, session.io)
+        else:
+            respond(line, text=True, io=session.io)
+
+    refresher = Refresher(
+        config.etcd,
+        session.kind,
+        kind_gauges,
+        lambda view: http.render(view_families(view, prefix, kind_gauges)),
+        report,
+    )
+    app = http.metrics_app(
+        lambda: refresher.status,
+        prefix,
+        stale,
+        program=session.plugin.name,
+        version=installed_version(),
+    )
+    server = http.listen(address, app)
+    jobs = [
+        threading.Thread(target=server.serve_forever, name="http", daemon=True),
+        threading.Thread(
+            target=refresher.refresh_every, args=(every, stopping), name="refresh", daemon=True
+        ),
+    ]
+    if verify_every > 0:
+        jobs.append(
+            threading.Thread(
+                target=refresher.verify_every,
+                args=(verify_every, stopping),
+                name="verify",
+                daemon=True,
+            )
+        )
+    for job in jobs:
+        job.start()
+    served = http.bound(server, address)
+    respond(f"serving {served.url}", text=True, io=session.io)
+    try:
+        while not stopping.wait(1.0):
+            pass
+    finally:
+        stopping.set()
+        server.shutdown()
+        server.server_close()
+        for job in jobs:
+            job.join(timeout=config.etcd.timeout + 1)
+    return f"stopped serving {served.url}"

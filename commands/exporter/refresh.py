@@ -13,13 +13,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from resource_extend.commands.exporter.view import (
     Drift,
-    KindGauges,
     NodeSeries,
     Status,
     Tallies,
@@ -33,6 +32,9 @@ from resource_extend.ledger.digests import tip_in_head
 from resource_extend.ledger.errors import PluginError
 from resource_extend.ledger.kinds import Kind
 from resource_extend.ledger.store import Store
+
+if TYPE_CHECKING:
+    from resource_extend.projections.parts import KindGauges
 
 Report = Callable[[str, bool], None]
 """Told one line for the operator: ``(line, is_failure)``."""

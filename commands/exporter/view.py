@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
-Gauge = tuple[str, str, tuple[str, ...]]
-"""A kind's gauge: its name after the prefix, its help, its labels besides ``node``."""
-Sample = tuple[str, tuple[str, ...], float]
-"""One value of a kind's gauge: the gauge's name, its labels' values in order, the value."""
+from resource_extend.projections.metrics import Sample
+
+if TYPE_CHECKING:
+    from resource_extend.projections.parts import KindGauges
+
 Point = tuple[tuple[str, ...], float]
 """One sample of a family: its labels' values, in the family's order, and its value."""
 
@@ -25,15 +26,6 @@ Point = tuple[tuple[str, ...], float]
 NODE_LABEL = "nodename"
 """The node's label, named as in core's own metrics (``gpu_used{podname,nodename,...}``), so
 that the two join."""
-
-
-class KindGauges(Protocol):
-    """What a kind gives the exporter (``projections.gpu.metrics``): its gauges, and a node's
-    values of them."""
-
-    GAUGES: tuple[Gauge, ...]
-
-    def gauges(self, state: Any) -> list[Sample]: ...
 
 
 class NodeSeries(msgspec.Struct, frozen=True):

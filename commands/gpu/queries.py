@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from resource_extend.commands.gpu import requests
+from resource_extend.commands.gpu import requests, verb
 from resource_extend.commands.gpu.answers import node_resources, workloads_sum
 from resource_extend.commands.nodes import (
     metrics_of,
@@ -13,7 +13,7 @@ from resource_extend.commands.nodes import (
     read_states,
     resource_info_map,
 )
-from resource_extend.commands.protocol import Session, verb
+from resource_extend.commands.protocol import Session
 from resource_extend.ledger.keys import check_node_name
 from resource_extend.projections import answers
 from resource_extend.projections.gpu import capacity, metrics

@@ -6,9 +6,9 @@ from typing import Any
 
 import msgspec
 
-from resource_extend.commands.gpu import requests
+from resource_extend.commands.gpu import requests, verb
 from resource_extend.commands.gpu.answers import node_resources, workloads_sum
-from resource_extend.commands.protocol import Session, verb
+from resource_extend.commands.protocol import Session
 from resource_extend.ledger.errors import InvalidRequest
 from resource_extend.ledger.keys import check_node_name
 from resource_extend.projections.gpu import cards, decide

@@ -39,7 +39,7 @@ from __future__ import annotations
 import os
 import sys
 
-from resource_extend.commands.program import current
+from resource_extend.commands.program import debugging
 from resource_extend.commands.registry import MAX_REQUEST_BYTES
 from resource_extend.commands.resident import rundir
 
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from _socket import socket
 
     from resource_extend.ledger.store import Resume
+    from resource_extend.projections.plugin import Plugin
 
 MAGIC = b"RGPU3"
 CONNECT_TIMEOUT = 1.0
@@ -64,17 +65,16 @@ PACKAGES = ("commands", "ledger", "projections")
 HELPER_MODULE = "resource_extend.commands.resident.daemon"
 
 
-def turned_off() -> bool:
+def turned_off(program: Plugin) -> bool:
     """Off by the environment: ``RESOURCE_GPU_RESIDENT=0`` (``RESOURCE_STORAGE_RESIDENT=0``),
     or debugging (tracebacks belong to the process that runs the verb)."""
-    program = current()
     off = os.environ.get(program.env("RESIDENT"), "1") in ("0", "off", "false")
-    return off or program.debugging()
+    return off or debugging(program)
 
 
-def config_file(explicit: str | None) -> str | None:
+def config_file(program: Plugin, explicit: str | None) -> str | None:
     """The config file a call would read, as an absolute path, if it is a regular file."""
-    path = explicit or os.environ.get("ERU_RESOURCE_CONFIG_PATH") or current().config_file
+    path = explicit or os.environ.get("ERU_RESOURCE_CONFIG_PATH") or program.config_file
     try:
         path = os.path.abspath(path)  # the working directory may be gone
         return path if os.path.isfile(path) else None
@@ -132,14 +132,15 @@ class Outcome:
         return Resume(op=self.sent[0], after=self.sent[1])
 
 
-def call(verb: str, config: str | None) -> Outcome:
-    """Send the call to the resident helper, if one serves this config; relay its answer."""
-    if turned_off():
+def call(program: Plugin, verb: str, config: str | None) -> Outcome:
+    """Send the call to ``program``'s resident helper, if one serves this config; relay its
+    answer."""
+    if turned_off(program):
         return Outcome(None)
-    path = config_file(config)
+    path = config_file(program, config)
     if path is None:
         return Outcome(None)
-    link = Link.connect(socket_name(path))
+    link = Link.connect(program.name, socket_name(path))
     if link is None:
         return Outcome(None)
     stdin = sys.stdin.buffer.read(MAX_REQUEST_BYTES + 1)
@@ -190,7 +191,9 @@ class Reader:
 class Link:
     """A connection to a helper, checked to be of this user, and a handle on its process."""
 
-    def __init__(self, sock: socket, pid: int) -> None:
+    def __init__(self, program: str, sock: socket, pid: int) -> None:
+        self.program = program
+        """The program whose helper it is (``resource-gpu``), for messages."""
         self.sock = sock
         self.pid = pid
         """The helper's; once it has taken a call, the pid of the process running it."""
@@ -198,10 +201,11 @@ class Link:
         self._pidfd = _pidfd(pid)  # now, while the helper surely is that pid
 
     @classmethod
-    def connect(cls, name: str) -> Link | None:
-        """The helper listening on socket ``name`` of this user's runtime directory."""
+    def connect(cls, program: str, name: str) -> Link | None:
+        """The helper listening on socket ``name`` of this user's runtime directory of
+        ``program`` (``resource-gpu``)."""
         try:
-            directory, _ = rundir.open_private(create=False)
+            directory, _ = rundir.open_private(program, create=False)
         except OSError:
             return None
         import _socket
@@ -218,7 +222,7 @@ class Link:
             return None
         finally:
             os.close(directory)
-        return cls(sock, pid)
+        return cls(program, sock, pid)
 
     def close(self) -> None:
         self.sock.close()
@@ -285,7 +289,7 @@ class Link:
             return Outcome(None, sent)
         shown = node if node.isprintable() else ascii(node)
         sys.stderr.write(
-            f"{current().name} {verb}: node {shown}: outcome unknown: write {sent[0]} was sent "
+            f"{self.program} {verb}: node {shown}: outcome unknown: write {sent[0]} was sent "
             f"but its answer was lost: the resident helper's call (pid {self.pid}) stopped "
             "answering and could not be stopped\n"
         )
@@ -323,13 +327,13 @@ def _pidfd(pid: int) -> int | None:
         return None
 
 
-def start_if_wanted(config: str | None) -> None:
+def start_if_wanted(program: Plugin, config: str | None) -> None:
     """After a call that worked here: start a helper if the config wants one. Never fails:
     the call has answered. A call that failed starts none, so a broken config, a wrong
     endpoint or an etcd away leaves no helper behind to idle out."""
-    if turned_off():
+    if turned_off(program):
         return
-    path = config_file(config)
+    path = config_file(program, config)
     if path is None:
         return
     try:
@@ -339,15 +343,15 @@ def start_if_wanted(config: str | None) -> None:
     except Exception:
         return
     if wanted:
-        start(path)
+        start(program.name, path)
 
 
-def start(config_path: str) -> None:
+def start(program: str, config_path: str) -> None:
     """Start the helper for this config, detached: its own session, ``/dev/null`` for stdio,
     none of this process's descriptors, ``/`` as working directory. If one is starting or
     running already, it gives way."""
     try:
-        directory, _ = rundir.open_private(create=True)
+        directory, _ = rundir.open_private(program, create=True)
     except OSError:
         return
     os.close(directory)
@@ -357,7 +361,7 @@ def start(config_path: str) -> None:
     safe_path = ["-P"] if sys.version_info >= (3, 11) else []  # not the cwd on sys.path
     with contextlib.suppress(OSError):
         subprocess.Popen(
-            [sys.executable, *safe_path, "-m", HELPER_MODULE, current().name, config_path],
+            [sys.executable, *safe_path, "-m", HELPER_MODULE, program, config_path],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -10,8 +10,7 @@ from typing import Any
 
 import click
 
-from resource_extend.commands.program import current
-from resource_extend.commands.protocol import click_config
+from resource_extend.commands.protocol import click_config, click_plugin
 from resource_extend.commands.resident import client as resident
 from resource_extend.commands.resident import rundir
 
@@ -50,28 +49,30 @@ def ask(link: resident.Link, request: bytes) -> dict[str, Any] | None:
         return None
 
 
-def look(name: str) -> Seen:
-    link = resident.Link.connect(name)
+def look(program: str, name: str) -> Seen:
+    """The socket ``name`` of ``program``'s helpers, and what its helper says."""
+    link = resident.Link.connect(program, name)
     return Seen(name, link, ask(link, b"status") if link else None)
 
 
-def sockets() -> list[str]:
-    """Every helper socket of this user, whatever its installation or config."""
+def sockets(program: str) -> list[str]:
+    """Every helper socket of ``program`` and this user, whatever its installation or config."""
     try:
-        directory, path = rundir.open_private(create=False)
+        directory, path = rundir.open_private(program, create=False)
     except OSError:
         return []
     os.close(directory)
     return sorted(name for name in os.listdir(path) if name.endswith(".sock"))
 
 
-def stop(seen: Seen) -> str:
+def stop(program: str, seen: Seen) -> str:
     """Stop a helper (calls in flight finish first), kill one that does not answer, remove a
     stale socket; says what was done."""
     if seen.link is None:
-        return "removed a stale socket" if remove_stale(seen.name) else "left alone (in use)"
+        removed = remove_stale(program, seen.name)
+        return "removed a stale socket" if removed else "left alone (in use)"
     pid = seen.link.pid
-    again = resident.Link.connect(seen.name)  # one request per connection
+    again = resident.Link.connect(program, seen.name)  # one request per connection
     if seen.status is None or again is None or ask(again, b"stop") is None:
         return (
             f"killed (pid {pid}): it did not answer"
@@ -84,11 +85,11 @@ def stop(seen: Seen) -> str:
     return f"asked to stop; still finishing its calls (pid {pid})"
 
 
-def remove_stale(name: str) -> bool:
+def remove_stale(program: str, name: str) -> bool:
     """Remove a socket nobody listens on, under the lock helpers hold to claim one."""
     from resource_extend.commands.resident.daemon import answers, locked
 
-    directory, _ = rundir.open_private(create=False)
+    directory, _ = rundir.open_private(program, create=False)
     try:
         with locked(directory) as held:
             if held and not answers(directory, name):
@@ -100,7 +101,7 @@ def remove_stale(name: str) -> bool:
     return False
 
 
-def describe(seen: Seen) -> list[str]:
+def describe(program: str, seen: Seen) -> list[str]:
     status = seen.status
     if status is None:
         return [f"{seen.name}: {seen.state}"]
@@ -108,7 +109,7 @@ def describe(seen: Seen) -> list[str]:
     return [
         f"helper {status['config']}: {'stopping' if status['stopping'] else 'running'}",
         f"  pid       {status['pid']}",
-        f"  version   {current().name} {status['version']} (code {status['code']}, "
+        f"  version   {program} {status['version']} (code {status['code']}, "
         f"Python {status['python']})",
         f"  config    {status['config']}",
         f"  socket    {status['socket']}",
@@ -145,23 +146,25 @@ def helper(stopping: bool, every: bool, as_json: bool) -> None:
       {prog} --config /etc/eru/plugins/{config} helper
       {prog} helper --all --stop   stop every {prog} helper of this user
     """
-    config = resident.config_file(click_config())
-    names = sockets()
+    plugin = click_plugin()
+    program = plugin.name
+    config = resident.config_file(plugin, click_config())
+    names = sockets(program)
     if not every:
         names = [n for n in names if config is not None and n == resident.socket_name(config)]
     none = "no helper is running" + (
-        "" if every else f" for {config or click_config() or current().config_file}"
+        "" if every else f" for {config or click_config() or plugin.config_file}"
     )
-    seen = [look(name) for name in names]
+    seen = [look(program, name) for name in names]
     try:
         if stopping:
-            lines = [f"{s.name}: {stop(s)}" for s in seen]
+            lines = [f"{s.name}: {stop(program, s)}" for s in seen]
             click.echo("\n".join(lines) or none)
             return
         if as_json:
             click.echo(json.dumps([s.status or {"socket": s.name, "state": s.state} for s in seen]))
         else:
-            blocks = ["\n".join(describe(s)) for s in seen]
+            blocks = ["\n".join(describe(program, s)) for s in seen]
             click.echo("\n\n".join(blocks) or none)
         if not any(s.status is not None for s in seen):
             raise SystemExit(NOT_RUNNING)

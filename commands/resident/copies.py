@@ -27,11 +27,15 @@ def _name(path: str) -> str:
 
 
 class RuntimeCopies:
-    """:class:`ledger.config.ParsedCopies` in this user's runtime directory."""
+    """:class:`ledger.config.ParsedCopies` in this user's runtime directory of ``program``
+    (``resource-gpu``)."""
+
+    def __init__(self, program: str) -> None:
+        self.program = program
 
     def get(self, path: str) -> bytes | None:
         try:
-            directory, _ = rundir.open_private(create=False)
+            directory, _ = rundir.open_private(self.program, create=False)
         except OSError:
             return None
         try:
@@ -50,7 +54,7 @@ class RuntimeCopies:
 
     def put(self, path: str, copy: bytes) -> None:
         try:
-            directory, _ = rundir.open_private(create=True)
+            directory, _ = rundir.open_private(self.program, create=True)
         except OSError:
             return
         name = _name(path)

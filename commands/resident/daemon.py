@@ -33,13 +33,14 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from resource_extend.commands.program import DISTRIBUTION, use
+from resource_extend.commands.program import DISTRIBUTION, programs
 from resource_extend.commands.resident import client as resident
 from resource_extend.commands.resident import rundir
 from resource_extend.ledger.store import who
 
 if TYPE_CHECKING:
     from resource_extend.ledger.config import Config
+    from resource_extend.projections.plugin import Plugin
 
 IDLE_SECONDS = 600.0
 TICK = 1.0
@@ -56,18 +57,19 @@ removed)."""
 def main(argv: list[str]) -> None:
     """``residentd PROGRAM CONFIG``: serve ``PROGRAM``'s calls for the config file CONFIG."""
     program, config_path = argv
-    use(program)
+    plugin = programs()[program]
     _set_title(f"{program} helper {config_path}")
     name = resident.socket_name(config_path)
     try:
-        directory, path = rundir.open_private(create=True)
+        directory, path = rundir.open_private(program, create=True)
     except OSError:
         return
-    claimed = claim(directory, name)
+    claimed = claim(plugin, directory, name)
     if claimed is None:
         return
     listener, inode = claimed
-    Helper(listener, directory, name, inode, config_path, os.path.join(path, name)).serve()
+    socket_path = os.path.join(path, name)
+    Helper(plugin, listener, directory, name, inode, config_path, socket_path).serve()
 
 
 def _set_title(title: str) -> None:
@@ -98,7 +100,7 @@ def locked(directory: int) -> Iterator[bool]:
         fcntl.flock(directory, fcntl.LOCK_UN)
 
 
-def claim(directory: int, name: str) -> tuple[socket.socket, int] | None:
+def claim(plugin: Plugin, directory: int, name: str) -> tuple[socket.socket, int] | None:
     """Bind the socket, warm up, and listen, unless a live helper has it already.
 
     The lock is held throughout, so helpers started together wait here (not importing) and
@@ -107,7 +109,7 @@ def claim(directory: int, name: str) -> tuple[socket.socket, int] | None:
     with locked(directory) as held:
         if not held or answers(directory, name):
             return None
-        _warm_up()
+        _warm_up(plugin)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(name, dir_fd=directory)  # a dead helper's
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -136,12 +138,13 @@ def answers(directory: int, name: str) -> bool:
         probe.close()
 
 
-def _warm_up() -> None:
+def _warm_up(plugin: Plugin) -> None:
     """Import every verb and what it uses now, not on a client's time."""
     from resource_extend.commands.registry import CORE_VERBS, HIDDEN_VERBS, load
 
     for verb in (*CORE_VERBS, *HIDDEN_VERBS):
-        load(verb)
+        load(plugin, verb)
+    plugin.parts  # noqa: B018 (loads the kind's fold, views and gauges)
     import resource_extend.commands.resident.copies
     import resource_extend.ledger.bounds
     import resource_extend.ledger.compaction
@@ -167,6 +170,7 @@ def _lay_out_structs() -> None:
 class Helper:
     def __init__(
         self,
+        plugin: Plugin,
         listener: socket.socket,
         directory: int,
         name: str,
@@ -174,6 +178,7 @@ class Helper:
         config_path: str,
         socket_path: str,
     ) -> None:
+        self.plugin = plugin
         self._listener = listener
         self._directory = directory
         self._name = name
@@ -400,7 +405,7 @@ class Helper:
         from resource_extend.commands.registry import load
         from resource_extend.ledger.errors import PluginError
 
-        verb = load(verb_name)
+        verb = load(self.plugin, verb_name)
         assert isinstance(verb, Verb)
         out, err = io.BytesIO(), io.BytesIO()
 
@@ -416,9 +421,11 @@ class Helper:
                 raise PluginError("the caller went away before the write was sent", node=node)
 
         io_ = CallIO(io.BytesIO(stdin), out, err)
-        session = Session(config_path, io_, write_hook=ask_to_write, caller=self._caller)
+        session = Session(
+            self.plugin, config_path, io_, write_hook=ask_to_write, caller=self._caller
+        )
         try:
-            verb(config_path, session)
+            verb(session)
             status = 0
         except SystemExit as exit:
             status = exit.code if isinstance(exit.code, int) else 1

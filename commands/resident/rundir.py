@@ -1,7 +1,7 @@
 """The resident helper's runtime directory: private to this user, checked all the way up, and
 used through a descriptor so that nothing can be swapped between the check and the use.
 
-The directory is ``$XDG_RUNTIME_DIR/resource-gpu-<uid>`` (``/tmp/resource-gpu-<uid>`` when
+The directory is ``$XDG_RUNTIME_DIR/<program>-<uid>`` (``/tmp/<program>-<uid>`` when
 that variable is unset, or names a place this user cannot trust). It is trusted, as ssh-agent
 and gpg-agent trust theirs, when it is a real directory (not a link) owned by this user with no
 access for anyone else, and every directory above it is owned by root or this user and is not
@@ -31,10 +31,9 @@ class Untrusted(OSError):
     """The runtime directory, or a directory above it, could be changed by another user."""
 
 
-def directory_name() -> str:
-    from resource_extend.commands.program import current
-
-    return f"{current().name}-{os.getuid()}"
+def directory_name(program: str) -> str:
+    """The runtime directory of ``program`` (``resource-gpu``) for this user."""
+    return f"{program}-{os.getuid()}"
 
 
 def bases() -> list[str]:
@@ -43,9 +42,9 @@ def bases() -> list[str]:
     return [base for base in dict.fromkeys(found) if base.startswith("/")]
 
 
-def open_private(*, create: bool) -> tuple[int, str]:
-    """A descriptor of this user's runtime directory, and its path; ``create`` makes it (mode
-    0700) when it is missing.
+def open_private(program: str, *, create: bool) -> tuple[int, str]:
+    """A descriptor of this user's runtime directory of ``program`` (``resource-gpu``), and
+    its path; ``create`` makes it (mode 0700) when it is missing.
 
     The first base (``$XDG_RUNTIME_DIR``, then ``/tmp``) that exists and can be trusted is
     used; raises OSError (``Untrusted`` when another user could change what is found) when
@@ -59,7 +58,7 @@ def open_private(*, create: bool) -> tuple[int, str]:
             failure = exc
             continue
         try:
-            return _open_own(fd, real, create=create)
+            return _open_own(fd, real, program, create=create)
         finally:
             os.close(fd)
     raise failure
@@ -85,8 +84,8 @@ def _open_base(base: str) -> tuple[int, str]:
     return fd, real
 
 
-def _open_own(base: int, real: str, *, create: bool) -> tuple[int, str]:
-    name = directory_name()
+def _open_own(base: int, real: str, program: str, *, create: bool) -> tuple[int, str]:
+    name = directory_name(program)
     if create:
         try:  # noqa: SIM105 (contextlib costs the thin client its import)
             os.mkdir(name, 0o700, dir_fd=base)

@@ -1,15 +1,13 @@
-"""resource-storage's core verbs (``writes``, ``queries``), and what the shared command tree
-asks of the program: its kind, how auditors see it, and the help's word on requests."""
+"""resource-storage's core verbs (``writes``, ``queries``), each made with :func:`verb`; its
+kind is ``projections.storage.plugin.PLUGIN``."""
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # not typing's: every call imports this package
-if TYPE_CHECKING:
-    from typing import Any
+from collections.abc import Callable
+from typing import Any
 
-    from resource_extend.commands.audit.views import KindView
-    from resource_extend.commands.exporter.view import KindGauges
-    from resource_extend.ledger.kinds import Kind
+from resource_extend.commands import protocol
+from resource_extend.commands.storage import requests
 
 REQUEST_EPILOG = (
     'R is a node resource, {"volumes": {"/data0": <bytes>}, "disks": [{"device", "mounts", '
@@ -26,33 +24,9 @@ REQUEST_EPILOG = (
 )
 
 
-def kind() -> Kind[Any]:
-    from resource_extend.projections.storage.node import STORAGE
-
-    return STORAGE
-
-
-def view() -> KindView:
-    from resource_extend.projections.storage import views
-
-    return views
-
-
-def metrics_descriptions() -> list[Any]:
-    from resource_extend.projections.storage.metrics import DESCRIPTIONS
-
-    return list(DESCRIPTIONS)
-
-
-def exporter_gauges() -> KindGauges:
-    """The gauges ``{prog} exporter`` serves per node (``projections.storage.metrics``)."""
-    from resource_extend.projections.storage import metrics
-
-    return metrics
-
-
-def decode(raw: bytes, request_type: type[Any]) -> Any:
-    """A request (``commands.storage.requests.decode``: a mis-cased field is refused)."""
-    from resource_extend.commands.storage import requests
-
-    return requests.decode(raw, request_type)
+def verb(
+    name: str, request_type: type[Any] | None = None
+) -> Callable[[Callable[..., Any]], protocol.Verb]:
+    """A storage core verb: its request read by ``requests.decode`` (a mis-cased field is
+    refused), its help ending with what R is."""
+    return protocol.verb(name, request_type, decode=requests.decode, epilog=REQUEST_EPILOG)

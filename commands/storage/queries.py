@@ -11,8 +11,8 @@ from resource_extend.commands.nodes import (
     read_states,
     resource_info_map,
 )
-from resource_extend.commands.protocol import Session, verb
-from resource_extend.commands.storage import requests
+from resource_extend.commands.protocol import Session
+from resource_extend.commands.storage import requests, verb
 from resource_extend.ledger.keys import check_node_name
 from resource_extend.projections.metrics import Metric
 from resource_extend.projections.storage.requests import (

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from resource_extend.commands.protocol import Session, verb
-from resource_extend.commands.storage import requests
+from resource_extend.commands.protocol import Session
+from resource_extend.commands.storage import requests, verb
 from resource_extend.ledger.keys import check_node_name
 from resource_extend.projections.storage import decide
 from resource_extend.projections.storage.events import UsageRebuilt

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from resource_extend.projections.gpu.node import NodeState
-from resource_extend.projections.metrics import Metric, MetricDescription, statsd_safe
+from resource_extend.projections.metrics import (
+    Gauge,
+    Metric,
+    MetricDescription,
+    Sample,
+    statsd_safe,
+)
 
 __all__ = [
     "DESCRIPTIONS",
@@ -43,11 +49,6 @@ def node_metrics(podname: str, nodename: str, state: NodeState) -> list[Metric]:
 
 # -- the exporter's gauges (``resource-gpu exporter``) -----------------------------------------
 
-Gauge = tuple[str, str, tuple[str, ...]]
-"""An exporter gauge: its name after the program's prefix, its help, its labels (``node``,
-which the exporter adds, aside)."""
-Sample = tuple[str, tuple[str, ...], float]
-"""One value of a gauge: the gauge's name, its labels' values in order, the value."""
 
 GAUGES: tuple[Gauge, ...] = (
     ("capacity_cards", "GPU cards the node has, per product.", ("product",)),

@@ -28,7 +28,7 @@ HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 CODE_SPAN = re.compile(r"`([^`]+)`")
 SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
-COMMAND = re.compile(rf"^({'|'.join(map(re.escape, program.PROGRAMS))})(\s|$)")
+COMMAND = re.compile(rf"^({'|'.join(map(re.escape, program.programs()))})(\s|$)")
 PLACEHOLDER = re.compile(r"<[^<>\s]+>|\.\.\.|…")
 
 
@@ -152,21 +152,20 @@ def parse_problem(command: str) -> str | None:
     prog, args = argv[0], argv[1:]
     if not args:  # a bare "resource-gpu": the short usage
         return None
-    with program.using(prog):
-        context = click.Context(cli, info_name=prog, resilient_parsing=False)
-        try:
-            with context:
-                rest = click.Command.parse_args(cli, context, args)
-                if not rest:  # only the group's options: "--config PATH"
-                    return None
-                verb, command_, sub = cli.resolve_command(context, rest)
-                assert verb is not None and command_ is not None
-                with command_.make_context(verb, sub, parent=context, resilient_parsing=False):
-                    pass
-        except click.exceptions.Exit:  # --help, --version
-            return None
-        except click.ClickException as exc:
-            return exc.format_message()
+    context = click.Context(cli, info_name=prog, obj=program.programs()[prog])
+    try:
+        with context:
+            rest = click.Command.parse_args(cli, context, args)
+            if not rest:  # only the group's options: "--config PATH"
+                return None
+            verb, command_, sub = cli.resolve_command(context, rest)
+            assert verb is not None and command_ is not None
+            with command_.make_context(verb, sub, parent=context, resilient_parsing=False):
+                pass
+    except click.exceptions.Exit:  # --help, --version
+        return None
+    except click.ClickException as exc:
+        return exc.format_message()
     return None
 
 

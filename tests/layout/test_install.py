@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from resource_extend.commands.program import PROGRAMS
+from resource_extend.commands.program import programs
 from resource_extend.commands.sample_config import SAMPLES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
     # A copy of what the build reads: setuptools leaves a build/ folder in the source tree.
     source = tmp_path_factory.mktemp("source")
-    for name in ("pyproject.toml", "README.md", *(f"scripts/{p}" for p in PROGRAMS)):
+    for name in ("pyproject.toml", "README.md", *(f"scripts/{p}" for p in programs())):
         (source / name).parent.mkdir(exist_ok=True)
         shutil.copy(ROOT / name, source / name)
     for layer in ("ledger", "commands", "projections", "docs"):
@@ -51,14 +51,17 @@ def test_the_samples_come_with_the_package_and_no_other_doc(wheel: zipfile.ZipFi
     shipped = {
         n.split("/", 2)[2] for n in wheel.namelist() if n.startswith("resource_extend/samples/")
     }
-    wanted = {file.replace("{prog}", p) for file, _ in SAMPLES.values() for p in PROGRAMS}
+    wanted = {file.replace("{prog}", p) for file, _ in SAMPLES.values() for p in programs()}
     assert shipped == wanted
 
 
-@pytest.mark.parametrize("program", sorted(PROGRAMS))
+@pytest.mark.parametrize("program", sorted(programs()))
 def test_both_commands_are_installed(wheel: zipfile.ZipFile, program: str) -> None:
     (script,) = [n for n in wheel.namelist() if n.endswith(f".data/scripts/{program}")]
-    assert f'main(program="{program}")'.encode() in wheel.read(script)
+    kind = program.removeprefix("resource-")
+    text = wheel.read(script)
+    assert f"from resource_extend.projections.{kind}.plugin import PLUGIN".encode() in text
+    assert b"main(PLUGIN)" in text
 
 
 def test_grpc_is_an_extra(wheel: zipfile.ZipFile) -> None:

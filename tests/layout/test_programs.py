@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from resource_extend.commands import program
+from resource_extend.commands.program import programs
 from resource_extend.commands.protocol import Verb
 from resource_extend.commands.registry import (
     AUDITOR_COMMANDS,
@@ -18,52 +18,50 @@ from resource_extend.commands.registry import (
     people_commands,
 )
 
+PROGRAMS = programs()
 
-@pytest.mark.parametrize("name", sorted(program.PROGRAMS))
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_every_verb_is_served_by_each_program(name: str) -> None:
-    with program.using(name) as serving:
-        for verb in (*CORE_VERBS, *HIDDEN_VERBS):
-            loaded = load(verb)
-            assert isinstance(loaded, Verb), f"{name} has no {verb}"
-            assert loaded.name == verb
-            module = loaded.handler.__module__
-            shared = module == "resource_extend.commands.meta"
-            assert shared or module.startswith(serving.verbs + "."), (verb, module)
-        for command in people_commands(name):
-            assert load(command) is not None
-        others = set().union(*PROGRAM_COMMANDS.values()) - set(people_commands(name))
-        for command in others:  # another program's own (resource-storage has no detect)
-            assert load(command) is None, (name, command)
+    serving = PROGRAMS[name]
+    for verb in (*CORE_VERBS, *HIDDEN_VERBS):
+        loaded = load(serving, verb)
+        assert isinstance(loaded, Verb), f"{name} has no {verb}"
+        assert loaded.name == verb
+        module = loaded.handler.__module__
+        shared = module == "resource_extend.commands.meta"
+        assert shared or module.startswith(f"resource_extend.commands.{serving.kind}."), module
+    for command in people_commands(name):
+        assert load(serving, command) is not None
+    others = set().union(*PROGRAM_COMMANDS.values()) - set(people_commands(name))
+    for command in others:  # another program's own (resource-storage has no detect)
+        assert load(serving, command) is None, (name, command)
 
 
-@pytest.mark.parametrize("name", sorted(program.PROGRAMS))
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_the_program_and_its_ledger_kind_agree_on_names(name: str) -> None:
-    """The program (commands) and its kind (projections, for the ledger) each name the kind
-    and the command; they must say the same."""
-
-    with program.using(name) as serving:
-        kind = program.current().package().kind()
-        assert (kind.name, kind.program) == (serving.kind, serving.name)
+    """The plugin and its fold (what the ledger is handed) each name the kind and the
+    command; they must say the same."""
+    serving = PROGRAMS[name]
+    kind = serving.parts.fold
+    assert (kind.name, kind.program) == (serving.kind, serving.name)
 
 
 def test_each_program_names_its_own_kind_config_and_variables() -> None:
-    gpu, storage = program.GPU, program.STORAGE
+    gpu, storage = PROGRAMS["resource-gpu"], PROGRAMS["resource-storage"]
     assert (gpu.kind, gpu.config_file, gpu.env("RESIDENT")) == (
         "gpu", "gpu.yaml", "RESOURCE_GPU_RESIDENT"
     )  # fmt: skip
     assert (storage.kind, storage.config_file, storage.env("DEBUG")) == (
         "storage", "storage.yaml", "RESOURCE_STORAGE_DEBUG"
     )  # fmt: skip
-    with program.using("resource-storage"):
-        assert program.current() is storage
-    assert program.current() is gpu
 
 
 def _help(name: str, *command: str) -> None:
     from resource_extend.commands.cli import main
 
-    with program.using(name), pytest.raises(SystemExit) as exited:
-        main([*command, "--help"])
+    with pytest.raises(SystemExit) as exited:
+        main(PROGRAMS[name], [*command, "--help"])
     assert exited.value.code == 0
 
 
@@ -76,8 +74,8 @@ def test_each_programs_help_names_itself_and_its_own_config(
     """The shared commands' help is written once with {prog} and {config}: each program shows
     its own, whichever asked first (the commands are not rewritten in place)."""
     for name in order:
-        serving = program.PROGRAMS[name]
-        other = program.GPU if serving is program.STORAGE else program.STORAGE
+        serving = PROGRAMS[name]
+        (other,) = (plugin for plugin in PROGRAMS.values() if plugin is not serving)
         for command in ((), *((c,) for c in (*CORE_VERBS, *people_commands(name)))):
             _help(name, *command)
             text = capsys.readouterr().out
@@ -95,7 +93,7 @@ def test_each_programs_help_names_itself_and_its_own_config(
         assert f"else ./{serving.config_file}" in " ".join(capsys.readouterr().out.split())
 
 
-@pytest.mark.parametrize("name", sorted(program.PROGRAMS))
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_the_manual_lists_every_command_in_its_section(
     name: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

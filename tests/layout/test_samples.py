@@ -14,12 +14,12 @@ from tests.plugin import binary
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
-@pytest.mark.parametrize("name", sorted(program.PROGRAMS))
+@pytest.mark.parametrize("name", sorted(program.programs()))
 @pytest.mark.parametrize("what", sorted(SAMPLES))
 def test_each_sample_is_the_file_under_docs(name: str, what: str) -> None:
-    with program.using(name) as serving:
-        file = serving.fill(SAMPLES[what][0])
-        assert sample(what) == (DOCS / file).read_text()
+    serving = program.programs()[name]
+    file = serving.fill(SAMPLES[what][0])
+    assert sample(serving, what) == (DOCS / file).read_text()
 
 
 def test_the_two_units_differ_only_in_the_program_they_run() -> None:
@@ -39,7 +39,7 @@ def test_the_two_units_differ_only_in_the_program_they_run() -> None:
     assert swapped.replace(other, gpu_line) == gpu
 
 
-@pytest.mark.parametrize("name", sorted(program.PROGRAMS))
+@pytest.mark.parametrize("name", sorted(program.programs()))
 def test_the_command_prints_the_config_sample_by_default(name: str) -> None:
     shown = subprocess.run(
         [*binary(name), "sample-config"],

@@ -36,6 +36,7 @@ from hypothesis import strategies as st
 
 from resource_extend.commands.main import main
 from resource_extend.commands.registry import CORE_VERBS, HIDDEN_VERBS
+from resource_extend.projections.gpu.plugin import PLUGIN as GPU
 from tests.etcdkv import RPC_TIMEOUT, Etcd, prefix_end, upstream_head
 from tests.plugin import Plugin, R
 
@@ -133,7 +134,7 @@ def in_process(config: Path, args: list[str], stdin: bytes = b"") -> Outcome:
     status: object = "no SystemExit"
     with CliRunner().isolation(input=stdin) as (out, err, _):
         try:
-            main(["--config", str(config), *args])
+            main(GPU, ["--config", str(config), *args])
         except SystemExit as exc:
             status = exc.code
     assert isinstance(status, int), f"main() ended with {status!r}"

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from resource_extend.commands.program import GPU
 from resource_extend.commands.resident import client as resident
+from resource_extend.projections.gpu.plugin import PLUGIN as GPU
 from tests.plugin import Plugin, R, kill_helpers_for, stop_helpers
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +48,7 @@ def socket_of(plugin: Plugin, runtime: Path) -> Path:
 
 def helper_pid(plugin: Plugin) -> int | None:
     """The pid of the helper serving the plugin's config, if one answers."""
-    link = resident.Link.connect(resident.socket_name(str(plugin.config)))
+    link = resident.Link.connect(plugin.program, resident.socket_name(str(plugin.config)))
     if link is None:
         return None
     link.close()

@@ -28,6 +28,7 @@ from typing import Any
 from resource_extend.commands.resident import client as resident
 from resource_extend.commands.resident import daemon as residentd
 from resource_extend.commands.resident import rundir
+from resource_extend.projections.gpu.plugin import PLUGIN as GPU
 
 FAULTS = ("dies-before-answering", "hangs-after-writing", "hangs-before-writing")
 
@@ -70,11 +71,12 @@ def hang_around_writes(fault: str, helper: residentd.Helper) -> None:
 def main(fault: str, config_path: str) -> None:
     assert fault in FAULTS, fault
     name = resident.socket_name(config_path)
-    directory, path = rundir.open_private(create=True)
-    claimed = residentd.claim(directory, name)
+    directory, path = rundir.open_private(GPU.name, create=True)
+    claimed = residentd.claim(GPU, directory, name)
     assert claimed is not None, "a helper already serves this config"
     listener, inode = claimed
-    helper = Faulty(listener, directory, name, inode, config_path, os.path.join(path, name))
+    socket_path = os.path.join(path, name)
+    helper = Faulty(GPU, listener, directory, name, inode, config_path, socket_path)
     helper.fault = fault
     hang_around_writes(fault, helper)
     helper.serve()

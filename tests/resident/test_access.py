@@ -159,7 +159,7 @@ def test_a_runtime_directory_inside_another_users_directory_is_not_used(
         plugin.add("n1", {G: 4})
         wait_for(lambda: helper_pid(plugin), "the helper to answer")
         assert list(theirs.iterdir()) == []
-        link = resident.Link.connect(resident.socket_name(str(plugin.config)))
+        link = resident.Link.connect(plugin.program, resident.socket_name(str(plugin.config)))
         assert link is not None
         link.close()
         assert Path(

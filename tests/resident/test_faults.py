@@ -159,7 +159,7 @@ def test_the_helper_sends_no_write_its_caller_did_not_allow(
     resident_plugin(plugin, timeout=TIMEOUT)
     started(plugin)
     for give_up in (b"", b"N\n"):  # hang up; or answer anything but the go-ahead
-        link = resident.Link.connect(resident.socket_name(str(plugin.config)))
+        link = resident.Link.connect(plugin.program, resident.socket_name(str(plugin.config)))
         assert link is not None
         request = json.dumps(TAKE).encode()
         head = [resident.MAGIC, b"call", b"set-node-resource-usage", str(plugin.config).encode()]

@@ -16,9 +16,9 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from resource_extend.commands import program
 from resource_extend.commands.main import main
 from resource_extend.commands.registry import CORE_VERBS, HIDDEN_VERBS
+from resource_extend.projections.storage.plugin import PLUGIN as STORAGE
 from tests.etcdkv import Etcd
 from tests.plugin import Plugin
 
@@ -305,9 +305,9 @@ class Installation:
 
     def call(self, verb: str, stdin: bytes = b"") -> Outcome:
         status: object = "no SystemExit"
-        with program.using(PROGRAM), CliRunner().isolation(input=stdin) as (out, err, _):
+        with CliRunner().isolation(input=stdin) as (out, err, _):
             try:
-                main(["--config", str(self.plugin.config), verb], program=PROGRAM)
+                main(STORAGE, ["--config", str(self.plugin.config), verb])
             except SystemExit as exc:
                 status = exc.code
         assert isinstance(status, int), f"main() ended with {status!r}"
@@ -381,11 +381,9 @@ def check(
 
 def installation_verify(installation: Installation, node: str) -> Outcome:
     status: object = None
-    with program.using(PROGRAM), CliRunner().isolation() as (out, err, _):
+    with CliRunner().isolation() as (out, err, _):
         try:
-            main(
-                ["--config", str(installation.plugin.config), "verify", "--", node], program=PROGRAM
-            )
+            main(STORAGE, ["--config", str(installation.plugin.config), "verify", "--", node])
         except SystemExit as exc:
             status = exc.code
     assert isinstance(status, int)

@@ -18,7 +18,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from resource_extend.commands import detect as shell
-from resource_extend.commands import program
 from resource_extend.ledger.config import ENV_VAR, parse
 from resource_extend.ledger.errors import PluginError
 from resource_extend.projections.gpu.detect import (
@@ -33,6 +32,7 @@ from resource_extend.projections.gpu.detect import (
     parse_query,
     with_instances,
 )
+from resource_extend.projections.gpu.plugin import PLUGIN as GPU
 from resource_extend.projections.gpu.resources import Resource, positive_cards
 from tests.unit.strategies import FAST
 
@@ -373,8 +373,7 @@ def no_nvidia_smi(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[N
     monkeypatch.setenv("PATH", str(empty))
     monkeypatch.delenv(ENV_VAR, raising=False)
     monkeypatch.chdir(tmp_path)
-    with program.using("resource-gpu"):
-        yield
+    yield
 
 
 def detect(*args: str) -> int:
@@ -382,7 +381,7 @@ def detect(*args: str) -> int:
     from resource_extend.commands.cli import main
 
     with pytest.raises(SystemExit) as exited:
-        main(["detect", *args])
+        main(GPU, ["detect", *args])
     return int(exited.value.code or 0)
 
 

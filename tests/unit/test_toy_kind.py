@@ -1,107 +1,31 @@
-"""A third kind, defined here and nowhere in the product: a node holds apples. The ledger stores
-it, races on it, compacts it, shows its history and verifies it with nothing of its own but
-what ``projections.node.NodeKind`` asks of a kind (how its values add, how a state is said, its
-record's bytes): the ledger is generic over kinds, and the fold is written once.
+"""A third kind, defined in ``tests/apples.py`` and nowhere in the product: a node holds
+apples. The ledger stores it, races on it, compacts it, shows its history and verifies it with
+nothing of its own but what ``projections.node.NodeKind`` asks of a kind (how its values add,
+how a state is said, its record's bytes): the ledger is generic over kinds, and the fold is
+written once.
 
 Against the in-memory etcd (``tests.unit.memory_etcd``); the product's kinds run the same
 paths against real etcd elsewhere."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Union
 
 import msgspec
 import pytest
 
 from resource_extend.ledger import audit, compaction, verdicts
 from resource_extend.ledger.config import Destination, EtcdConfig
-from resource_extend.ledger.errors import NodeExists, NodeNotFound
-from resource_extend.ledger.events import Change, Checkpoint, EventCodec, HeadRepaired
-from resource_extend.ledger.kinds import Head
+from resource_extend.ledger.events import Checkpoint
 from resource_extend.ledger.store import Store
 from resource_extend.ledger.walk import Walk
-from resource_extend.projections.changes import NodeAdded, NodeRemoved, UsageChanged
-from resource_extend.projections.node import NodeKind
+from resource_extend.projections.changes import UsageChanged
+from tests.apples import APPLES, NODE, Apples, eat, plant
 from tests.unit.memory_etcd import MemoryEtcd
-
-
-class Apples(msgspec.Struct, frozen=True, kw_only=True):
-    capacity: int = 0
-    usage: int = 0
-
-
-class Record(msgspec.Struct, kw_only=True):
-    apples: int
-    eaten: int
-    seq: int | None = None
-
-
-AppleChange = Union[  # noqa: UP007 (a runtime union of generic aliases)
-    NodeAdded[int],
-    UsageChanged[int, int],
-    NodeRemoved,
-    Checkpoint[Apples],
-    HeadRepaired[Apples],
-]
-
-
-class AppleKind(NodeKind[Apples, int]):
-    name = "apples"
-    program = "resource-apples"
-    events = EventCodec("resource-apples", AppleChange)
-
-    def state(self, capacity: int, usage: int) -> Apples:
-        return Apples(capacity=capacity, usage=usage)
-
-    def added(self, capacity: int) -> Apples:
-        return Apples(capacity=capacity)
-
-    def add(self, value: int, delta: int) -> int:
-        return value + delta
-
-    def describe_value(self, value: int) -> str:
-        return f"{value} apples"
-
-    def invalid(self, state: Apples) -> str | None:
-        return "more eaten than there are" if state.usage > state.capacity else None
-
-    def read_head(self, raw: bytes) -> Head[Apples]:
-        record = msgspec.json.decode(raw, type=Record)
-        return Head(state=Apples(capacity=record.apples, usage=record.eaten), seq=record.seq)
-
-    def write_head(self, state: Apples, seq: int) -> bytes:
-        return msgspec.json.encode(Record(apples=state.capacity, eaten=state.usage, seq=seq))
-
-
-APPLES = AppleKind()
-NODE = "orchard"
 
 
 def store(etcd: MemoryEtcd) -> Store[Apples]:
     return Store(EtcdConfig(machines=["http://10.0.0.1:2379"], prefix="/toy"), APPLES, etcd)
-
-
-Decide = Callable[[Apples | None], Change]
-
-
-def plant(apples: int) -> Decide:
-    def decide(state: Apples | None) -> Change:
-        if state is not None:
-            raise NodeExists(NODE)
-        return NodeAdded(capacity=apples)
-
-    return decide
-
-
-def eat(apples: int) -> Decide:
-    def decide(state: Apples | None) -> Change:
-        if state is None:
-            raise NodeNotFound(NODE)
-        return UsageChanged(delta=apples)
-
-    return decide
 
 
 def judged(etcd: MemoryEtcd) -> verdicts.Verdict[Apples]:

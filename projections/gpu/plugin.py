@@ -1,0 +1,28 @@
+"""resource-gpu, whole: :data:`PLUGIN`, what the installed script hands the shell."""
+
+from __future__ import annotations
+
+from resource_extend.projections.plugin import Plugin
+
+TYPE_CHECKING = False  # not typing's: core's thin calls import this module
+if TYPE_CHECKING:
+    from resource_extend.projections.parts import Parts
+
+
+def _parts() -> Parts:
+    from resource_extend.projections.gpu import metrics, views
+    from resource_extend.projections.gpu.node import GPU
+    from resource_extend.projections.parts import Parts
+
+    return Parts(fold=GPU, view=views, gauges=metrics, metrics=metrics.DESCRIPTIONS)
+
+
+PLUGIN = Plugin(
+    name="resource-gpu",
+    kind="gpu",
+    config_file="gpu.yaml",
+    exporter_port=18464,
+    summary="The eru GPU resource plugin: whole cards by product model",
+    parts=_parts,
+)
+"""resource-gpu: the plugin of this kind."""

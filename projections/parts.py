@@ -1,0 +1,60 @@
+"""A kind's heavy parts (:class:`Parts`), and what the shell asks of the ones it prints.
+
+Loaded on a kind's first use of one (``Plugin.parts``), never by core's thin calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple, Protocol
+
+from resource_extend.ledger.kinds import Kind
+from resource_extend.projections.metrics import Gauge, MetricDescription, Sample
+
+
+class KindView(Protocol):
+    """How the auditor commands (``history``, ``show``, ``nodes``) print a kind: they are
+    written once, and each kind supplies its cells and JSON (``projections.gpu.views``)."""
+
+    KINDS: tuple[str, ...]
+    """Every change kind its events name (``history --kind`` checks against it)."""
+    STATE_HEADERS: tuple[str, ...]
+    DETAIL_HEADERS: tuple[str, ...]
+    EMPTY: Any
+    """The state shown for a node without one (removed, or its record unreadable)."""
+
+    def state_cells(self, state: Any) -> tuple[str, ...]:
+        """A state (``None``: no node) as cells under ``STATE_HEADERS``."""
+        ...
+
+    def detail_cells(self, state: Any) -> tuple[str, ...]:
+        """A state as cells under ``DETAIL_HEADERS``."""
+        ...
+
+    def state_json(self, state: Any) -> dict[str, Any]:
+        """A state (``None``: no node) as the kind's JSON."""
+        ...
+
+    def summary(self, change: Any) -> str | None:
+        """One of the kind's own changes in a few words (None: not one of its own)."""
+        ...
+
+
+class KindGauges(Protocol):
+    """What a kind gives the exporter (``projections.gpu.metrics``): its gauges, and a
+    node's values of them."""
+
+    GAUGES: tuple[Gauge, ...]
+
+    def gauges(self, state: Any) -> list[Sample]: ...
+
+
+class Parts(NamedTuple):
+    """A kind's heavy parts, loaded when a command first needs one."""
+
+    fold: Kind[Any]
+    """What the ledger asks of the kind: its events, its fold, its node record."""
+    view: KindView
+    gauges: KindGauges
+    metrics: Sequence[MetricDescription]
+    """The metrics core exports for each node (``get-metrics-description``)."""

@@ -1,0 +1,71 @@
+"""A resource kind, whole: the one value that says everything the shell serves of it.
+
+Each kind defines one (``projections.gpu.plugin.PLUGIN``, ``projections.storage.plugin.PLUGIN``),
+and the installed script hands it to ``commands.main``; nothing looks a kind up by name, and
+nothing keeps a "current" one. Cheap to import, because core's thin calls import it: the
+kind's heavy parts (its fold, its views, its gauges) load on first use (:attr:`Plugin.parts`).
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # not typing's: the thin client of every core call imports this module
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from resource_extend.projections.parts import Parts
+
+
+class Plugin:
+    """A resource kind as one of the plugin programs: its names, its help, and its parts."""
+
+    __slots__ = ("_load", "_parts", "config_file", "exporter_port", "kind", "name", "summary")
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        kind: str,
+        config_file: str,
+        exporter_port: int,
+        summary: str,
+        parts: Callable[[], Parts],
+    ) -> None:
+        self.name = name
+        """The command, as core runs it and as every error line begins: ``resource-gpu``."""
+        self.kind = kind
+        """The resource kind, the key segment ``<prefix>/resource/<kind>/``: ``gpu``. Its core
+        verbs, if it has them, are the package ``commands/<kind>/``."""
+        self.config_file = config_file
+        """The config file read when neither ``--config`` nor the environment names one."""
+        self.exporter_port = exporter_port
+        """The exporter's default port: one for each program, so both serve on one host."""
+        self.summary = summary
+        """The first line of ``--help``."""
+        self._load = parts
+        self._parts: Parts | None = None
+
+    @property
+    def parts(self) -> Parts:
+        """The kind's fold, views and gauges (imported on first use)."""
+        if self._parts is None:
+            self._parts = self._load()
+        return self._parts
+
+    def env(self, suffix: str) -> str:
+        """This program's environment variable: ``RESOURCE_GPU_<SUFFIX>``."""
+        return f"{self.name.upper().replace('-', '_')}_{suffix}"
+
+    def fill(self, text: str) -> str:
+        """``text`` (help written once for every program) with ``{prog}``, ``{PROG}`` (its
+        environment variables' prefix, ``RESOURCE_GPU``), ``{kind}``, ``{config}`` and
+        ``{port}`` made this program's; anything else in braces is left as it is."""
+        return (
+            text.replace("{prog}", self.name)
+            .replace("{PROG}", self.env("")[:-1])
+            .replace("{kind}", self.kind)
+            .replace("{config}", self.config_file)
+            .replace("{port}", str(self.exporter_port))
+        )
+
+    def __repr__(self) -> str:
+        return f"Plugin({self.name!r})"

@@ -1,0 +1,151 @@
+"""A third resource kind, apples, defined here and nowhere in the product: a node holds
+apples, and workloads eat them.
+
+It has nothing of its own but what the ledger asks of a kind (``projections.node.NodeKind``:
+how its values add, how a state is said, its record's bytes) and what the shell asks of one
+(``projections.parts``: its cells and JSON for the auditor commands, its gauges), bundled as
+:data:`PLUGIN` the way ``projections.gpu.plugin`` bundles GPU's. ``tests/unit/test_toy_kind.py``
+runs the ledger on it, ``tests/ledger/test_toy_kind_commands.py`` the auditor commands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Union
+
+import msgspec
+
+from resource_extend.ledger.errors import NodeExists, NodeNotFound
+from resource_extend.ledger.events import Change, Checkpoint, EventCodec, HeadRepaired
+from resource_extend.ledger.kinds import Head
+from resource_extend.projections import changes
+from resource_extend.projections.changes import NodeAdded, NodeRemoved, UsageChanged
+from resource_extend.projections.metrics import Gauge, Sample
+from resource_extend.projections.node import NodeKind
+from resource_extend.projections.parts import Parts
+from resource_extend.projections.plugin import Plugin
+
+
+class Apples(msgspec.Struct, frozen=True, kw_only=True):
+    capacity: int = 0
+    usage: int = 0
+
+
+class Record(msgspec.Struct, kw_only=True):
+    apples: int
+    eaten: int
+    seq: int | None = None
+
+
+AppleChange = Union[  # noqa: UP007 (a runtime union of generic aliases)
+    NodeAdded[int],
+    UsageChanged[int, int],
+    NodeRemoved,
+    Checkpoint[Apples],
+    HeadRepaired[Apples],
+]
+
+
+class AppleKind(NodeKind[Apples, int]):
+    name = "apples"
+    program = "resource-apples"
+    events = EventCodec("resource-apples", AppleChange)
+
+    def state(self, capacity: int, usage: int) -> Apples:
+        return Apples(capacity=capacity, usage=usage)
+
+    def added(self, capacity: int) -> Apples:
+        return Apples(capacity=capacity)
+
+    def add(self, value: int, delta: int) -> int:
+        return value + delta
+
+    def describe_value(self, value: int) -> str:
+        return f"{value} apples"
+
+    def invalid(self, state: Apples) -> str | None:
+        return "more eaten than there are" if state.usage > state.capacity else None
+
+    def read_head(self, raw: bytes) -> Head[Apples]:
+        record = msgspec.json.decode(raw, type=Record)
+        return Head(state=Apples(capacity=record.apples, usage=record.eaten), seq=record.seq)
+
+    def write_head(self, state: Apples, seq: int) -> bytes:
+        return msgspec.json.encode(Record(apples=state.capacity, eaten=state.usage, seq=seq))
+
+
+APPLES = AppleKind()
+NODE = "orchard"
+
+
+NODE = "orchard"
+
+Decide = Callable[[Apples | None], Change]
+
+
+def plant(apples: int) -> Decide:
+    def decide(state: Apples | None) -> Change:
+        if state is not None:
+            raise NodeExists(NODE)
+        return NodeAdded(capacity=apples)
+
+    return decide
+
+
+def eat(apples: int) -> Decide:
+    def decide(state: Apples | None) -> Change:
+        if state is None:
+            raise NodeNotFound(NODE)
+        return UsageChanged(delta=apples)
+
+    return decide
+
+
+# -- how people see it: the auditor commands' cells and JSON, the exporter's gauges ---------
+
+
+class View:
+    """Apples as ``nodes``, ``show`` and ``history`` print them (``projections.parts.KindView``)."""
+
+    KINDS = ("node_added", "usage_changed", "node_removed", "checkpoint", "head_repaired")
+    STATE_HEADERS = ("APPLES", "EATEN")
+    DETAIL_HEADERS = ("APPLES", "EATEN", "LEFT")
+    EMPTY = Apples()
+
+    @staticmethod
+    def state_cells(state: Apples | None) -> tuple[str, ...]:
+        return ("-", "-") if state is None else (str(state.capacity), str(state.usage))
+
+    @staticmethod
+    def detail_cells(state: Apples) -> tuple[str, ...]:
+        return str(state.capacity), str(state.usage), str(state.capacity - state.usage)
+
+    @staticmethod
+    def state_json(state: Apples | None) -> dict[str, Any]:
+        state = state or Apples()
+        return {"apples": state.capacity, "eaten": state.usage}
+
+    @staticmethod
+    def summary(change: Any) -> str | None:
+        return changes.summary(change, lambda n: f"{n} apples", lambda n: f"{n:+d}")
+
+
+class Gauges:
+    """Apples as the exporter serves them (``projections.parts.KindGauges``)."""
+
+    GAUGES: tuple[Gauge, ...] = (("apples", "Apples the node holds.", ()),)
+
+    @staticmethod
+    def gauges(state: Apples) -> list[Sample]:
+        return [("apples", (), float(state.capacity))]
+
+
+PLUGIN = Plugin(
+    name="resource-apples",
+    kind="apples",
+    config_file="apples.yaml",
+    exporter_port=18499,
+    summary="A plugin of apples, for the tests",
+    parts=lambda: Parts(fold=APPLES, view=View(), gauges=Gauges(), metrics=[]),
+)
+"""The whole kind, as an installed script would hand it to ``commands.main``."""
