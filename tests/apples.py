@@ -107,10 +107,12 @@ def eat(apples: int) -> Decide:
 class View:
     """Apples as ``nodes``, ``show`` and ``history`` print them (``projections.parts.KindView``)."""
 
-    KINDS = ("node_added", "usage_changed", "node_removed", "checkpoint", "head_repaired")
-    STATE_HEADERS = ("APPLES", "EATEN")
-    DETAIL_HEADERS = ("APPLES", "EATEN", "LEFT")
-    EMPTY = Apples()
+    KINDS: tuple[str, ...] = (
+        "node_added", "usage_changed", "node_removed", "checkpoint", "head_repaired"
+    )  # fmt: skip
+    STATE_HEADERS: tuple[str, ...] = ("APPLES", "EATEN")
+    DETAIL_HEADERS: tuple[str, ...] = ("APPLES", "EATEN", "LEFT")
+    EMPTY: Any = Apples()
 
     @staticmethod
     def state_cells(state: Apples | None) -> tuple[str, ...]:
