@@ -14,7 +14,7 @@ import sys
 
 import click
 
-from resource_extend.commands.protocol import Verb
+from resource_extend.commands.protocol import Verb, click_plugin
 from resource_extend.commands.registry import (
     AUDITOR_COMMANDS,
     CORE_VERBS,
@@ -28,28 +28,22 @@ if TYPE_CHECKING:
     from resource_extend.projections.plugin import Plugin
 
 
-def _plugin(ctx: click.Context) -> Plugin:
-    """The program this CLI runs as: :func:`main` puts it in the root context."""
-    plugin: Plugin = ctx.find_root().obj
-    return plugin
-
-
 class LazyGroup(click.Group):
     """A group whose subcommands are imported on first use (click's lazy-loading pattern)."""
 
     def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The manual (:data:`HELP`), written once, as this program's."""
-        program = _plugin(ctx)
+        program = click_plugin(ctx)
         formatter.write_paragraph()
         with formatter.indentation():
             text = program.fill(HELP).replace("{summary}", program.summary)
             formatter.write_text(inspect.cleandoc(text))
 
     def get_params(self, ctx: click.Context) -> list[click.Parameter]:
-        return [_filled(param, _plugin(ctx)) for param in super().get_params(ctx)]
+        return [_filled(param, click_plugin(ctx)) for param in super().get_params(ctx)]
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return [*CORE_VERBS, *people_commands(_plugin(ctx).name)]
+        return [*CORE_VERBS, *people_commands(click_plugin(ctx).name)]
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The commands in three sections, each line made from the command itself: its name,
@@ -57,7 +51,7 @@ class LazyGroup(click.Group):
         sections = (
             ("Core's verbs ({prog} VERB < request.json)", CORE_VERBS),
             ("Auditors", AUDITOR_COMMANDS),
-            ("Operators", operator_commands(_plugin(ctx).name)),
+            ("Operators", operator_commands(click_plugin(ctx).name)),
         )
         for title, names in sections:
             rows = []
@@ -67,13 +61,13 @@ class LazyGroup(click.Group):
                     continue
                 arguments = [p for p in command.params if isinstance(p, click.Argument)]
                 rows.append((" ".join([name, *map(_synopsis, arguments)]), command))
-            with formatter.section(_plugin(ctx).fill(title)):
+            with formatter.section(click_plugin(ctx).fill(title)):
                 formatter.write_dl(
                     [(synopsis, command.get_short_help_str(200)) for synopsis, command in rows]
                 )
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        program = _plugin(ctx)
+        program = click_plugin(ctx)
         loaded = load(program, cmd_name)
         command = loaded.command() if isinstance(loaded, Verb) else loaded
         if command is None:
@@ -104,7 +98,7 @@ class LazyGroup(click.Group):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if not args and not ctx.resilient_parsing:  # a bare "resource-gpu" (not completion):
             # a few lines, not the whole manual as an error
-            click.echo(_plugin(ctx).fill(SHORT_USAGE))
+            click.echo(click_plugin(ctx).fill(SHORT_USAGE))
             ctx.exit(0)
         return super().parse_args(ctx, args)
 
@@ -211,7 +205,7 @@ def cli(config: str | None) -> None:
 def _print_version(ctx: click.Context) -> None:
     from resource_extend.commands.program import DISTRIBUTION, installed_version
 
-    click.echo(f"{_plugin(ctx).name} {installed_version()} ({DISTRIBUTION})")
+    click.echo(f"{click_plugin(ctx).name} {installed_version()} ({DISTRIBUTION})")
     ctx.exit(0)
 
 

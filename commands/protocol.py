@@ -200,11 +200,12 @@ def click_config() -> str | None:
     return config
 
 
-def click_plugin() -> Plugin:
-    """The program the click CLI runs as (``commands.cli.main`` puts it in the context)."""
+def click_plugin(ctx: click.Context | None = None) -> Plugin:
+    """The program the click CLI runs as (``commands.cli.main`` puts it in the root context):
+    of ``ctx``, or of the command running now."""
     import click
 
-    plugin: Plugin = click.get_current_context().find_root().obj
+    plugin: Plugin = (ctx or click.get_current_context()).find_root().obj
     return plugin
 
 

@@ -51,9 +51,14 @@ class Plugin:
             self._parts = self._load()
         return self._parts
 
+    @property
+    def env_prefix(self) -> str:
+        """What this program's environment variables begin with: ``RESOURCE_GPU``."""
+        return self.name.upper().replace("-", "_")
+
     def env(self, suffix: str) -> str:
         """This program's environment variable: ``RESOURCE_GPU_<SUFFIX>``."""
-        return f"{self.name.upper().replace('-', '_')}_{suffix}"
+        return f"{self.env_prefix}_{suffix}"
 
     def fill(self, text: str) -> str:
         """``text`` (help written once for every program) with ``{prog}``, ``{PROG}`` (its
@@ -61,7 +66,7 @@ class Plugin:
         ``{port}`` made this program's; anything else in braces is left as it is."""
         return (
             text.replace("{prog}", self.name)
-            .replace("{PROG}", self.env("")[:-1])
+            .replace("{PROG}", self.env_prefix)
             .replace("{kind}", self.kind)
             .replace("{config}", self.config_file)
             .replace("{port}", str(self.exporter_port))

@@ -10,7 +10,13 @@ import click
 
 from resource_extend.commands.exporter.listen import DEFAULT_HOST, Address, parse_listen
 from resource_extend.commands.program import installed_version
-from resource_extend.commands.protocol import Session, answered, report_failure, respond
+from resource_extend.commands.protocol import (
+    Session,
+    answered,
+    click_plugin,
+    report_failure,
+    respond,
+)
 from resource_extend.ledger.errors import PluginError
 
 INSTALL_HINT = "pip install 'resource-extend[exporter]' (or pip install prometheus-client)"
@@ -20,7 +26,7 @@ def listen_address(ctx: click.Context, _: click.Parameter, value: str | None) ->
     """``--listen`` (a click callback): an address not understood is a usage error; none
     given, loopback on this program's port."""
     if value is None:
-        return Address(DEFAULT_HOST, ctx.find_root().obj.exporter_port)
+        return Address(DEFAULT_HOST, click_plugin(ctx).exporter_port)
     try:
         return parse_listen(value)
     except PluginError as exc:
