@@ -18,16 +18,17 @@ import msgspec
 
 from resource_extend.commands.program import debugging
 from resource_extend.commands.registry import MAX_REQUEST_BYTES
-from resource_extend.ledger.errors import PluginError
+from resource_extend.ledger.model.errors import PluginError
 
 if TYPE_CHECKING:
     import click
 
     from resource_extend.ledger.config import Config
-    from resource_extend.ledger.events import Change
-    from resource_extend.ledger.kinds import Kind
-    from resource_extend.ledger.outcomes import Appended
-    from resource_extend.ledger.store import Resume, Store, WriteHook
+    from resource_extend.ledger.model.events import Change
+    from resource_extend.ledger.model.kinds import Kind
+    from resource_extend.ledger.store import Store
+    from resource_extend.ledger.store.appender import Resume, WriteHook
+    from resource_extend.ledger.store.outcomes import Appended
     from resource_extend.projections.parts import KindView
     from resource_extend.projections.plugin import Plugin
 
@@ -110,8 +111,8 @@ class Session:
         return Store(settings, self.kind, write_hook=self._write_hook, by=self._caller)
 
     def append(self, node: str, verb: str, decide: Callable[[Any], Change | None]) -> Appended[Any]:
-        """``store.append``, keeping the stream within its bound (``ledger.bounds``)."""
-        from resource_extend.ledger.bounds import append_bounded
+        """``store.append``, keeping the stream within its bound (``ledger.upkeep.bounds``)."""
+        from resource_extend.ledger.upkeep.bounds import append_bounded
 
         resume, self._resume = self._resume, None  # a call makes one append: it resumes that one
         return append_bounded(self.store, self.config.streams, node, verb, decide, resume=resume)

@@ -16,8 +16,8 @@ from typing import Annotated, Literal, Protocol
 import msgspec
 
 from resource_extend.ledger.endpoints import Endpoint, is_loopback, parse_endpoint
-from resource_extend.ledger.errors import PluginError
 from resource_extend.ledger.files import UnfitFile, read_small_file
+from resource_extend.ledger.model.errors import PluginError
 
 ENV_VAR = "ERU_RESOURCE_CONFIG_PATH"
 DEFAULT_FILE = "gpu.yaml"
@@ -81,11 +81,11 @@ class Destination(msgspec.Struct, frozen=True):
 class StreamsConfig(msgspec.Struct, kw_only=True):
     """Bounds on event streams: etcd refuses every write, core's included, past its storage
     quota, so the plugin keeps its share of etcd under ``budget`` with no setting required
-    (``ledger.bounds`` derives each stream's bound from it)."""
+    (``ledger.upkeep.bounds`` derives each stream's bound from it)."""
 
     budget: Annotated[int, msgspec.Meta(ge=0)] = 64 * 1024 * 1024
     """Bytes this kind's streams may hold in etcd, all nodes together (0: no total bound).
-    Each node's share is the budget over the node count, at ``ledger.bounds.EVENT_BYTES`` an
+    Each node's share is the budget over the node count, at ``ledger.upkeep.bounds.EVENT_BYTES`` an
     event; a stream is compacted back to its share once it is a tenth over."""
     max_events: Annotated[int, msgspec.Meta(ge=0)] = 1000
     """The most events one stream keeps, however few the nodes (0: no per-node bound)."""

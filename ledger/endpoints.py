@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from resource_extend.ledger.errors import StoreError
 from resource_extend.ledger.files import UnfitFile, read_small_file
+from resource_extend.ledger.model.errors import StoreError
 
 if TYPE_CHECKING:
     from ipaddress import IPv6Address

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from resource_extend.ledger.events import Change
+from resource_extend.ledger.model.events import Change
 
 R = TypeVar("R")
 W = TypeVar("W")

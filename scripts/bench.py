@@ -34,10 +34,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from resource_extend.ledger import wire
 from resource_extend.ledger.config import EtcdConfig
-from resource_extend.ledger.keys import KeyLayout
-from resource_extend.ledger.transport import HttpTransport
+from resource_extend.ledger.etcd import wire
+from resource_extend.ledger.etcd.transport import HttpTransport
+from resource_extend.ledger.store.keys import KeyLayout
 from resource_extend.projections.gpu.events import Event, Head, NodeAdded, UsageChanged, encode
 from resource_extend.projections.gpu.resources import Resource
 from scripts.bench_storage import storage_rows

@@ -25,11 +25,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from resource_extend.ledger import wire
 from resource_extend.ledger.config import EtcdConfig
-from resource_extend.ledger.digests import Tip, with_tip
-from resource_extend.ledger.keys import KeyLayout
-from resource_extend.ledger.transport import HttpTransport
+from resource_extend.ledger.etcd import wire
+from resource_extend.ledger.etcd.transport import HttpTransport
+from resource_extend.ledger.model.digests import Tip, with_tip
+from resource_extend.ledger.store.keys import KeyLayout
 from resource_extend.projections.gpu.node import GPU
 from resource_extend.projections.gpu.node import NodeState as GpuState
 from resource_extend.projections.storage.disks import Disk

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from resource_extend.ledger.keys import KeyLayout
+from resource_extend.ledger.store.keys import KeyLayout
 
 if TYPE_CHECKING:
     from scripts.bench import Bench

@@ -25,12 +25,12 @@ from typing import Any
 
 from resource_extend.commands.protocol import CallIO, Session
 from resource_extend.commands.registry import load
-from resource_extend.ledger import export
 from resource_extend.ledger.config import EtcdConfig
-from resource_extend.ledger.connection import Connection
-from resource_extend.ledger.footprint import etcd_footprint, measure
-from resource_extend.ledger.keys import KeyLayout
+from resource_extend.ledger.etcd.connection import Connection
 from resource_extend.ledger.store import Store
+from resource_extend.ledger.store.keys import KeyLayout
+from resource_extend.ledger.upkeep import export
+from resource_extend.ledger.upkeep.footprint import etcd_footprint, measure
 from resource_extend.projections.gpu.plugin import PLUGIN as GPU
 from tests.etcd_server import Cluster, etcdctl_binary
 

@@ -15,9 +15,9 @@ from typing import Any, Union
 
 import msgspec
 
-from resource_extend.ledger.errors import NodeExists, NodeNotFound
-from resource_extend.ledger.events import Change, Checkpoint, EventCodec, HeadRepaired
-from resource_extend.ledger.kinds import Head
+from resource_extend.ledger.model.errors import NodeExists, NodeNotFound
+from resource_extend.ledger.model.events import Change, Checkpoint, EventCodec, HeadRepaired
+from resource_extend.ledger.model.kinds import Head
 from resource_extend.projections import changes
 from resource_extend.projections.changes import NodeAdded, NodeRemoved, UsageChanged
 from resource_extend.projections.metrics import Gauge, Sample

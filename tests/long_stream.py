@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from resource_extend.ledger import wire
-from resource_extend.ledger.digests import EMPTY, tip_of, with_tip
-from resource_extend.ledger.events import Change, encode
+from resource_extend.ledger.etcd import wire
+from resource_extend.ledger.model.digests import EMPTY, tip_of, with_tip
+from resource_extend.ledger.model.events import Change, encode
 from resource_extend.ledger.store import Store
 from resource_extend.projections.changes import NodeAdded, UsageChanged
 from resource_extend.projections.gpu.node import NodeState
@@ -45,7 +45,9 @@ def grow(store: Store[NodeState], node: str, length: int) -> None:
         else:
             change = UsageChanged(delta={PRODUCT: 1 if seq % 2 == 0 else -1})
         state = NodeState(capacity={PRODUCT: CARDS}, usage={PRODUCT: usage_after(seq)})
-        event = store.new_event(seq, "set-node-resource-usage", change, after=tip, state=state)
+        event = store.appender.new_event(
+            seq, "set-node-resource-usage", change, after=tip, state=state
+        )
         event.at = at(seq)
         stored = encode(event)
         tip = tip_of(event, stored)

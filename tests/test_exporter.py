@@ -23,8 +23,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from resource_extend.ledger.config import EtcdConfig
-from resource_extend.ledger.errors import Contention
-from resource_extend.ledger.events import Change
+from resource_extend.ledger.model.errors import Contention
+from resource_extend.ledger.model.events import Change
 from resource_extend.ledger.store import Store
 from resource_extend.projections.gpu.events import UsageChanged
 from resource_extend.projections.gpu.node import GPU, NodeState
@@ -259,7 +259,7 @@ def losing_to(rival: Store[NodeState], verb: str) -> Callable[[NodeState | None]
         nonlocal calls
         calls += 1
         if calls == 1:
-            rival.append("n1", verb, lambda _: UsageChanged(delta={G: 0}))
+            rival.appender.append("n1", verb, lambda _: UsageChanged(delta={G: 0}))
         return UsageChanged(delta={G: 1})
 
     return decide
@@ -279,9 +279,11 @@ def test_appends_lost_compare_and_swaps_and_failed_writes_are_counted_by_verb(
     plugin.ok("remove-node", {"nodename": "n2"})  # its head goes: its event is still counted
     writer, doomed, rival = store_of(plugin), store_of(plugin, max_attempts=1), store_of(plugin)
     try:
-        writer.append("n1", "raced", losing_to(rival, "rival"))  # lands after one lost race
+        writer.appender.append(
+            "n1", "raced", losing_to(rival, "rival")
+        )  # lands after one lost race
         with pytest.raises(Contention):
-            doomed.append("n1", "doomed", losing_to(rival, "rival"))  # gives up
+            doomed.appender.append("n1", "doomed", losing_to(rival, "rival"))  # gives up
     finally:
         for store in (writer, doomed, rival):
             store.close()

@@ -30,8 +30,8 @@ def footprint(session: Session, top: int, as_json_output: bool) -> Any:
       {prog} footprint --top 20
     """
 
-    from resource_extend.ledger.bounds import EVENT_BYTES, bound_for
-    from resource_extend.ledger.footprint import etcd_footprint, measure
+    from resource_extend.ledger.upkeep.bounds import EVENT_BYTES, bound_for
+    from resource_extend.ledger.upkeep.footprint import etcd_footprint, measure
 
     store, streams = session.store, session.config.streams
     store.etcd.budget_per_request()  # a long stream is many pages: each has etcd.timeout

@@ -13,14 +13,14 @@ import msgspec
 
 from resource_extend.commands.audit.archive import archive_dir, archive_option
 from resource_extend.commands.protocol import Session, answered
-from resource_extend.ledger import audit
-from resource_extend.ledger.errors import InvalidRequest, PluginError
-from resource_extend.ledger.events import AnyEvent as Event
-from resource_extend.ledger.events import Checkpoint, HeadRepaired
-from resource_extend.ledger.keys import check_node_name
+from resource_extend.ledger.model import audit
+from resource_extend.ledger.model.errors import InvalidRequest, PluginError
+from resource_extend.ledger.model.events import AnyEvent as Event
+from resource_extend.ledger.model.events import Checkpoint, HeadRepaired
+from resource_extend.ledger.store.keys import check_node_name
 
 if TYPE_CHECKING:
-    from resource_extend.ledger.positions import Positions
+    from resource_extend.ledger.store.positions import Positions
     from resource_extend.projections.parts import KindView
     from resource_extend.projections.plugin import Plugin
 
@@ -95,7 +95,7 @@ NOT_ADOPTED = (
 def positions_of(session: Session, node: str) -> Positions[Any]:
     """The node's stream, to read by position (empty for an upstream record not adopted
     yet); an error if the plugin has never known the node."""
-    from resource_extend.ledger.positions import Positions
+    from resource_extend.ledger.store.positions import Positions
 
     session.node = check_node_name(node)
     session.store.etcd.budget_per_request()  # an auditor's read may be long; no request may be
@@ -135,7 +135,7 @@ def newest(
 ) -> int:
     """The first seq of the newest ``limit`` events of ``kinds`` in ``low`` .. ``high``, read
     backwards a page at a time, keeping only their seqs."""
-    from resource_extend.ledger.streams import EVENT_PAGE
+    from resource_extend.ledger.store.streams import EVENT_PAGE
 
     found: list[int] = []  # newest first: each page is older than the one before
     page_end = high
@@ -155,9 +155,9 @@ def archived_rows(
     select: Selection,
 ) -> list[tuple[Event, Any]]:
     """``history``'s rows when they reach back past the stream's ``checkpoint``: the archive's
-    exports, read back only as far as ``--since`` needs (``ledger.chain.exports_back_to``),
+    exports, read back only as far as ``--since`` needs (``ledger.upkeep.chain.exports_back_to``),
     then the stream after the checkpoint, a page at a time."""
-    from resource_extend.ledger.chain import exports_back_to
+    from resource_extend.ledger.upkeep.chain import exports_back_to
 
     since, until, reach = select.since, select.until, select.reach
 
@@ -315,7 +315,7 @@ def export(session: Session, node: str) -> Any:
     its checkpoint, which names the export holding the events before it.
     """
 
-    from resource_extend.ledger.export import json_lines
+    from resource_extend.ledger.upkeep.export import json_lines
 
     session.node = check_node_name(node)
     stored = session.store.streams.stored_events(node)  # as stored: one bad event is printed too

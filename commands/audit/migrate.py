@@ -38,7 +38,7 @@ def migrate(session: Session, dry_run: bool, as_json_output: bool) -> Any:
     Afterwards:  {prog} verify --all
     """
 
-    from resource_extend.ledger import migration
+    from resource_extend.ledger.store import migration
 
     store = session.store
     moved: dict[str, int] = {}

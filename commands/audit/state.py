@@ -16,15 +16,15 @@ from resource_extend.commands.audit.history import (
     positions_of,
 )
 from resource_extend.commands.protocol import Session, answered
-from resource_extend.ledger import audit
-from resource_extend.ledger.errors import PluginError
-from resource_extend.ledger.events import AnyEvent as Event
-from resource_extend.ledger.events import Checkpoint, HeadRepaired
-from resource_extend.ledger.kinds import Kind
+from resource_extend.ledger.model import audit
+from resource_extend.ledger.model.errors import PluginError
+from resource_extend.ledger.model.events import AnyEvent as Event
+from resource_extend.ledger.model.events import Checkpoint, HeadRepaired
+from resource_extend.ledger.model.kinds import Kind
 from resource_extend.projections.changes import NodeRemoved
 
 if TYPE_CHECKING:
-    from resource_extend.ledger.positions import Positions
+    from resource_extend.ledger.store.positions import Positions
 
 
 @click.command("show")
@@ -98,7 +98,7 @@ def archived(
     exports = archive_dir(session, archive)
     if not exports or not isinstance(first.change, Checkpoint):
         raise audit.before_first(first, point)
-    from resource_extend.ledger.chain import state_in_archive
+    from resource_extend.ledger.upkeep.chain import state_in_archive
 
     try:
         return state_in_archive(session.kind, first, exports, point)

@@ -10,16 +10,17 @@ import msgspec
 
 from resource_extend.commands.audit.archive import archive_dir, archive_option
 from resource_extend.commands.protocol import Session, answered, respond
-from resource_extend.ledger import audit, export, verdicts
-from resource_extend.ledger.digests import EMPTY, named_by_next, tip_of
-from resource_extend.ledger.errors import PluginError
-from resource_extend.ledger.events import AnyEvent as Event
-from resource_extend.ledger.events import Checkpoint
-from resource_extend.ledger.keys import check_node_name
-from resource_extend.ledger.kinds import Kind
+from resource_extend.ledger.model import audit, verdicts
+from resource_extend.ledger.model.digests import EMPTY, named_by_next, tip_of
+from resource_extend.ledger.model.errors import PluginError
+from resource_extend.ledger.model.events import AnyEvent as Event
+from resource_extend.ledger.model.events import Checkpoint
+from resource_extend.ledger.model.kinds import Kind
+from resource_extend.ledger.model.walk import Walk
+from resource_extend.ledger.model.words import plural
 from resource_extend.ledger.store import Store
-from resource_extend.ledger.walk import Walk
-from resource_extend.ledger.words import plural
+from resource_extend.ledger.store.keys import check_node_name
+from resource_extend.ledger.upkeep import export
 
 NodeState = Any
 """Whichever kind's state: verify and compact are the ledger's, written once for every kind."""
@@ -108,8 +109,8 @@ def _verify_head(
         last = walk.last.seq if walk.last is not None else 0
         tip = tip_of(walk.last, walk.last_raw) if walk.last is not None else EMPTY
         change, state = verdicts.repair(store.kind, opened.head, verdict)
-        event = store.new_event(last + 1, "verify", change, after=tip, state=state)
-        if store.repair_head(node, opened.head_revision, event, state):
+        event = store.appender.new_event(last + 1, "verify", change, after=tip, state=state)
+        if store.appender.repair_head(node, opened.head_revision, event, state):
             found.findings.append(f"{report} -> repaired (event {event.seq})")
             found.repaired += 1
             return walk.first
@@ -144,7 +145,7 @@ class Trust(msgspec.Struct, frozen=True):
         (unless allowed); empty when it may."""
         if first is None or not isinstance(first.change, Checkpoint):
             return ""
-        from resource_extend.ledger.chain import walk
+        from resource_extend.ledger.upkeep.chain import walk
 
         link = next(walk(kind, first, self.archive))
         if link.checked is None:
@@ -165,9 +166,9 @@ def _verify_exports(
     found: Verified,
 ) -> None:
     """Follow the chain of exports from ``checkpoint`` back to event 1, checking each one
-    that is here (``ledger.chain``); with ``repair``, publish one an interrupted compaction
+    that is here (``ledger.upkeep.chain``); with ``repair``, publish one an interrupted compaction
     left unpublished, once its content checks out."""
-    from resource_extend.ledger.chain import walk
+    from resource_extend.ledger.upkeep.chain import walk
 
     for link in walk(kind, checkpoint, trust.archive):
         file, checked, what = link.found, link.checked, link.what
@@ -226,9 +227,9 @@ def _orphans(
     store: Store[NodeState], node: str, directories: list[str], repair: bool, found: Verified
 ) -> None:
     """Note (with ``repair``: delete) the ``.partial`` exports of compactions killed before
-    their commit, whose events are all still in etcd (``ledger.orphans``): leftovers, not a
+    their commit, whose events are all still in etcd (``ledger.upkeep.orphans``): leftovers, not a
     disagreement."""
-    from resource_extend.ledger import orphans
+    from resource_extend.ledger.upkeep import orphans
 
     for directory in directories:
         left = [

@@ -16,8 +16,8 @@ from resource_extend.commands.doctor import etcd, host, prefix
 from resource_extend.commands.doctor.findings import Finding, fail, guarded, not_checked, ok, warn
 from resource_extend.ledger import config as config_files
 from resource_extend.ledger.config import Config
-from resource_extend.ledger.errors import PluginError
-from resource_extend.ledger.words import plural
+from resource_extend.ledger.model.errors import PluginError
+from resource_extend.ledger.model.words import plural
 
 if TYPE_CHECKING:
     from resource_extend.projections.plugin import Plugin

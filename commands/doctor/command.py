@@ -72,7 +72,7 @@ def doctor(session: Session, as_json_output: bool) -> Any:
     if not failed:
         return answer
     respond(answer, text=True, io=session.io)
-    from resource_extend.ledger.errors import PluginError
+    from resource_extend.ledger.model.errors import PluginError
 
     shown = ", ".join(dict.fromkeys(failed))
     raise PluginError(f"{len(failed)} of {len(findings)} checks failed: {shown}")

@@ -19,8 +19,8 @@ safe as its oldest member).
 from __future__ import annotations
 
 from resource_extend.commands.doctor.findings import Finding, ok, warn
-from resource_extend.ledger import wire
-from resource_extend.ledger.transport import Refused, Transport, Unavailable
+from resource_extend.ledger.etcd import wire
+from resource_extend.ledger.etcd.transport import Refused, Transport, Unavailable
 
 CHECK = "etcd durability"
 Version = tuple[int, int, int]

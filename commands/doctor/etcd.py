@@ -20,12 +20,10 @@ from resource_extend.commands.doctor.clock import clock_offset, judge_clock
 from resource_extend.commands.doctor.durability import CHECK as DURABILITY
 from resource_extend.commands.doctor.durability import check_durability, parse_version
 from resource_extend.commands.doctor.findings import Finding, fail, not_checked, ok, warn
-from resource_extend.ledger import wire
 from resource_extend.ledger.config import Config, EtcdConfig
-from resource_extend.ledger.connection import open_transport
-from resource_extend.ledger.errors import StoreError
-from resource_extend.ledger.keys import KeyLayout, range_end
-from resource_extend.ledger.transport import (
+from resource_extend.ledger.etcd import wire
+from resource_extend.ledger.etcd.connection import open_transport
+from resource_extend.ledger.etcd.transport import (
     PLAIN_HINT,
     HttpTransport,
     NotEtcd,
@@ -33,7 +31,9 @@ from resource_extend.ledger.transport import (
     Transport,
     Unavailable,
 )
-from resource_extend.ledger.words import plural
+from resource_extend.ledger.model.errors import StoreError
+from resource_extend.ledger.model.words import plural
+from resource_extend.ledger.store.keys import KeyLayout, range_end
 
 if TYPE_CHECKING:
     from resource_extend.projections.plugin import Plugin

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal
 import msgspec
 
 from resource_extend.commands.program import debugging
-from resource_extend.ledger.errors import PluginError
+from resource_extend.ledger.model.errors import PluginError
 
 if TYPE_CHECKING:
     from resource_extend.projections.plugin import Plugin

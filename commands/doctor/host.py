@@ -32,10 +32,10 @@ STOP_FIX = "{prog} helper --stop --all (the next core call starts a fresh helper
 def check_exports(config: Config) -> list[Finding]:
     """The directory this host's compactions write exports to (``streams.archive_dir``, else
     ``streams.export_dir``): nobody else may change it or any directory above it, or the
-    compactions refuse to write there (``ledger.export.unsafe_directory``)."""
+    compactions refuse to write there (``ledger.upkeep.export.unsafe_directory``)."""
     from pathlib import Path
 
-    from resource_extend.ledger.export import unsafe_directory
+    from resource_extend.ledger.upkeep.export import unsafe_directory
 
     if not (directory := config.streams.destination.directory):
         return [ok("exports", "no export directory: streams are not compacted on this host")]

@@ -3,7 +3,7 @@ yet, streams still in release 0.1's layout, and heads that disagree with their s
 
 The listing is what ``nodes`` reads (one paged range over the heads, one keys-only range over
 the streams); the drift check is ``verify``'s comparison of a head with the fold of its stream
-(``ledger.verdicts``), read-only, on at most ``DRIFT_NODES`` nodes (a random sample when there
+(``ledger.model.verdicts``), read-only, on at most ``DRIFT_NODES`` nodes (a random sample when there
 are more) whose streams hold at most ``DRIFT_EVENTS`` events each.
 """
 
@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from resource_extend.commands.doctor.findings import Finding, fail, ok, warn
-from resource_extend.ledger.errors import PluginError
+from resource_extend.ledger.model.errors import PluginError
+from resource_extend.ledger.model.words import plural
 from resource_extend.ledger.store import Store
-from resource_extend.ledger.words import plural
 
 if TYPE_CHECKING:
-    from resource_extend.ledger.scans import NodeKeys
+    from resource_extend.ledger.store.scans import NodeKeys
     from resource_extend.projections.plugin import Plugin
 
 DRIFT_NODES = 50
@@ -104,8 +104,8 @@ def _legacy_finding(legacy: list[str]) -> Finding:
 
 def _drift_finding(store: Store[Any], candidates: list[str], records: int) -> Finding:
     """Compare heads with their streams, on a bounded sample."""
-    from resource_extend.ledger import verdicts
-    from resource_extend.ledger.walk import Walk
+    from resource_extend.ledger.model import verdicts
+    from resource_extend.ledger.model.walk import Walk
 
     check = "drift"
     if not candidates:
@@ -164,7 +164,7 @@ def _times_finding(store: Store[Any], candidates: list[str]) -> Finding:
     by a clock ahead, and until that clock is right every event after it carries its time."""
     from datetime import datetime, timezone
 
-    from resource_extend.ledger import audit
+    from resource_extend.ledger.model import audit
 
     check = "event times"
     sample = _sample(candidates, TIMES_NODES)

@@ -17,7 +17,7 @@ from resource_extend.commands.protocol import (
     report_failure,
     respond,
 )
-from resource_extend.ledger.errors import PluginError
+from resource_extend.ledger.model.errors import PluginError
 
 INSTALL_HINT = "pip install 'resource-extend[exporter]' (or pip install prometheus-client)"
 

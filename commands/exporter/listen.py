@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from resource_extend.ledger.endpoints import host_port
-from resource_extend.ledger.errors import PluginError
+from resource_extend.ledger.model.errors import PluginError
 
 DEFAULT_HOST = "127.0.0.1"
 """Loopback: the metrics reach no other host unless the operator says so."""

@@ -26,12 +26,12 @@ from resource_extend.commands.exporter.view import (
     node_series,
     tallied,
 )
-from resource_extend.ledger import survey as reads
 from resource_extend.ledger.config import EtcdConfig
-from resource_extend.ledger.digests import tip_in_head
-from resource_extend.ledger.errors import PluginError
-from resource_extend.ledger.kinds import Kind
+from resource_extend.ledger.model.digests import tip_in_head
+from resource_extend.ledger.model.errors import PluginError
+from resource_extend.ledger.model.kinds import Kind
 from resource_extend.ledger.store import Store
+from resource_extend.ledger.store import survey as reads
 
 if TYPE_CHECKING:
     from resource_extend.projections.parts import KindGauges
@@ -176,7 +176,7 @@ class Refresher:
     # -- the verifier -----------------------------------------------------------------------
 
     def verify(self, stopping: threading.Event) -> None:
-        """One verify pass over every node (``ledger.survey.drifted``), published when whole;
+        """One verify pass over every node (``ledger.store.survey.drifted``), published when whole;
         one that fails is said once on stderr until a pass succeeds."""
         started = time.monotonic()
         store = self._store()

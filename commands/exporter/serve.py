@@ -18,7 +18,7 @@ from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamil
 
 from resource_extend.commands.exporter.listen import Address
 from resource_extend.commands.exporter.view import Family, Status, fresh, scrape_families
-from resource_extend.ledger.errors import PluginError
+from resource_extend.ledger.model.errors import PluginError
 
 TEXT_FORMAT = "text/plain; version=0.0.4; charset=utf-8"
 """What ``generate_latest`` writes: the text format every Prometheus reads."""

@@ -52,7 +52,7 @@ class View(msgspec.Struct, frozen=True):
     """How long the read took."""
     nodes: list[NodeSeries]
     failures: dict[str, int]
-    """Writes that gave up, by verb (``ledger.tallies``)."""
+    """Writes that gave up, by verb (``ledger.store.tallies``)."""
 
 
 class Drift(msgspec.Struct, frozen=True):

@@ -47,7 +47,7 @@ TYPE_CHECKING = False  # not typing's: importing typing costs a core call ~3 ms
 if TYPE_CHECKING:
     from _socket import socket
 
-    from resource_extend.ledger.store import Resume
+    from resource_extend.ledger.store.appender import Resume
     from resource_extend.projections.plugin import Plugin
 
 MAGIC = b"RGPU3"
@@ -127,7 +127,7 @@ class Outcome:
     def resume(self) -> Resume | None:
         if self.sent is None:
             return None
-        from resource_extend.ledger.store import Resume
+        from resource_extend.ledger.store.appender import Resume
 
         return Resume(op=self.sent[0], after=self.sent[1])
 

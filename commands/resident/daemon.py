@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from resource_extend.commands.program import DISTRIBUTION, programs
 from resource_extend.commands.resident import client as resident
 from resource_extend.commands.resident import rundir
-from resource_extend.ledger.store import who
+from resource_extend.ledger.store.appender import who
 
 if TYPE_CHECKING:
     from resource_extend.ledger.config import Config
@@ -145,10 +145,6 @@ def _warm_up(plugin: Plugin) -> None:
     for verb in (*CORE_VERBS, *HIDDEN_VERBS):
         load(plugin, verb)
     plugin.parts  # noqa: B018 (loads the kind's fold, views and gauges)
-    import resource_extend.commands.resident.copies
-    import resource_extend.ledger.bounds
-    import resource_extend.ledger.compaction
-    import resource_extend.ledger.store  # noqa: F401
 
     _lay_out_structs()
 
@@ -384,7 +380,7 @@ class Helper:
         """Our config, if it loads (if not, the call itself says what is wrong, word for word,
         in-process)."""
         from resource_extend.ledger import config as config_files
-        from resource_extend.ledger.errors import PluginError
+        from resource_extend.ledger.model.errors import PluginError
 
         try:
             return config_files.load(self.config_path)
@@ -403,7 +399,7 @@ class Helper:
 
         from resource_extend.commands.protocol import CallIO, Session, Verb
         from resource_extend.commands.registry import load
-        from resource_extend.ledger.errors import PluginError
+        from resource_extend.ledger.model.errors import PluginError
 
         verb = load(self.plugin, verb_name)
         assert isinstance(verb, Verb)

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import msgspec
 
-from resource_extend.ledger.errors import NotEnoughResource
+from resource_extend.ledger.model.errors import NotEnoughResource
 from resource_extend.projections.answers import DeployCapacity
 from resource_extend.projections.gpu import cards
 from resource_extend.projections.gpu.cards import Cards

@@ -1,13 +1,13 @@
 """Decisions: from a node's current state and a validated request, the change to append.
 
-Each function is pure. It raises a :class:`~ledger.errors.PluginError` when the request cannot be
-applied (nothing is written) and returns ``None`` when the request would change nothing (nothing
+Each function is pure. It raises a :class:`~ledger.model.errors.PluginError` when the request cannot
+be applied (nothing is written) and returns ``None`` when the request would change nothing (nothing
 is appended).
 """
 
 from __future__ import annotations
 
-from resource_extend.ledger.errors import (
+from resource_extend.ledger.model.errors import (
     InvalidRequest,
     NodeExists,
     NodeNotFound,

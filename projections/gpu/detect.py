@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 
 import msgspec
 
-from resource_extend.ledger.errors import PluginError
+from resource_extend.ledger.model.errors import PluginError
 
 QUERY_FIELDS = "index,name,uuid,mig.mode.current"
 """The ``--query-gpu`` fields :func:`parse_query` reads, in this order."""

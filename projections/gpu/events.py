@@ -11,8 +11,8 @@ from typing import Union
 
 import msgspec
 
-from resource_extend.ledger import events as ledger_events
-from resource_extend.ledger.events import (
+from resource_extend.ledger.model import events as ledger_events
+from resource_extend.ledger.model.events import (
     SCHEMA_VERSION,
     Checkpoint,
     EventCodec,

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from resource_extend.ledger import audit
-from resource_extend.ledger.audit import BrokenStream
-from resource_extend.ledger.events import AnyEvent, EventCodec
-from resource_extend.ledger.kinds import Head as HeadRecord
+from resource_extend.ledger.model import audit
+from resource_extend.ledger.model.audit import BrokenStream
+from resource_extend.ledger.model.events import AnyEvent, EventCodec
+from resource_extend.ledger.model.kinds import Head as HeadRecord
 from resource_extend.projections.changes import workloads_contradiction
 from resource_extend.projections.gpu import cards
 from resource_extend.projections.gpu.cards import Cards

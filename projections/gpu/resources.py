@@ -12,7 +12,7 @@ from typing import Annotated
 
 import msgspec
 
-from resource_extend.ledger.errors import InvalidRequest
+from resource_extend.ledger.model.errors import InvalidRequest
 from resource_extend.projections.gpu.cards import Cards, normalised
 
 MAX_COUNT = 1_000_000

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from resource_extend.ledger.errors import NotEnoughResource
+from resource_extend.ledger.model.errors import NotEnoughResource
 from resource_extend.projections.storage.bindings import Binding, InvalidVolume, parse_binding
 from resource_extend.projections.storage.disks import NO_QUOTA, Disk, Quota, add, fits, subtract
 from resource_extend.projections.storage.host import Host, build_host, classify

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 
 import msgspec
 
-from resource_extend.ledger.errors import InvalidRequest
+from resource_extend.ledger.model.errors import InvalidRequest
 from resource_extend.projections.storage.sizes import parse_size
 
 AUTO = "AUTO"

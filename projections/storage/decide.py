@@ -4,8 +4,8 @@ The new state comes from ``updates`` (and ``diffs`` for a fix), which check ever
 (upstream's write-time checks, run inside each append's compare-and-swap); here it becomes the event
 that leads there. Each function is pure and is re-run on the fresh state when a concurrent write
 wins the compare-and-swap, so the rules are checked against the state the write will actually
-follow. It raises a :class:`~ledger.errors.PluginError` when the request cannot be applied (nothing
-is written) and returns ``None`` when it would change nothing (nothing is appended).
+follow. It raises a :class:`~ledger.model.errors.PluginError` when the request cannot be applied
+(nothing is written) and returns ``None`` when it would change nothing (nothing is appended).
 
 A delta is recorded as a delta only where replaying it gives exactly the state decided;
 otherwise (rm-disks, mounts replaced...) the whole new value is recorded.

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 
 import msgspec
 
-from resource_extend.ledger.errors import InvalidRequest
+from resource_extend.ledger.model.errors import InvalidRequest
 from resource_extend.projections.storage.sizes import MAX_SIZE, Int64, parse_size
 
 Quota = tuple[int, int, int, int]

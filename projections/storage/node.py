@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from resource_extend.ledger import audit
-from resource_extend.ledger.audit import BrokenStream
-from resource_extend.ledger.errors import InvalidRequest
-from resource_extend.ledger.events import AnyEvent, EventCodec
-from resource_extend.ledger.kinds import Head
+from resource_extend.ledger.model import audit
+from resource_extend.ledger.model.audit import BrokenStream
+from resource_extend.ledger.model.errors import InvalidRequest
+from resource_extend.ledger.model.events import AnyEvent, EventCodec
+from resource_extend.ledger.model.kinds import Head
 from resource_extend.projections.changes import workloads_contradiction
 from resource_extend.projections.node import NodeKind
 from resource_extend.projections.storage import arithmetic, views

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from resource_extend.ledger.errors import InvalidRequest
+from resource_extend.ledger.model.errors import InvalidRequest
 from resource_extend.projections.storage.bindings import InvalidVolume
 from resource_extend.projections.storage.disks import Disk, InvalidDisk, parse_disk
 from resource_extend.projections.storage.requests import Storage, storage_bytes

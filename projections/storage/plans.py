@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from resource_extend.ledger.errors import NotEnoughResource, PluginError
+from resource_extend.ledger.model.errors import NotEnoughResource, PluginError
 from resource_extend.projections.storage import workloads
 from resource_extend.projections.storage.affinity import affinity_plan
 from resource_extend.projections.storage.arithmetic import added_disks

@@ -13,7 +13,7 @@ from typing import Annotated
 
 import msgspec
 
-from resource_extend.ledger.errors import InvalidRequest
+from resource_extend.ledger.model.errors import InvalidRequest
 from resource_extend.projections.storage.bindings import (
     MAX_BINDINGS,
     Binding,

@@ -13,7 +13,7 @@ from typing import Annotated
 
 import msgspec
 
-from resource_extend.ledger.errors import InvalidRequest
+from resource_extend.ledger.model.errors import InvalidRequest
 
 MAX_SIZE = 2**63 - 1
 """Sizes are Go int64s on the wire; anything larger is refused, never wrapped."""

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 import msgspec
 
-from resource_extend.ledger.errors import InvalidRequest, NodeNotFound
+from resource_extend.ledger.model.errors import InvalidRequest, NodeNotFound
 from resource_extend.projections.storage.bindings import InvalidVolume
 from resource_extend.projections.storage.disks import NO_QUOTA, Disk, Quota, add, fits
 from resource_extend.projections.storage.requests import InvalidStorage

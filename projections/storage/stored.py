@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from resource_extend.ledger.errors import InvalidRequest
+from resource_extend.ledger.model.errors import InvalidRequest
 from resource_extend.projections.storage.resources import NodeResource
 
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from resource_extend.ledger.errors import InvalidRequest, NodeExists
+from resource_extend.ledger.model.errors import InvalidRequest, NodeExists
 from resource_extend.projections.storage.arithmetic import (
     add,
     volume_total,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from resource_extend.ledger.bounds import EVENT_BYTES
+from resource_extend.ledger.upkeep.bounds import EVENT_BYTES
 from tests.audit.helpers import (
     G,
     added,

@@ -1,4 +1,4 @@
-"""Orphaned ``.partial`` exports (``ledger.orphans``) against the real etcd: a compaction
+"""Orphaned ``.partial`` exports (``ledger.upkeep.orphans``) against the real etcd: a compaction
 killed (SIGKILL) after writing its export and before its transaction reaches etcd leaves an
 orphan, found and removed; one killed after its commit, before the rename, leaves a
 ``.partial`` a checkpoint names, which is kept (``verify --repair`` publishes it); one stopped
@@ -15,9 +15,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from resource_extend.ledger import export, orphans
 from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.store import Store
+from resource_extend.ledger.upkeep import export, orphans
 from resource_extend.projections.gpu.node import GPU
 from tests.audit.helpers import G, head, plant
 from tests.audit.test_migration import start

@@ -1,6 +1,7 @@
 """The layers run one way: ``commands`` -> ``projections`` (pure, per kind) and ``ledger``
 (etcd I/O, generic over kinds). ``ledger`` never imports ``projections`` or ``commands``, and
-``projections`` never imports ``commands``, not even lazily inside a function."""
+``projections`` never imports ``commands``, not even lazily inside a function. Inside
+``ledger`` the rooms run one way too (``ROOMS``), and ``projections`` sees only its pure model."""
 
 from __future__ import annotations
 
@@ -132,4 +133,67 @@ def test_the_cycle_check_sees_a_lazy_cycle(tmp_path: Path) -> None:
             "resource_extend.commands.doctor.checks",
             "resource_extend.commands.doctor.etcd",
         ]
+    ]
+
+
+# -- the ledger's rooms ---------------------------------------------------------------------------
+
+LEDGER = "resource_extend.ledger"
+SETTINGS = tuple(f"{LEDGER}.{name}" for name in ("config", "endpoints", "files"))
+"""The operator's configuration and the files it names: the ledger's top-level modules."""
+ROOMS = {
+    "projections": (f"{LEDGER}.model",),
+    f"{LEDGER}.model": (f"{LEDGER}.model",),
+    LEDGER: (f"{LEDGER}.model.errors", *SETTINGS),
+    f"{LEDGER}.etcd": (f"{LEDGER}.model.errors", *SETTINGS, f"{LEDGER}.etcd"),
+    f"{LEDGER}.store": (f"{LEDGER}.model", *SETTINGS, f"{LEDGER}.etcd", f"{LEDGER}.store"),
+    f"{LEDGER}.upkeep": (LEDGER,),
+}
+"""Which of the ledger's modules each room may import, by the room's dotted name (the ledger's
+own top-level modules form the room ``LEDGER``): the pure model imports only itself, etcd I/O
+knows no event (only the errors it raises), the store never reaches up into upkeep."""
+
+
+def room_of(module: str) -> str:
+    """The room one of the package's modules is in (a ``ROOMS`` key)."""
+    if module.startswith("resource_extend.projections"):
+        return "projections"
+    folder = ".".join(module.split(".")[:3])  # resource_extend.ledger.<folder or module>
+    return folder if folder in ROOMS else LEDGER
+
+
+def out_of_room(root: Path) -> list[str]:
+    """Each import of a ledger module that its importer's room may not make."""
+    return [
+        f"{module} imports {target}"
+        for module, targets in sorted(import_graph(root).items())
+        if module.startswith((LEDGER, "resource_extend.projections"))
+        for target in sorted(targets)
+        if target.startswith(LEDGER) and target != LEDGER
+        if not any(target == allowed or target.startswith(f"{allowed}.")
+                   for allowed in ROOMS[room_of(module)])
+    ]  # fmt: skip
+
+
+def test_each_ledger_room_imports_only_the_rooms_below_it() -> None:
+    assert out_of_room(ROOT) == []
+
+
+def test_the_room_check_sees_events_in_etcd_io_and_etcd_in_projections(tmp_path: Path) -> None:
+    for folder in ("ledger/etcd", "ledger/model", "ledger/store", "projections/toy", "commands"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "__init__.py").write_text("")
+    (tmp_path / "ledger" / "model" / "events.py").write_text("")
+    (tmp_path / "ledger" / "store" / "keys.py").write_text("")
+    (tmp_path / "ledger" / "etcd" / "wire.py").write_text(
+        "from resource_extend.ledger.model import events\n"
+    )
+    (tmp_path / "projections" / "toy" / "node.py").write_text(
+        "from resource_extend.ledger.model.events import Change\n"
+        "def f():\n    from resource_extend.ledger.store.keys import KeyLayout\n"
+    )
+    assert out_of_room(tmp_path) == [
+        "resource_extend.ledger.etcd.wire imports resource_extend.ledger.model",
+        "resource_extend.ledger.etcd.wire imports resource_extend.ledger.model.events",
+        "resource_extend.projections.toy.node imports resource_extend.ledger.store.keys",
     ]

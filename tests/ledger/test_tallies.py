@@ -1,6 +1,6 @@
 """What a write records of the races it lost, against real etcd: an event that landed after
 lost compare-and-swaps says how many (``Event.retries``), and a write that gave up is counted
-by verb (``ledger.tallies``), where ``Store.write_failures`` (the exporter) reads it."""
+by verb (``ledger.store.tallies``), where ``Store.write_failures`` (the exporter) reads it."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import msgspec
 import pytest
 
 from resource_extend.ledger.config import EtcdConfig
-from resource_extend.ledger.errors import Contention
-from resource_extend.ledger.events import Change
+from resource_extend.ledger.model.errors import Contention
+from resource_extend.ledger.model.events import Change
 from resource_extend.ledger.store import Store
 from resource_extend.projections.gpu.events import NodeAdded, UsageChanged
 from resource_extend.projections.gpu.node import GPU, NodeState
@@ -40,7 +40,9 @@ def rival_writes(
         nonlocal calls
         calls += 1
         if calls <= times:
-            rival.append("n1", "set-node-resource-usage", lambda _: UsageChanged(delta={G: 0}))
+            rival.appender.append(
+                "n1", "set-node-resource-usage", lambda _: UsageChanged(delta={G: 0})
+            )
         return UsageChanged(delta={G: 1})
 
     return decide
@@ -49,7 +51,7 @@ def rival_writes(
 @pytest.fixture
 def stores(plugin: Plugin) -> Any:
     writer, rival = store_of(plugin, max_attempts=4), store_of(plugin)
-    rival.append("n1", "add-node", lambda _: NodeAdded(capacity={G: 8}))
+    rival.appender.append("n1", "add-node", lambda _: NodeAdded(capacity={G: 8}))
     yield writer, rival
     writer.close()
     rival.close()
@@ -60,7 +62,7 @@ def test_an_event_says_how_many_races_it_lost(
     stores: tuple[Store[NodeState], Store[NodeState]], etcd: Etcd, lost: int
 ) -> None:
     writer, rival = stores
-    appended = writer.append("n1", "calculate-deploy", rival_writes(rival, lost))
+    appended = writer.appender.append("n1", "calculate-deploy", rival_writes(rival, lost))
     stored = etcd.event_docs("n1")[-1]
     assert stored["seq"] == appended.events[-1].seq == 2 + lost
     assert stored.get("retries", 0) == lost
@@ -74,9 +76,9 @@ def test_a_write_that_gives_up_is_counted_by_verb(
     writer, rival = stores
     for expected in (1, 2):
         with pytest.raises(Contention, match="4 times"):
-            writer.append("n1", "set-node-resource-usage", rival_writes(rival, 4))
+            writer.appender.append("n1", "set-node-resource-usage", rival_writes(rival, 4))
         assert writer.outcomes.write_failures() == {"set-node-resource-usage": expected}
-    writer.append("n1", "add-node", rival_writes(rival, 1))  # landed: not a failure
+    writer.appender.append("n1", "add-node", rival_writes(rival, 1))  # landed: not a failure
     assert writer.outcomes.write_failures() == {"set-node-resource-usage": 2}
     # added, the rival's 4 + 4 + 1 (the writers that gave up wrote nothing), the one landed
     assert [doc["seq"] for doc in etcd.event_docs("n1")] == list(range(1, 12))

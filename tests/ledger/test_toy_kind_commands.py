@@ -78,13 +78,13 @@ def orchard(plugin: Plugin, tmp_path: Path) -> Orchard:
 def planted_and_raced(orchard: Orchard) -> None:
     """Ten apples planted, then ``EATERS`` writers, each with a store of its own, eat one
     each at once: every lost compare-and-swap decides again on the rival's state."""
-    orchard.store().append(NODE, "plant", plant(10))
+    orchard.store().appender.append(NODE, "plant", plant(10))
     start = threading.Barrier(EATERS)
 
     def eater() -> None:
         store = orchard.store()
         start.wait()
-        store.append(NODE, "eat", eat(1))
+        store.appender.append(NODE, "eat", eat(1))
 
     threads = [threading.Thread(target=eater) for _ in range(EATERS)]
     for thread in threads:

@@ -44,8 +44,8 @@ class Faulty(residentd.Helper):
 
 
 def hang_around_writes(fault: str, helper: residentd.Helper) -> None:
-    from resource_extend.ledger import wire
-    from resource_extend.ledger.connection import Connection
+    from resource_extend.ledger.etcd import wire
+    from resource_extend.ledger.etcd.connection import Connection
 
     send = Connection.txn
     never = threading.Event()

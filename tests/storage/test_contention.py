@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from resource_extend.ledger import audit
+from resource_extend.ledger.model import audit
 from resource_extend.projections.storage.events import EVENTS
 from resource_extend.projections.storage.node import STORAGE
 from tests.etcdkv import Etcd

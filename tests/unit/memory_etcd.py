@@ -1,4 +1,4 @@
-"""An in-memory etcd behind the ``Transport`` protocol (``ledger.transport``), for unit tests.
+"""An in-memory etcd behind the ``Transport`` protocol (``ledger.etcd.transport``), for unit tests.
 
 It keeps etcd's MVCC model, as far as the store relies on it: one global revision, incremented
 once per transaction that writes; per key its create and mod revisions and version; every
@@ -29,8 +29,8 @@ from typing import Literal, TypeVar
 
 import msgspec
 
-from resource_extend.ledger import wire
-from resource_extend.ledger.transport import Refused, Reply, Request, Unavailable
+from resource_extend.ledger.etcd import wire
+from resource_extend.ledger.etcd.transport import Refused, Reply, Request, Unavailable
 
 Hook = Callable[[], object]
 T = TypeVar("T", int, bytes)

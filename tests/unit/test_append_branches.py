@@ -1,4 +1,4 @@
-"""The riskiest branches of ``Store.append`` and of the store's reads, against an in-memory etcd
+"""The riskiest branches of ``Appender.append`` and of the store's reads, against an in-memory etcd
 (``tests.unit.memory_etcd``): lost races, lost answers, compaction over a lost write, running
 out of time or attempts, fail-over, and paged reads.
 
@@ -16,19 +16,19 @@ from typing import Any
 
 import pytest
 
-from resource_extend.ledger import compaction
-from resource_extend.ledger import streams as streams_module
 from resource_extend.ledger.config import Destination, EtcdConfig
-from resource_extend.ledger.errors import (
+from resource_extend.ledger.model.errors import (
     Contention,
     NodeExists,
     NodeNotFound,
     OutcomeUnknown,
     StoreError,
 )
-from resource_extend.ledger.events import AnyEvent, Change, Checkpoint
-from resource_extend.ledger.keys import KeyLayout
+from resource_extend.ledger.model.events import AnyEvent, Change, Checkpoint
 from resource_extend.ledger.store import Store
+from resource_extend.ledger.store import streams as streams_module
+from resource_extend.ledger.store.keys import KeyLayout
+from resource_extend.ledger.upkeep import compaction
 from resource_extend.projections.gpu.cards import Cards
 from resource_extend.projections.gpu.events import NodeAdded, NodeRemoved, UsageChanged
 from resource_extend.projections.gpu.node import GPU, NodeState
@@ -133,12 +133,12 @@ def seqs(events: list[AnyEvent]) -> list[int]:
 
 
 def new_node(etcd: MemoryEtcd, node: str = NODE, capacity: int = 8) -> list[AnyEvent]:
-    return make_store(etcd).append(node, "add", add_node_change({CARD: capacity})).events
+    return make_store(etcd).appender.append(node, "add", add_node_change({CARD: capacity})).events
 
 
 def take_one(etcd: MemoryEtcd, node: str = NODE) -> list[str]:
     """Another writer takes a card: the op ids of what it appended."""
-    return ops(make_store(etcd).append(node, "rival", usage_change({CARD: 1})).events)
+    return ops(make_store(etcd).appender.append(node, "rival", usage_change({CARD: 1})).events)
 
 
 def rival(etcd: MemoryEtcd, *, forever: bool = False) -> list[str]:
@@ -168,7 +168,7 @@ def test_a_lost_race_decides_again_on_the_fresh_state() -> None:
     theirs = rival(etcd)
     decide, seen = recording(usage_change({CARD: 2}))
 
-    result = make_store(etcd).append(NODE, "take", decide)
+    result = make_store(etcd).appender.append(NODE, "take", decide)
 
     assert [usage(state) for state in seen] == [{}, {CARD: 1}]
     events = stream_of(etcd)
@@ -183,10 +183,12 @@ def test_a_lost_race_decides_again_on_the_fresh_state() -> None:
 def test_a_race_lost_to_a_removal_raises_what_decide_raises_and_writes_nothing() -> None:
     etcd = MemoryEtcd()
     new_node(etcd)
-    etcd.before_next_write(lambda: make_store(etcd).append(NODE, "rm", remove_node_change()))
+    etcd.before_next_write(
+        lambda: make_store(etcd).appender.append(NODE, "rm", remove_node_change())
+    )
 
     with pytest.raises(NodeNotFound):
-        make_store(etcd).append(NODE, "take", usage_change({CARD: 1}))
+        make_store(etcd).appender.append(NODE, "take", usage_change({CARD: 1}))
 
     assert seqs(stream_of(etcd)) == [1, 2]
     assert make_store(etcd).records.read(NODE).state is None
@@ -205,7 +207,7 @@ def test_an_applied_write_whose_answer_was_lost_is_found_by_its_op_id(
     etcd.lose_next_answer(lambda: theirs.extend(take_one(etcd)) if then_another_writer else None)
     decide, seen = recording(usage_change({CARD: 2}))
 
-    result = make_store(etcd).append(NODE, "take", decide)
+    result = make_store(etcd).appender.append(NODE, "take", decide)
 
     events = stream_of(etcd)
     assert len(seen) == 1  # settled by the op id: never decided (nor applied) again
@@ -222,7 +224,7 @@ def test_a_write_lost_before_it_reached_etcd_is_applied_once() -> None:
     added = new_node(etcd)
     etcd.fail_next(0, writes_only=True)
 
-    result = make_store(etcd).append(NODE, "take", usage_change({CARD: 2}))
+    result = make_store(etcd).appender.append(NODE, "take", usage_change({CARD: 2}))
 
     events = stream_of(etcd)
     assert ops(events) == [*ops(added), *ops(result.events)]
@@ -239,7 +241,7 @@ def test_a_checkpoint_over_the_lost_write_leaves_its_outcome_unknown(tmp_path: P
     decide, seen = recording(usage_change({CARD: 2}))
 
     with pytest.raises(OutcomeUnknown):
-        make_store(etcd).append(NODE, "take", decide)
+        make_store(etcd).appender.append(NODE, "take", decide)
 
     assert len(seen) == 1
     events = stream_of(etcd)
@@ -261,7 +263,7 @@ def test_a_lost_answer_to_a_write_that_cannot_land_is_settled_as_not_written() -
     etcd.before_request(lambda: time.sleep(0.7), skip=1)
 
     with pytest.raises(Contention) as raised:
-        make_store(etcd, timeout=1.0).append(NODE, "take", usage_change({CARD: 1}))
+        make_store(etcd, timeout=1.0).appender.append(NODE, "take", usage_change({CARD: 1}))
 
     assert str(raised.value).startswith("contention: other writers changed the node first")
     assert ops(stream_of(etcd)) == [*ops(added), *theirs]
@@ -277,7 +279,7 @@ def test_a_loaded_etcd_never_leaves_a_write_sent_too_late_to_settle() -> None:
     etcd.write_latency = 0.15
 
     with pytest.raises(Contention):
-        make_store(etcd, timeout=1.0, max_attempts=1000).append(
+        make_store(etcd, timeout=1.0, max_attempts=1000).appender.append(
             NODE, "take", usage_change({CARD: 1})
         )
 
@@ -292,7 +294,7 @@ def test_a_write_is_not_sent_with_too_little_time_left_to_settle_it() -> None:
     etcd.before_request(lambda: time.sleep(0.7))  # the read before the decision
 
     with pytest.raises(StoreError) as raised:
-        make_store(etcd, timeout=1.0).append(NODE, "take", usage_change({CARD: 1}))
+        make_store(etcd, timeout=1.0).appender.append(NODE, "take", usage_change({CARD: 1}))
 
     assert not isinstance(raised.value, OutcomeUnknown)
     assert "before the write could be sent" in str(raised.value)
@@ -314,7 +316,7 @@ def test_running_out_of_time_while_losing_races_is_contention() -> None:
     started = time.monotonic()
 
     with pytest.raises(Contention):
-        make_store(etcd, timeout=0.3, max_attempts=1000).append(
+        make_store(etcd, timeout=0.3, max_attempts=1000).appender.append(
             NODE, "take", usage_change({CARD: 1})
         )
 
@@ -329,7 +331,7 @@ def test_running_out_of_time_without_a_lost_race_is_no_contention() -> None:
     etcd.before_request(lambda: time.sleep(0.2))  # the read answers, after the deadline
 
     with pytest.raises(StoreError) as raised:
-        make_store(etcd, timeout=0.1).append(NODE, "take", usage_change({CARD: 1}))
+        make_store(etcd, timeout=0.1).appender.append(NODE, "take", usage_change({CARD: 1}))
 
     assert not isinstance(raised.value, (Contention, OutcomeUnknown))
     assert seqs(stream_of(etcd)) == [1]
@@ -365,7 +367,7 @@ def test_exhausting_max_attempts_is_contention() -> None:
 
     store = make_store(etcd, max_attempts=3)
     with pytest.raises(Contention):
-        store.append(NODE, "take", decide)
+        store.appender.append(NODE, "take", decide)
 
     assert len(seen) == 3  # one lost race per attempt ...
     assert len(theirs) == 4  # ... and the rival's fourth lands before the failure is tallied
@@ -395,7 +397,7 @@ def test_all_endpoints_down_is_a_store_error_naming_them() -> None:
     etcd.down = {0, 1, 2}
 
     with pytest.raises(StoreError) as raised:
-        make_store(etcd).append(NODE, "take", usage_change({CARD: 1}))
+        make_store(etcd).appender.append(NODE, "take", usage_change({CARD: 1}))
 
     assert not isinstance(raised.value, OutcomeUnknown)  # nothing was sent to write
     for i in range(3):

@@ -9,10 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from msgspec.structs import replace
 
-from resource_extend.ledger import audit, verdicts
-from resource_extend.ledger.digests import digest
-from resource_extend.ledger.errors import InvalidRequest, PluginError
-from resource_extend.ledger.events import AnyEvent
+from resource_extend.ledger.model import audit, verdicts
+from resource_extend.ledger.model.digests import digest
+from resource_extend.ledger.model.errors import InvalidRequest, PluginError
+from resource_extend.ledger.model.events import AnyEvent
 from resource_extend.projections.gpu.events import (
     Change,
     Checkpoint,

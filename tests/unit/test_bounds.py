@@ -1,12 +1,12 @@
-"""Each stream's share of the budget: ledger/bounds.py."""
+"""Each stream's share of the budget: ledger/upkeep/bounds.py."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from resource_extend.ledger.bounds import EVENT_BYTES, FLOOR, Bound, bound_of, stream_bound
 from resource_extend.ledger.config import StreamsConfig
+from resource_extend.ledger.upkeep.bounds import EVENT_BYTES, FLOOR, Bound, bound_of, stream_bound
 from tests.unit.strategies import FAST
 
 DEFAULTS = StreamsConfig()

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from resource_extend.ledger.errors import NotEnoughResource, PluginError
+from resource_extend.ledger.model.errors import NotEnoughResource, PluginError
 from resource_extend.projections.answers import DeployCapacity
 from resource_extend.projections.gpu import cards
 from resource_extend.projections.gpu.capacity import (

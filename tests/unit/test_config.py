@@ -23,7 +23,7 @@ from resource_extend.ledger.config import (
     parse,
 )
 from resource_extend.ledger.endpoints import Endpoint
-from resource_extend.ledger.errors import PluginError
+from resource_extend.ledger.model.errors import PluginError
 from tests.unit.strategies import FAST
 
 MINIMAL = 'etcd:\n  machines: ["http://127.0.0.1:2379"]\n'
@@ -369,7 +369,7 @@ def test_parse_resolves_against_base_or_leaves_relative_paths_to_the_working_dir
 IN_CHILD = """
 import sys
 from resource_extend.ledger.config import load
-from resource_extend.ledger.errors import PluginError
+from resource_extend.ledger.model.errors import PluginError
 try:
     load(sys.argv[1])
 except PluginError as exc:

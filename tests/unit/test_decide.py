@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 
-from resource_extend.ledger.errors import (
+from resource_extend.ledger.model.errors import (
     InvalidRequest,
     NodeExists,
     NodeNotFound,

@@ -1,4 +1,4 @@
-"""Events and heads on the wire: ledger/events.py."""
+"""Events and heads on the wire: ledger/model/events.py."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from resource_extend.ledger.events import EventCodec
+from resource_extend.ledger.model.events import EventCodec
 from resource_extend.projections.gpu.cards import Cards
 from resource_extend.projections.gpu.events import (
     KINDS,

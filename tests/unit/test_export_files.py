@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from resource_extend.ledger import export
-from resource_extend.ledger.errors import PluginError
+from resource_extend.ledger.model.errors import PluginError
+from resource_extend.ledger.upkeep import export
 
 
 def test_publishing_renames_the_partial_file_and_is_done_when_done(tmp_path: Path) -> None:

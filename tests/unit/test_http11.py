@@ -1,4 +1,4 @@
-"""The hand-written HTTP/1.1 client, ledger/http11.py, against loopback peers whose every byte
+"""The hand-written HTTP/1.1 client, ledger/etcd/http11.py, against loopback peers whose every byte
 (and when it is sent) the test chooses: no etcd.
 
 Each case runs a :class:`Peer`: a listening socket on 127.0.0.1 and one thread that serves the
@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 import trustme
 
-from resource_extend.ledger import wire
 from resource_extend.ledger.config import EtcdConfig
-from resource_extend.ledger.http11 import MAX_HEADER_BYTES, Connection, HTTPError
-from resource_extend.ledger.transport import HttpTransport, Unavailable
+from resource_extend.ledger.etcd import wire
+from resource_extend.ledger.etcd.http11 import MAX_HEADER_BYTES, Connection, HTTPError
+from resource_extend.ledger.etcd.transport import HttpTransport, Unavailable
 
 TIMEOUT = 2.0  # the client's timeout where no case means to reach it
 PEER_WAIT = 3.0  # the longest any peer waits for the client

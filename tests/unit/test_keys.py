@@ -1,4 +1,4 @@
-"""The etcd key layout and node-name rules: ledger/keys.py."""
+"""The etcd key layout and node-name rules: ledger/store/keys.py."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from resource_extend.ledger.errors import InvalidRequest, PluginError
-from resource_extend.ledger.keys import (
+from resource_extend.ledger.model.errors import InvalidRequest, PluginError
+from resource_extend.ledger.store.keys import (
     MAX_NODE_NAME,
     SEQ_WIDTH,
     KeyLayout,

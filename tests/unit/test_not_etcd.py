@@ -1,10 +1,16 @@
-"""``ledger.transport.not_etcd``: the likely mistake named from what answered (the real
+"""``ledger.etcd.transport.not_etcd``: the likely mistake named from what answered (the real
 endpoints are in tests/test_wrong_endpoints.py)."""
 
 from __future__ import annotations
 
-from resource_extend.ledger import http11
-from resource_extend.ledger.transport import PEER_PORT, PLAIN_HINT, Unavailable, _failure, not_etcd
+from resource_extend.ledger.etcd import http11
+from resource_extend.ledger.etcd.transport import (
+    PEER_PORT,
+    PLAIN_HINT,
+    Unavailable,
+    _failure,
+    not_etcd,
+)
 
 TXN = "/v3/kv/txn"
 
@@ -38,9 +44,9 @@ def test_a_busy_answer_without_etcds_body_is_unavailable_not_a_wrong_endpoint() 
 
     import pytest
 
-    from resource_extend.ledger import wire
     from resource_extend.ledger.config import EtcdConfig
-    from resource_extend.ledger.transport import HttpTransport, NotEtcd, Unavailable
+    from resource_extend.ledger.etcd import wire
+    from resource_extend.ledger.etcd.transport import HttpTransport, NotEtcd, Unavailable
 
     class Busy(BaseHTTPRequestHandler):
         def do_POST(self) -> None:

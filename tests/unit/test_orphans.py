@@ -9,7 +9,7 @@ import os
 import time
 from pathlib import Path
 
-from resource_extend.ledger import export, orphans
+from resource_extend.ledger.upkeep import export, orphans
 
 LATER = time.time() + 10 * orphans.GRACE
 """A time at which every file written by a test is past the grace."""

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import msgspec
 import pytest
 
-from resource_extend.ledger.errors import InvalidRequest, PluginError
+from resource_extend.ledger.model.errors import InvalidRequest, PluginError
 from resource_extend.projections.gpu.cards import Cards
 from resource_extend.projections.gpu.resources import (
     MAX_COUNT,

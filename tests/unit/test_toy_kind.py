@@ -14,11 +14,12 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from resource_extend.ledger import audit, compaction, verdicts
 from resource_extend.ledger.config import Destination, EtcdConfig
-from resource_extend.ledger.events import Checkpoint
+from resource_extend.ledger.model import audit, verdicts
+from resource_extend.ledger.model.events import Checkpoint
+from resource_extend.ledger.model.walk import Walk
 from resource_extend.ledger.store import Store
-from resource_extend.ledger.walk import Walk
+from resource_extend.ledger.upkeep import compaction
 from resource_extend.projections.changes import UsageChanged
 from tests.apples import APPLES, NODE, Apples, eat, plant
 from tests.unit.memory_etcd import MemoryEtcd
@@ -38,8 +39,8 @@ def judged(etcd: MemoryEtcd) -> verdicts.Verdict[Apples]:
 
 def test_appends_fold_into_the_record_the_kind_writes() -> None:
     etcd = MemoryEtcd()
-    store(etcd).append(NODE, "plant", plant(10))
-    done = store(etcd).append(NODE, "eat", eat(3))
+    store(etcd).appender.append(NODE, "plant", plant(10))
+    done = store(etcd).appender.append(NODE, "eat", eat(3))
     assert (done.before, done.after) == (Apples(capacity=10), Apples(capacity=10, usage=3))
     assert store(etcd).records.read(NODE).state == Apples(capacity=10, usage=3)
     raw = etcd.get(store(etcd).keys.head(NODE))
@@ -55,18 +56,18 @@ def test_appends_fold_into_the_record_the_kind_writes() -> None:
 
 def test_a_lost_race_decides_again_on_the_rival_s_state() -> None:
     etcd = MemoryEtcd()
-    store(etcd).append(NODE, "plant", plant(10))
-    etcd.before_next_write(lambda: store(etcd).append(NODE, "rival", eat(4)))
-    done = store(etcd).append(NODE, "eat", eat(5))
+    store(etcd).appender.append(NODE, "plant", plant(10))
+    etcd.before_next_write(lambda: store(etcd).appender.append(NODE, "rival", eat(4)))
+    done = store(etcd).appender.append(NODE, "eat", eat(5))
     assert (done.before, done.after) == (Apples(capacity=10, usage=4), Apples(capacity=10, usage=9))
     assert [event.seq for event in store(etcd).streams.events(NODE)] == [1, 2, 3]
 
 
 def test_history_and_a_past_state_come_from_the_fold() -> None:
     etcd = MemoryEtcd()
-    store(etcd).append(NODE, "plant", plant(10))
+    store(etcd).appender.append(NODE, "plant", plant(10))
     for bite in (1, 2, 3):
-        store(etcd).append(NODE, "eat", eat(bite))
+        store(etcd).appender.append(NODE, "eat", eat(bite))
     events = store(etcd).streams.events(NODE)
     assert [state.usage if state else None for state in audit.states(APPLES, events)] == [
         0,
@@ -81,9 +82,9 @@ def test_history_and_a_past_state_come_from_the_fold() -> None:
 
 def test_compaction_keeps_the_state_and_verify_finds_the_head_true(tmp_path: Path) -> None:
     etcd = MemoryEtcd()
-    store(etcd).append(NODE, "plant", plant(10))
+    store(etcd).appender.append(NODE, "plant", plant(10))
     for _ in range(4):
-        store(etcd).append(NODE, "eat", eat(1))
+        store(etcd).appender.append(NODE, "eat", eat(1))
     done = compaction.compact(store(etcd), NODE, keep=1, to=Destination(str(tmp_path)), min_age=0)
     assert done is not None
     events = store(etcd).streams.events(NODE)
@@ -94,7 +95,7 @@ def test_compaction_keeps_the_state_and_verify_finds_the_head_true(tmp_path: Pat
 
 def test_verify_names_a_head_that_drifted_from_its_stream() -> None:
     etcd = MemoryEtcd()
-    store(etcd).append(NODE, "plant", plant(10))
+    store(etcd).appender.append(NODE, "plant", plant(10))
     key = store(etcd).keys.head(NODE)
     etcd.put(key, APPLES.write_head(Apples(capacity=10, usage=7), 1))
     assert judged(etcd).problems == ["usage differs: head 7 apples, stream 0 apples"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from resource_extend.ledger.errors import NotEnoughResource
+from resource_extend.ledger.model.errors import NotEnoughResource
 from resource_extend.projections.storage.affinity import affinity_plan
 from resource_extend.projections.storage.bindings import Binding, InvalidVolume, merge
 from resource_extend.projections.storage.disks import Disk

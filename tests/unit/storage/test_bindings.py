@@ -9,7 +9,7 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from resource_extend.ledger.errors import InvalidRequest
+from resource_extend.ledger.model.errors import InvalidRequest
 from resource_extend.projections.storage.bindings import (
     MAX_BINDINGS,
     Binding,

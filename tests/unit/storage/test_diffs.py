@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from resource_extend.ledger.errors import InvalidRequest, NodeNotFound
+from resource_extend.ledger.model.errors import InvalidRequest, NodeNotFound
 from resource_extend.projections.storage.diffs import fixed, node_diffs, usage_diffs
 from resource_extend.projections.storage.disks import Disk
 from resource_extend.projections.storage.resources import NodeResource, WorkloadResource

@@ -7,7 +7,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from resource_extend.ledger.errors import InvalidRequest
+from resource_extend.ledger.model.errors import InvalidRequest
 from resource_extend.projections.storage.bindings import InvalidVolume
 from resource_extend.projections.storage.disks import Disk, InvalidDisk
 from resource_extend.projections.storage.node_requests import (

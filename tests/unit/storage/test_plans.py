@@ -8,7 +8,7 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from resource_extend.ledger.errors import NotEnoughResource, PluginError
+from resource_extend.ledger.model.errors import NotEnoughResource, PluginError
 from resource_extend.projections.answers import DeployCapacity
 from resource_extend.projections.storage.bindings import InvalidVolume, parse_binding
 from resource_extend.projections.storage.capacity import (

@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from resource_extend.ledger.errors import PluginError
+from resource_extend.ledger.model.errors import PluginError
 from resource_extend.projections.storage.affinity import affinity_plan
 from resource_extend.projections.storage.bindings import Binding, merge
 from resource_extend.projections.storage.disks import Disk, Quota

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from resource_extend.ledger.errors import InvalidRequest, NodeNotFound
+from resource_extend.ledger.model.errors import InvalidRequest, NodeNotFound
 from resource_extend.projections.storage.arithmetic import (
     add,
     subtract,

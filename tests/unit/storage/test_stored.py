@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from resource_extend.ledger.errors import InvalidRequest
+from resource_extend.ledger.model.errors import InvalidRequest
 from resource_extend.projections.storage.disks import Disk
 from resource_extend.projections.storage.resources import NodeResource
 from resource_extend.projections.storage.stored import (

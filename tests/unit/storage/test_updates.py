@@ -10,7 +10,7 @@ import msgspec
 import pytest
 from hypothesis import strategies as st
 
-from resource_extend.ledger.errors import InvalidRequest, NodeExists, NodeNotFound
+from resource_extend.ledger.model.errors import InvalidRequest, NodeExists, NodeNotFound
 from resource_extend.projections.storage.disks import Disk
 from resource_extend.projections.storage.node_requests import NodeRequest, node_request_of
 from resource_extend.projections.storage.resources import NodeResource, WorkloadResource

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import msgspec
 
-from resource_extend.ledger.connection import Connection
-from resource_extend.ledger.keys import KeyLayout, range_end
+from resource_extend.ledger.etcd.connection import Connection
+from resource_extend.ledger.store.keys import KeyLayout, range_end
 
 PAGE = 1000
 """Keys per range request (events are small: a page stays well under a reply's limit)."""

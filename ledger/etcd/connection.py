@@ -1,6 +1,6 @@
 """One plugin call's connection to etcd: requests within the call's time budget
 (``etcd.timeout``), failover between endpoints, and parallel reads. It knows nothing of what
-the keys mean (:mod:`ledger.store` does); ``ledger.transport`` carries the requests.
+the keys mean (:mod:`ledger.store` does); ``ledger.etcd.transport`` carries the requests.
 
 A write that may have reached etcd is never resent here: it raises :class:`Ambiguous`, and
 the store decides, after looking for the write's operation id.
@@ -14,10 +14,9 @@ from typing import TypeVar
 
 import msgspec
 
-from resource_extend.ledger import wire
 from resource_extend.ledger.config import EtcdConfig
-from resource_extend.ledger.errors import EtcdFull, StoreError
-from resource_extend.ledger.transport import (
+from resource_extend.ledger.etcd import wire
+from resource_extend.ledger.etcd.transport import (
     HttpTransport,
     NoSpace,
     NotEtcd,
@@ -27,6 +26,7 @@ from resource_extend.ledger.transport import (
     Unavailable,
     endpoint_of,
 )
+from resource_extend.ledger.model.errors import EtcdFull, StoreError
 
 GRPC_EXTRA = "pip install 'resource-extend[grpc]'"
 """What brings the gRPC transport's libraries (etcd3, grpcio, protobuf): an extra, so that
@@ -37,7 +37,7 @@ def open_transport(config: EtcdConfig) -> Transport:
     """The transport ``etcd.transport`` names: HTTP (the JSON gateway) or gRPC (an extra)."""
     if config.transport == "grpc":
         try:
-            from resource_extend.ledger.grpc_transport import GrpcTransport
+            from resource_extend.ledger.etcd.grpc_transport import GrpcTransport
         except ImportError as exc:
             raise StoreError(
                 f"etcd.transport: grpc needs the gRPC libraries ({exc.name} is missing): "

@@ -1,6 +1,6 @@
 """The gRPC transport (``etcd.transport: grpc``), on the ``etcd3`` package's generated stubs.
 
-Requests are ``ledger.wire`` structs turned into etcd's protobuf messages; replies come back
+Requests are ``ledger.etcd.wire`` structs turned into etcd's protobuf messages; replies come back
 the other way through their JSON form, so the store sees the same structs whichever transport
 carries them. The channels are made here rather than by ``etcd3.Etcd3Client``, which cannot
 verify a server without also presenting a client certificate: as over HTTP, each endpoint's
@@ -28,10 +28,10 @@ import msgspec
 from etcd3 import etcdrpc
 from google.protobuf import json_format
 
-from resource_extend.ledger import wire
 from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.endpoints import UNVERIFIED, read_tls_file
-from resource_extend.ledger.transport import Refused, Reply, Request, Unavailable, refused
+from resource_extend.ledger.etcd import wire
+from resource_extend.ledger.etcd.transport import Refused, Reply, Request, Unavailable, refused
 
 _TRANSIENT = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
 _GRPC_OPTIONS = [("grpc.max_receive_message_length", 64 * 1024 * 1024)]

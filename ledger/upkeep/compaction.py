@@ -10,13 +10,13 @@ an unpublished temporary (``<name>.partial``). How:
    believed, and such an event goes only with an older one after it: ``audit.believed_at``).
    A call whose answer was lost looks for its own event among the recent ones
    (``Store._landed``): they must outlive it.
-2. Export the events to go under a temporary name, flushed to disk (``ledger.export``), the
-   node's sweep mark read first (``Store.swept_at``).
-3. One transaction (``Store.replace_with_checkpoint``): if the stream's first event and the
+2. Export the events to go under a temporary name, flushed to disk (``ledger.upkeep.export``), the
+   node's sweep mark read first (``Checkpoints.swept_at``).
+3. One transaction (``Checkpoints.replace_with_checkpoint``): if the stream's first event and the
    event at the cut are as read, and no orphan sweep has marked the node since, put the
    checkpoint at the cut and delete the events before it. Two compactions that read the same
    first event cannot both commit, and one paused past its export's grace, whose export a
-   sweep may have deleted, cannot commit at all (``ledger.orphans``).
+   sweep may have deleted, cannot commit at all (``ledger.upkeep.orphans``).
 4. Won: publish the export (rename it to its final name). Lost to another compaction: delete
    the temporary and start again. Answer lost: read the cut back and settle by the
    checkpoint's operation id; if etcd cannot say, the temporary stays, and ``verify --repair``
@@ -33,14 +33,16 @@ from typing import Any
 
 import msgspec
 
-from resource_extend.ledger import audit, export, orphans
 from resource_extend.ledger.config import Destination
-from resource_extend.ledger.digests import named_by_next
-from resource_extend.ledger.errors import Contention, OutcomeUnknown, PluginError, StoreError
-from resource_extend.ledger.events import AnyEvent as Event
-from resource_extend.ledger.events import Checkpoint
-from resource_extend.ledger.store import Store, new_op
-from resource_extend.ledger.streams import Stream
+from resource_extend.ledger.model import audit
+from resource_extend.ledger.model.digests import named_by_next
+from resource_extend.ledger.model.errors import Contention, OutcomeUnknown, PluginError, StoreError
+from resource_extend.ledger.model.events import AnyEvent as Event
+from resource_extend.ledger.model.events import Checkpoint
+from resource_extend.ledger.store import Store
+from resource_extend.ledger.store.appender import new_op
+from resource_extend.ledger.store.streams import Stream
+from resource_extend.ledger.upkeep import export, orphans
 
 ATTEMPTS = 5
 """Compactions race only with compactions (appends never touch the keys they replace)."""
@@ -183,7 +185,9 @@ def _replace(store: Store[Any], node: str, stream: Stream, to: Destination, verb
         store.kind, stream.events, export=""
     )  # refuses a stream with gaps
     op = new_op()
-    swept_at = store.swept_at(node)  # before the export exists: a sweep of it comes after
+    swept_at = store.checkpoints.swept_at(
+        node
+    )  # before the export exists: a sweep of it comes after
     written = time.monotonic()
     path, file_digest = export.write_partial(
         to.directory, node, stream.raw_events, stream.events, op, create=to.create
@@ -195,12 +199,12 @@ def _replace(store: Store[Any], node: str, stream: Stream, to: Destination, verb
         tip=tip,
         export_digest=file_digest,
     )
-    checkpoint = store.new_event(stream.events[-1].seq, verb, change, op)
+    checkpoint = store.appender.new_event(stream.events[-1].seq, verb, change, op)
     if time.monotonic() - written > orphans.GRACE / 2:  # another compaction may sweep it now
         export.discard(path)
         raise PluginError("the export took too long to write; nothing was compacted", node=node)
     try:
-        won = store.replace_with_checkpoint(node, checkpoint, stream, swept_at=swept_at)
+        won = store.checkpoints.replace_with_checkpoint(node, checkpoint, stream, swept_at=swept_at)
     except OutcomeUnknown:
         won = _settle(store, node, checkpoint, path)
     except StoreError:
@@ -215,8 +219,8 @@ def _replace(store: Store[Any], node: str, stream: Stream, to: Destination, verb
 
 
 def _sweep(store: Store[Any], node: str, directory: str) -> None:
-    """Delete the node's orphaned exports in ``directory`` (``ledger.orphans``): housekeeping,
-    which never fails the compaction that has committed."""
+    """Delete the node's orphaned exports in ``directory`` (``ledger.upkeep.orphans``):
+    housekeeping, which never fails the compaction that has committed."""
     with contextlib.suppress(PluginError, OSError):
         orphans.sweep(store, node, orphans.find_in(store.scans, directory, node))
 

@@ -3,7 +3,7 @@ appended in a span of seqs, and which heads disagree with their streams.
 
 Reads only, and never a range over a whole stream: etcd counts every key a range covers, so
 a stream's start is two point reads and new events are read in windows of seqs
-(``ledger.streams``), many to a transaction, with the store's batched reads.
+(``ledger.store.streams``), many to a transaction, with the store's batched reads.
 """
 
 from __future__ import annotations
@@ -12,13 +12,14 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from resource_extend.ledger import verdicts, wire
-from resource_extend.ledger.connection import MAX_TXN_OPS
-from resource_extend.ledger.errors import PluginError
-from resource_extend.ledger.keys import SEQ_WIDTH
+from resource_extend.ledger.etcd import wire
+from resource_extend.ledger.etcd.connection import MAX_TXN_OPS
+from resource_extend.ledger.model import verdicts
+from resource_extend.ledger.model.errors import PluginError
+from resource_extend.ledger.model.walk import Walk
 from resource_extend.ledger.store import Store
-from resource_extend.ledger.streams import EVENT_PAGE
-from resource_extend.ledger.walk import Walk
+from resource_extend.ledger.store.keys import SEQ_WIDTH
+from resource_extend.ledger.store.streams import EVENT_PAGE
 
 Span = tuple[int, int]
 """Seqs ``after + 1`` .. ``last`` of one stream."""

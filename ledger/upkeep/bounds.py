@@ -18,13 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from resource_extend.ledger.errors import PluginError
+from resource_extend.ledger.model.errors import PluginError
 
 if TYPE_CHECKING:
     from resource_extend.ledger.config import StreamsConfig
-    from resource_extend.ledger.events import Change
-    from resource_extend.ledger.outcomes import Appended
-    from resource_extend.ledger.store import Resume, Store
+    from resource_extend.ledger.model.events import Change
+    from resource_extend.ledger.store import Store
+    from resource_extend.ledger.store.appender import Resume
+    from resource_extend.ledger.store.outcomes import Appended
 
 EVENT_BYTES = 512
 """Bytes an event is counted as against the budget: its key and value in etcd. A GPU event
@@ -110,13 +111,13 @@ def append_bounded(
             raise StreamFull(length, bound)
 
     if not streams.bounded:
-        return store.append(node, verb, decide, resume=resume)
+        return store.appender.append(node, verb, decide, resume=resume)
     try:
-        appended = store.append(node, verb, decide, admit=admit, resume=resume)
+        appended = store.appender.append(node, verb, decide, admit=admit, resume=resume)
     except StreamFull as full:
         # Compacted as far as it can go (what is left is too young): the write goes ahead.
         _compact(store, streams, node, full.bound, loudly=True, length=full.length)
-        appended = store.append(node, verb, decide, with_length=True, resume=resume)
+        appended = store.appender.append(node, verb, decide, with_length=True, resume=resume)
     if not appended.events or appended.length is None:
         return appended
     bound = bound_for(streams, appended.nodes)
@@ -130,7 +131,7 @@ def _compact(
 ) -> None:
     """Compact the stream back to ``bound``: quietly after a write (it has landed: any failure
     is let go), or loudly before one (a failure refuses it, in one line naming why)."""
-    from resource_extend.ledger.compaction import compact
+    from resource_extend.ledger.upkeep.compaction import compact
 
     try:
         compact(

@@ -12,16 +12,16 @@ from typing import Generic, TypeVar
 
 import msgspec
 
-from resource_extend.ledger.audit import (
+from resource_extend.ledger.model.audit import (
     BrokenStream,
     apply,
     order_problems,
     stamped_ahead,
     start_problems,
 )
-from resource_extend.ledger.digests import CHAINED_FROM, named_by_next
-from resource_extend.ledger.events import AnyEvent
-from resource_extend.ledger.kinds import Kind
+from resource_extend.ledger.model.digests import CHAINED_FROM, named_by_next
+from resource_extend.ledger.model.events import AnyEvent
+from resource_extend.ledger.model.kinds import Kind
 
 S = TypeVar("S", bound=msgspec.Struct)
 Event = AnyEvent
@@ -38,11 +38,11 @@ def snapshot_of(kind: Kind[S], event: Event) -> S | None:
 
 
 class Walk(Generic[S]):
-    """Checks a stream from its start, fed in order: it must begin at event 1 or at a
-    checkpoint and run without gaps; each event must name its predecessor (``ledger.digests``);
-    each change must agree with itself (``Kind.contradiction``) and follow the state before it,
-    never into an impossible state (``Kind.invalid``); a snapshot must hold the state folded there.
-    An event stamped by a clock ahead is noted, not a problem (``notes``).
+    """Checks a stream from its start, fed in order: it must begin at event 1 or at a checkpoint and
+    run without gaps; each event must name its predecessor (``ledger.model.digests``); each change
+    must agree with itself (``Kind.contradiction``) and follow the state before it, never into an
+    impossible state (``Kind.invalid``); a snapshot must hold the state folded there. An event
+    stamped by a clock ahead is noted, not a problem (``notes``).
 
     A fold that fails or an impossible state stops the fold (``broken``): what comes after it
     proves nothing, but the chain is still followed, for an edited event shows as a fold gone

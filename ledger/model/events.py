@@ -8,11 +8,11 @@ writes itself, :class:`Checkpoint` (compaction) and :class:`HeadRepaired` (``ver
 which carry a whole state of the kind. :class:`EventCodec` decodes a kind's events.
 
 Schema versions: v1 (the first release) had no ``by``; v2 adds ``by`` and the ``checkpoint`` and
-``head_repaired`` kinds; v3 chains them (``prev``, a checkpoint's ``tip``: ``ledger.digests``),
-keeps time monotone (``at`` never before the previous event's; ``clock``, the writer's own
-time, when it had to be raised) and snapshots the node every ``SNAPSHOT_EVERY`` events. Every
-older event decodes as it was written (``v`` keeps its value); an event from a newer release
-is refused with a message saying so.
+``head_repaired`` kinds; v3 chains them (``prev``, a checkpoint's ``tip``:
+``ledger.model.digests``), keeps time monotone (``at`` never before the previous event's; ``clock``,
+the writer's own time, when it had to be raised) and snapshots the node every ``SNAPSHOT_EVERY``
+events. Every older event decodes as it was written (``v`` keeps its value); an event from a newer
+release is refused with a message saying so.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ class Checkpoint(Change, Generic[S], tag="checkpoint"):
     export: str
     tip: str | None = None
     """The digest of the last event it replaced, as stored: what the event after it names
-    (from v3; ``ledger.digests``)."""
+    (from v3; ``ledger.model.digests``)."""
     since: int | None = None
     """The first seq its export holds (from v3): ``first``, or the previous checkpoint's, whose
     own export holds the events before that."""

@@ -1,8 +1,8 @@
-"""The etcd store: what the plugin reads and writes in etcd, and how (``ledger.transport``
-carries the requests).
+"""The appender: a node's changes appended as events, with compare-and-swap. One of
+:class:`ledger.store.Store`'s parts (``store.appender``).
 
-Writes follow one pattern, spelled out in :meth:`Store.append`: read the head, decide in memory,
-then one transaction
+Every append follows one pattern, spelled out in :meth:`Appender.append`: read the head, decide
+in memory, then one transaction
 
     compare: head unchanged since read  AND  the next event key is free
     then:    put the new head, put the event(s)
@@ -11,13 +11,7 @@ then one transaction
 A transport failure after a write was sent leaves its outcome unknown; the retry first looks for
 the write's operation id among the events appended since, so no change is ever applied twice
 (compaction leaves events younger than ``streams.min_age`` in place, so they are there to look
-in: ``ledger.compaction``).
-
-A store is composed of parts that each own one job, as etcd's own client is: ``etcd``, the
-connection (requests within the call's time budget, fail-over); ``scans``, reads across many
-nodes; ``streams``, a node's stream read a page at a time; ``records``, a node's record in one
-round trip; ``outcomes``, what became of a write. The store itself is the appender, and the
-writes of compaction and repair.
+in: ``ledger.upkeep.compaction``).
 """
 
 from __future__ import annotations
@@ -25,27 +19,24 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Generic, TypeVar
 
 import msgspec
 
-from resource_extend.ledger import migration, wire
-from resource_extend.ledger.audit import apply
 from resource_extend.ledger.config import EtcdConfig
-from resource_extend.ledger.connection import Ambiguous, Connection, OutOfTime
-from resource_extend.ledger.digests import EMPTY, Tip, stamped, tip_of, with_tip
-from resource_extend.ledger.errors import OutcomeUnknown, StoreError
-from resource_extend.ledger.events import SNAPSHOT_EVERY, AnyEvent, Change, encode
-from resource_extend.ledger.keys import KeyLayout
-from resource_extend.ledger.kinds import Kind
-from resource_extend.ledger.migration import not_migrated
-from resource_extend.ledger.outcomes import Appended, Outcomes, stream_length
-from resource_extend.ledger.records import NodeReads, NodeRecord
-from resource_extend.ledger.scans import Scans
-from resource_extend.ledger.streams import Stream, StreamReads
-from resource_extend.ledger.transport import Transport
+from resource_extend.ledger.etcd import wire
+from resource_extend.ledger.etcd.connection import Ambiguous, Connection, OutOfTime
+from resource_extend.ledger.model.audit import apply
+from resource_extend.ledger.model.digests import EMPTY, Tip, stamped, tip_of, with_tip
+from resource_extend.ledger.model.errors import OutcomeUnknown, StoreError
+from resource_extend.ledger.model.events import SNAPSHOT_EVERY, AnyEvent, Change, encode
+from resource_extend.ledger.model.kinds import Kind
+from resource_extend.ledger.store.keys import KeyLayout
+from resource_extend.ledger.store.migration import ON_WRITE, migrate_node, not_migrated
+from resource_extend.ledger.store.outcomes import Appended, Outcomes, stream_length
+from resource_extend.ledger.store.records import NodeReads, NodeRecord
 
 S = TypeVar("S", bound=msgspec.Struct)
 """The node state of the store's resource kind."""
@@ -67,33 +58,30 @@ WriteHook = Callable[[str, int, str], None]
 """Told ``(node, stream end, op)`` just before an append first sends its write."""
 
 
-class Store(Generic[S]):
-    """One plugin call's store for one resource kind in etcd, bounded in time by
-    ``config.timeout``: its parts, and the writes."""
+class Appender(Generic[S]):
+    """Appends to a kind's streams, each write as one compare-and-swap; ``by`` names who
+    writes (:func:`who`)."""
 
     def __init__(
         self,
         config: EtcdConfig,
         kind: Kind[S],
-        transport: Transport | None = None,
+        keys: KeyLayout,
+        etcd: Connection,
+        records: NodeReads[S],
+        outcomes: Outcomes[S],
         *,
-        deadline: float | None = None,
+        by: str,
         write_hook: WriteHook | None = None,
-        by: str | None = None,
     ) -> None:
         self.config = config
         self.kind = kind
-        self.keys = KeyLayout(config.prefix, kind.name)
-        self.by = by or who()
-        self.etcd = Connection(config, transport, deadline=deadline)
-        self.scans = Scans(self.etcd, self.keys)
-        self.streams = StreamReads(self.etcd, self.keys, kind)
-        self.records = NodeReads(self.etcd, self.keys, kind, self.scans, self.streams)
-        self.outcomes = Outcomes(self.etcd, self.keys, kind, self.streams, self.by)
+        self.keys = keys
+        self.etcd = etcd
+        self.records = records
+        self.outcomes = outcomes
+        self.by = by
         self._write_hook = write_hook
-
-    def close(self) -> None:
-        self.etcd.close()
 
     def append(
         self,
@@ -147,7 +135,7 @@ class Store(Generic[S]):
                 tip = self.records.tip(node, record)
                 events, after = self._events_for(record, tip, verb, op, change, lost)
                 try:
-                    txn = self._append_txn(
+                    txn = self.txn(
                         node, record.head_revision, events, after, with_first=with_length
                     )
                     if self._write_hook is not None and attempt == 0:
@@ -208,10 +196,10 @@ class Store(Generic[S]):
         if not record.legacy:
             return record
         program = self.kind.program
-        if record.legacy > migration.ON_WRITE:
+        if record.legacy > ON_WRITE:
             raise not_migrated(program, node, record.legacy, ", too many to move within a call")
         try:
-            migration.migrate_node(self.etcd, self.keys, node)
+            migrate_node(self.etcd, self.keys, node)
         except OutOfTime:
             raise not_migrated(program, node, record.legacy, " and etcd.timeout ran out") from None
         return self.records.read(node, with_first=with_first)
@@ -261,74 +249,10 @@ class Store(Generic[S]):
         """Append ``event`` and rewrite the head to ``after``, if neither moved since the head
         was read at ``head_revision``. False when they did (the caller reads again and decides
         again)."""
-        txn = self._append_txn(node, head_revision, [event], after)
+        txn = self.txn(node, head_revision, [event], after)
         return self.outcomes.write_once(node, txn).succeeded
 
-    def swept_at(self, node: str) -> int:
-        """The revision at which an orphan sweep last marked the node (``KeyLayout.swept``; 0:
-        never). A compaction reads it before it writes its export."""
-        reply = self.etcd.txn(
-            wire.TxnRequest(success=[wire.get(self.keys.swept(node), keys_only=True)])
-        )
-        kvs = reply.ranges()[0].kvs
-        return kvs[0].mod_revision if kvs else 0
-
-    def mark_swept(self, node: str, firsts: Iterable[int]) -> bool:
-        """Mark the node swept, unless a compaction has committed past any of ``firsts`` (the
-        first seqs of the exports about to be deleted: each compaction deletes its first event).
-
-            compare: every event in ``firsts`` is still there
-            then:    put the sweep's mark (``KeyLayout.swept``)
-            else:    nothing (False): an export may be a committed compaction's; keep it
-
-        Once it is done, no compaction that read the mark before can commit; an answer lost on
-        the way raises ``OutcomeUnknown`` (and nothing is to be deleted)."""
-        txn = wire.TxnRequest(
-            compare=[wire.exists(self.keys.event(node, seq)) for seq in sorted(set(firsts))],
-            success=[wire.put(self.keys.swept(node), self.by.encode())],
-        )
-        return self.outcomes.write_once(node, txn).succeeded
-
-    def replace_with_checkpoint(
-        self, node: str, checkpoint: Event, replaced: Stream, *, swept_at: int
-    ) -> bool:
-        """Put ``checkpoint`` in place of the event at its seq and delete every event before it;
-        ``replaced`` is the stream from its first event to that one, as read, and ``swept_at``
-        the node's sweep mark as read before the export was written. False when another
-        compaction came first, or a sweep since (which may have deleted the export).
-
-            compare: the stream's first event and the event at the checkpoint's seq are
-                     unchanged since ``replaced`` was read, and the sweep's mark since
-                     ``swept_at``
-            then:    put the checkpoint, delete the events from the first to it, and
-                     record its seq as the stream's first (``KeyLayout.first``)
-            else:    nothing
-
-        Every compaction deletes or rewrites the stream's first key, so of two compactions
-        that read the same first event only one commits, whatever seq each cuts at: no event
-        lands in two exports, and no checkpoint is deleted by a compaction that never saw it.
-        Appends touch neither key, so they never conflict. Two operations whatever the
-        stream's length. An answer lost on the way raises ``OutcomeUnknown``.
-        """
-        first, last = replaced.events[0], replaced.events[-1]
-        assert last.seq == checkpoint.seq, (last.seq, checkpoint.seq)
-        key = self.keys.event(node, checkpoint.seq)
-        first_key = self.keys.event(node, first.seq)
-        txn = wire.TxnRequest(
-            compare=[
-                wire.unchanged_since(first_key, replaced.event_revisions[0]),
-                wire.unchanged_since(key, replaced.event_revisions[-1]),
-                wire.unchanged_since(self.keys.swept(node), swept_at),
-            ],
-            success=[
-                wire.put(key, encode(checkpoint)),
-                wire.delete(first_key, range_end=key),
-                wire.put(self.keys.first(node), str(checkpoint.seq).encode()),
-            ],
-        )
-        return self.outcomes.write_once(node, txn).succeeded
-
-    def _append_txn(
+    def txn(
         self,
         node: str,
         head_revision: int,

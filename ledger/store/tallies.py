@@ -15,8 +15,8 @@ from datetime import datetime
 
 import msgspec
 
-from resource_extend.ledger import wire
-from resource_extend.ledger.keys import range_end
+from resource_extend.ledger.etcd import wire
+from resource_extend.ledger.store.keys import range_end
 
 GRACE = 0.5
 """Seconds a failed write may spend past its deadline to count itself."""

@@ -12,7 +12,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import msgspec
 
-from resource_extend.ledger.events import Change, EventCodec
+from resource_extend.ledger.model.events import Change, EventCodec
 
 S = TypeVar("S", bound=msgspec.Struct)
 T = TypeVar("T")
@@ -35,7 +35,7 @@ class Kind(Protocol[S]):
 
     def apply(self, state: S | None, change: Any) -> S | None:
         """The state after one of the kind's own changes (``None``: no such node); raises
-        ``ledger.streams.BrokenStream`` when the change cannot follow ``state``."""
+        ``ledger.model.audit.BrokenStream`` when the change cannot follow ``state``."""
         ...
 
     def read_head(self, raw: bytes) -> Head[S]:

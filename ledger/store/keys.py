@@ -6,12 +6,12 @@
 * ``P/resource-events/K/<node>/<seq>``: one key per event, ``seq`` zero-padded so a prefix
   range returns the stream in order.
 * ``P/resource/K/<node>/events/<seq>``: where release 0.1 kept the events (under the head).
-  ``resource-gpu migrate`` moves them; see :mod:`ledger.migration`.
+  ``resource-gpu migrate`` moves them; see :mod:`ledger.store.migration`.
 """
 
 from __future__ import annotations
 
-from resource_extend.ledger.errors import InvalidRequest, StoreError
+from resource_extend.ledger.model.errors import InvalidRequest, StoreError
 
 SEQ_WIDTH = 12
 

@@ -12,18 +12,19 @@ point loses and duplicates nothing, and the next run carries on from where it st
 whose answer was lost is simply read again (the compare makes the move safe to repeat). Appends
 never conflict with a move: they write the head and the next event key, which a move leaves
 alone. Until its stream is moved a node is written only by migrating it first
-(``Store.append``), and its stream is read by nobody (``Store.read_stream`` refuses).
+(``Appender.append``), and its stream is read by nobody (``StreamReads.read_stream``
+refuses).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from resource_extend.ledger import wire
-from resource_extend.ledger.connection import MAX_TXN_OPS, Ambiguous, Connection
-from resource_extend.ledger.errors import PluginError
-from resource_extend.ledger.keys import KeyLayout, range_end
-from resource_extend.ledger.scans import Scans
+from resource_extend.ledger.etcd import wire
+from resource_extend.ledger.etcd.connection import MAX_TXN_OPS, Ambiguous, Connection
+from resource_extend.ledger.model.errors import PluginError
+from resource_extend.ledger.store.keys import KeyLayout, range_end
+from resource_extend.ledger.store.scans import Scans
 
 BATCH = MAX_TXN_OPS - 1
 """Events per transaction: a put each, and one range delete."""

@@ -1,7 +1,7 @@
 """Orphaned exports: ``.partial`` files of compactions killed before their commit.
 
 A compaction writes its export as ``<name>.jsonl.partial``, commits its checkpoint in etcd,
-then renames the file (``ledger.export``). Killed before the commit, it leaves a ``.partial``
+then renames the file (``ledger.upkeep.export``). Killed before the commit, it leaves a ``.partial``
 whose events were never removed from etcd: an *orphan*, which no checkpoint will ever name.
 Killed between the commit and the rename, it leaves one a checkpoint names, whose events are
 gone from etcd: ``verify --repair`` publishes that one. Etcd tells them apart: a ``.partial``
@@ -12,7 +12,7 @@ its compaction may still be on its way to the commit.
 The grace is judged by the clocks, so a compaction paused past it (stopped, a VM paused, a swap
 storm) must not commit afterwards: :func:`sweep` has etcd mark the node swept before it deletes
 a file, and a compaction commits only if the mark is unchanged since before it wrote its
-export (``Store.replace_with_checkpoint``). One transaction or the other comes first.
+export (``Checkpoints.replace_with_checkpoint``). One transaction or the other comes first.
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from resource_extend.ledger import export
-from resource_extend.ledger.errors import PluginError
 from resource_extend.ledger.files import UnfitFile, read_small_file
+from resource_extend.ledger.model.errors import PluginError
+from resource_extend.ledger.upkeep import export
 
 if TYPE_CHECKING:
-    from resource_extend.ledger.scans import Scans
     from resource_extend.ledger.store import Store
+    from resource_extend.ledger.store.scans import Scans
 
 GRACE = 300.0
 """Seconds a ``.partial`` is left alone after it was written. A compaction sends its commit
@@ -138,14 +138,14 @@ def find_in(
 
 def sweep(store: Store[Any], node: str, found: Iterable[Partial]) -> list[Path] | None:
     """Delete the node's orphans among ``found`` (the paths deleted), once etcd has marked the
-    node swept while each one's first event is still there (``Store.mark_swept``): from then
+    node swept while each one's first event is still there (``Checkpoints.mark_swept``): from then
     on no compaction that wrote one of them can commit. None, deleting nothing, when a
     compaction has committed past one since it was found (and ``OutcomeUnknown`` when etcd's
     answer to the mark was lost)."""
     orphaned = [partial for partial in found if partial.orphan]
     if not orphaned:
         return []
-    if not store.mark_swept(node, [partial.first for partial in orphaned]):
+    if not store.checkpoints.mark_swept(node, [partial.first for partial in orphaned]):
         return None
     return remove(orphaned)
 

@@ -1,5 +1,5 @@
 """How a node's head compares with its stream (``verify``), and what a repair may write: pure,
-given the head as stored and a :class:`ledger.walk.Walk` over the stream."""
+given the head as stored and a :class:`ledger.model.walk.Walk` over the stream."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Generic, TypeVar
 
 import msgspec
 
-from resource_extend.ledger.digests import named_by_next, tip_in_head
-from resource_extend.ledger.events import AnyEvent, Change, HeadRepaired
-from resource_extend.ledger.kinds import Kind
-from resource_extend.ledger.walk import Walk
+from resource_extend.ledger.model.digests import named_by_next, tip_in_head
+from resource_extend.ledger.model.events import AnyEvent, Change, HeadRepaired
+from resource_extend.ledger.model.kinds import Kind
+from resource_extend.ledger.model.walk import Walk
 
 S = TypeVar("S", bound=msgspec.Struct)
 

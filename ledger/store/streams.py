@@ -13,13 +13,13 @@ from typing import Generic, TypeVar
 
 import msgspec
 
-from resource_extend.ledger import wire
-from resource_extend.ledger.connection import Connection
-from resource_extend.ledger.errors import StoreError
-from resource_extend.ledger.events import AnyEvent
-from resource_extend.ledger.keys import KeyLayout, range_end
-from resource_extend.ledger.kinds import Kind
-from resource_extend.ledger.migration import not_migrated
+from resource_extend.ledger.etcd import wire
+from resource_extend.ledger.etcd.connection import Connection
+from resource_extend.ledger.model.errors import StoreError
+from resource_extend.ledger.model.events import AnyEvent
+from resource_extend.ledger.model.kinds import Kind
+from resource_extend.ledger.store.keys import KeyLayout, range_end
+from resource_extend.ledger.store.migration import not_migrated
 
 S = TypeVar("S", bound=msgspec.Struct)
 Event = AnyEvent

@@ -22,9 +22,9 @@ from urllib.parse import quote
 
 import msgspec
 
-from resource_extend.ledger.errors import PluginError
-from resource_extend.ledger.events import AnyEvent as Event
 from resource_extend.ledger.files import UnfitFile, read_small_file
+from resource_extend.ledger.model.errors import PluginError
+from resource_extend.ledger.model.events import AnyEvent as Event
 
 DIRECTORY_MODE = 0o750
 """A directory of exports made here: its owner writes, its group (auditors) reads."""

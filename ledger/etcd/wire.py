@@ -3,7 +3,7 @@
 Field names and shapes are those of etcd's protobuf messages in their JSON form (what etcd's
 HTTP gateway at ``/v3/kv/...`` speaks): bytes travel as base64, 64-bit integers may arrive as
 strings, and fields at their default value are left out. The store builds requests from these
-and reads the replies; a transport carries them (``ledger.transport``).
+and reads the replies; a transport carries them (``ledger.etcd.transport``).
 """
 
 from __future__ import annotations

@@ -12,14 +12,14 @@ from typing import Generic, TypeVar
 
 import msgspec
 
-from resource_extend.ledger import wire
-from resource_extend.ledger.connection import Connection
-from resource_extend.ledger.digests import EMPTY, Tip, tip_in_head, tip_of
-from resource_extend.ledger.errors import StoreError
-from resource_extend.ledger.keys import KeyLayout, range_end
-from resource_extend.ledger.kinds import Head, Kind
-from resource_extend.ledger.scans import Scans
-from resource_extend.ledger.streams import StreamReads
+from resource_extend.ledger.etcd import wire
+from resource_extend.ledger.etcd.connection import Connection
+from resource_extend.ledger.model.digests import EMPTY, Tip, tip_in_head, tip_of
+from resource_extend.ledger.model.errors import StoreError
+from resource_extend.ledger.model.kinds import Head, Kind
+from resource_extend.ledger.store.keys import KeyLayout, range_end
+from resource_extend.ledger.store.scans import Scans
+from resource_extend.ledger.store.streams import StreamReads
 
 S = TypeVar("S", bound=msgspec.Struct)
 """The node state of the store's resource kind."""
@@ -39,10 +39,10 @@ class NodeRecord(msgspec.Struct, Generic[S], frozen=True):
     upstream: bool
     """The head was written by the upstream plugin (it has no ``seq``): adopt it on write."""
     legacy: int = 0
-    """How many of its events are still in release 0.1's layout (``ledger.migration``)."""
+    """How many of its events are still in release 0.1's layout (``ledger.store.migration``)."""
     nodes: int | None = None
     """How many heads the kind has, this node's included (asked for with ``with_first``: a
-    stream's bound is its share of the budget, ``ledger.bounds``)."""
+    stream's bound is its share of the budget, ``ledger.upkeep.bounds``)."""
     found: bytes | None = None
     """The head as stored, when the upstream plugin wrote it (a write adopts it whole)."""
     tip: Tip = EMPTY

@@ -19,7 +19,7 @@ from datetime import datetime
 
 import msgspec
 
-from resource_extend.ledger.events import AnyEvent, Checkpoint
+from resource_extend.ledger.model.events import AnyEvent, Checkpoint
 
 CHAINED_FROM = 3
 """The first schema version whose events carry ``prev``."""

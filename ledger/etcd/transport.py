@@ -1,8 +1,8 @@
-"""Carrying ``ledger.wire`` requests to etcd: over HTTP/JSON (the default) or gRPC.
+"""Carrying ``ledger.etcd.wire`` requests to etcd: over HTTP/JSON (the default) or gRPC.
 
 etcd serves its v3 API twice on the client port: as gRPC, and as JSON over plain HTTP through its
 gateway (``POST /v3/kv/range``, ``/v3/kv/txn``). Both give the same semantics: one request is
-one etcd operation. The HTTP transport needs only ``socket`` (``ledger.http11``), which keeps
+one etcd operation. The HTTP transport needs only ``socket`` (``ledger.etcd.http11``), which keeps
 a plugin call short (a gRPC client costs ~200 ms of imports before it sends a byte); the gRPC
 transport (``etcd.transport: grpc``, through ``etcd3``) is there for clusters that expose only
 gRPC.
@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar
 
 import msgspec
 
-from resource_extend.ledger import http11, wire
 from resource_extend.ledger.endpoints import UNVERIFIED, parse_endpoint, read_tls_file
-from resource_extend.ledger.errors import StoreError
+from resource_extend.ledger.etcd import http11, wire
+from resource_extend.ledger.model.errors import StoreError
 
 if TYPE_CHECKING:
     import ssl

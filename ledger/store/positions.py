@@ -6,12 +6,12 @@ reach its end. The state at a seq is folded from the nearest start before it: an
 a snapshot (every ``SNAPSHOT_EVERY``-th, from v3), or the stream's first event (event 1, or
 the checkpoint compaction left). So reading the state anywhere costs at most about
 ``SNAPSHOT_EVERY`` events, and finding a time ``log2(length)`` single-event reads (times never
-run backwards in a stream from v3: ``ledger.digests.stamped``).
+run backwards in a stream from v3: ``ledger.model.digests.stamped``).
 
 Every read of one :class:`Positions` is at one etcd revision, so what it shows is one moment.
-A fold checks the hash chain over what it reads (``ledger.digests``), and the node record's tip
-when it reads to the stream's end: what it shows is what the stream holds, or an error that
-says where the chain breaks.
+A fold checks the hash chain over what it reads (``ledger.model.digests``), and the node record's
+tip when it reads to the stream's end: what it shows is what the stream holds, or an error that says
+where the chain breaks.
 """
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ from typing import Generic, TypeVar
 
 import msgspec
 
-from resource_extend.ledger import wire
-from resource_extend.ledger.audit import BrokenStream, apply, written_at
-from resource_extend.ledger.digests import first_break, named_by_next, tip_in_head
-from resource_extend.ledger.errors import PluginError
-from resource_extend.ledger.events import SNAPSHOT_EVERY, AnyEvent
-from resource_extend.ledger.migration import not_migrated
+from resource_extend.ledger.etcd import wire
+from resource_extend.ledger.model.audit import BrokenStream, apply, written_at
+from resource_extend.ledger.model.digests import first_break, named_by_next, tip_in_head
+from resource_extend.ledger.model.errors import PluginError
+from resource_extend.ledger.model.events import SNAPSHOT_EVERY, AnyEvent
+from resource_extend.ledger.model.walk import snapshot_of
 from resource_extend.ledger.store import Store
-from resource_extend.ledger.walk import snapshot_of
+from resource_extend.ledger.store.migration import not_migrated
 
 S = TypeVar("S", bound=msgspec.Struct)
 Event = AnyEvent
@@ -198,7 +198,7 @@ class Positions(Generic[S]):
             yield from zip(page.events, page.raw, strict=True)
 
     def _check_link(self, before: tuple[Event, bytes], event: tuple[Event, bytes]) -> None:
-        """The event names the one before it as stored (``ledger.digests``)."""
+        """The event names the one before it as stored (``ledger.model.digests``)."""
         broken = first_break([before[0], event[0]], [before[1], event[1]])
         if broken is not None:
             raise self._broken(broken.reason)

@@ -12,9 +12,9 @@ from typing import Literal
 
 import msgspec
 
-from resource_extend.ledger import wire
-from resource_extend.ledger.connection import MAX_TXN_OPS, READERS, Connection
-from resource_extend.ledger.keys import SEQ_WIDTH, KeyLayout, range_end
+from resource_extend.ledger.etcd import wire
+from resource_extend.ledger.etcd.connection import MAX_TXN_OPS, READERS, Connection
+from resource_extend.ledger.store.keys import SEQ_WIDTH, KeyLayout, range_end
 
 SCAN_PAGE = 5000
 """Heads per range request when scanning the prefix (well below gRPC's 4 MiB a reply)."""

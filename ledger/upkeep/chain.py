@@ -15,11 +15,12 @@ from typing import Any
 
 import msgspec
 
-from resource_extend.ledger import audit, export
-from resource_extend.ledger.errors import PluginError
-from resource_extend.ledger.events import AnyEvent as Event
-from resource_extend.ledger.events import Checkpoint
-from resource_extend.ledger.kinds import Kind
+from resource_extend.ledger.model import audit
+from resource_extend.ledger.model.errors import PluginError
+from resource_extend.ledger.model.events import AnyEvent as Event
+from resource_extend.ledger.model.events import Checkpoint
+from resource_extend.ledger.model.kinds import Kind
+from resource_extend.ledger.upkeep import export
 
 
 class Link(msgspec.Struct, frozen=True):

@@ -1,5 +1,5 @@
 """What became of a write: what an append returns, whether a write whose answer was lost
-landed after all, and why one gave up (counted where exporters see it, ``ledger.tallies``).
+landed after all, and why one gave up (counted where exporters see it, ``ledger.store.tallies``).
 One of :class:`ledger.store.Store`'s parts (``store.outcomes``).
 """
 
@@ -11,15 +11,18 @@ from typing import Generic, TypeVar
 
 import msgspec
 
-from resource_extend.ledger import tallies, wire
-from resource_extend.ledger.audit import fold
-from resource_extend.ledger.connection import Ambiguous, Connection
-from resource_extend.ledger.errors import Contention, OutcomeUnknown, StoreError
-from resource_extend.ledger.events import AnyEvent, Checkpoint
-from resource_extend.ledger.keys import KeyLayout
-from resource_extend.ledger.kinds import Kind
-from resource_extend.ledger.records import NodeRecord
-from resource_extend.ledger.streams import StreamReads
+from resource_extend.ledger.etcd import wire
+from resource_extend.ledger.etcd.connection import Ambiguous, Connection
+from resource_extend.ledger.model.audit import fold
+from resource_extend.ledger.model.errors import Contention, OutcomeUnknown, StoreError
+from resource_extend.ledger.model.events import AnyEvent, Checkpoint
+from resource_extend.ledger.model.kinds import Kind
+from resource_extend.ledger.store.keys import KeyLayout
+from resource_extend.ledger.store.records import NodeRecord
+from resource_extend.ledger.store.streams import StreamReads
+from resource_extend.ledger.store.tallies import GRACE, Failure, counts
+from resource_extend.ledger.store.tallies import read as read_tallies
+from resource_extend.ledger.store.tallies import record as record_failure
 
 S = TypeVar("S", bound=msgspec.Struct)
 """The node state of the store's resource kind."""
@@ -41,7 +44,7 @@ class Appended(msgspec.Struct, Generic[S], frozen=True):
 
 class Outcomes(Generic[S]):
     """A write's outcome over ``etcd``, found (in the stream, by ``streams``) or explained;
-    ``by`` names who writes (``ledger.store.who``)."""
+    ``by`` names who writes (``ledger.store.appender.who``)."""
 
     def __init__(
         self, etcd: Connection, keys: KeyLayout, kind: Kind[S], streams: StreamReads[S], by: str
@@ -53,19 +56,20 @@ class Outcomes(Generic[S]):
         self.by = by
 
     def gave_up(self, node: str, verb: str, reason: str) -> Contention:
-        """The write's Contention, counted first where exporters see it (``ledger.tallies``)."""
+        """The write's Contention, counted first where exporters see it
+        (``ledger.store.tallies``)."""
         at = datetime.now(timezone.utc)
-        failure = tallies.Failure(node=node, at=at, by=self.by, reason=reason)
-        self.etcd.extend(tallies.GRACE)
+        failure = Failure(node=node, at=at, by=self.by, reason=reason)
+        self.etcd.extend(GRACE)
         # What the caller must hear is the failure itself, counted or not.
         with contextlib.suppress(StoreError):
-            self.write_once(node, tallies.record(self.keys.prefix, self.kind.name, verb, failure))
+            self.write_once(node, record_failure(self.keys.prefix, self.kind.name, verb, failure))
         return Contention(reason, node=node)
 
     def write_failures(self) -> dict[str, int]:
-        """How many writes of this kind gave up, by verb (``ledger.tallies``)."""
-        reply = self.etcd.read_range(tallies.read(self.keys.prefix, self.kind.name))
-        return tallies.counts(self.keys.prefix, self.kind.name, reply.kvs)
+        """How many writes of this kind gave up, by verb (``ledger.store.tallies``)."""
+        reply = self.etcd.read_range(read_tallies(self.keys.prefix, self.kind.name))
+        return counts(self.keys.prefix, self.kind.name, reply.kvs)
 
     def not_where_the_head_says(self, node: str, seq: int) -> StoreError:
         """Why an append failed though no writer moved the head: a key squats the next seq, or

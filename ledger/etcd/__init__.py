@@ -1,0 +1,3 @@
+"""etcd I/O: the v3 API's messages, the transports that carry them (HTTP/JSON or gRPC), and one
+call's connection (time budget, fail-over, parallel reads). Keys are bytes here; nothing in this
+folder knows what an event is."""
