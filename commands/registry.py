@@ -43,7 +43,7 @@ OFFLINE_VERBS = frozenset({"name", "verbs", "get-metrics-description", "calculat
 """Verbs that need neither etcd nor a config file: they never start a resident helper."""
 
 AUDITOR_COMMANDS: dict[str, str] = {
-    "nodes": "resource_extend.commands.audit.state:nodes",
+    "nodes": "resource_extend.commands.audit.nodes:nodes",
     "history": "resource_extend.commands.audit.history:history",
     "show": "resource_extend.commands.audit.state:show",
     "verify": "resource_extend.commands.audit.verify:verify",

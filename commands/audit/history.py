@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import collections
-import itertools
-from collections.abc import Iterable, Sequence
-from datetime import datetime, timedelta
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -18,6 +15,7 @@ from resource_extend.ledger.model.errors import InvalidRequest, PluginError
 from resource_extend.ledger.model.events import AnyEvent as Event
 from resource_extend.ledger.model.events import Checkpoint, HeadRepaired
 from resource_extend.ledger.store.keys import check_node_name
+from resource_extend.ledger.upkeep.history import Archive, Selection, selected
 
 if TYPE_CHECKING:
     from resource_extend.ledger.store.positions import Positions
@@ -79,13 +77,6 @@ def columns(lines: Sequence[Sequence[str]]) -> str:
     )
 
 
-def _within(event: Event, since: audit.Point | None, until: audit.Point | None) -> bool:
-    def key(point: audit.Point) -> Any:
-        return event.seq if isinstance(point, int) else audit.written_at(event)
-
-    return (since is None or key(since) >= since) and (until is None or key(until) <= until)
-
-
 NOT_ADOPTED = (
     "no events yet: the record was written by the upstream plugin; it is adopted (as event 1) "
     "on its first write"
@@ -103,109 +94,6 @@ def positions_of(session: Session, node: str) -> Positions[Any]:
     if not found.first and found.head is None:
         raise PluginError("no events: the plugin has never known this node")
     return found
-
-
-def reaches_archive(first: Event, seq: int) -> bool:
-    """Whether a read that goes back to ``seq`` needs the archive: the stream starts with a
-    checkpoint at or after it."""
-    return isinstance(first.change, Checkpoint) and seq <= first.seq
-
-
-def window(
-    positions: Positions[Any], since: audit.Point | None, until: audit.Point | None
-) -> tuple[int, int]:
-    """The seqs ``since`` .. ``until`` select in the stream (empty when the first is past the
-    last), found by position: a time is bisected for (``Positions.seq_at``)."""
-    low, high = positions.first, positions.last
-    if isinstance(since, int):
-        low = max(low, since)
-    elif since is not None:
-        before = positions.seq_at(since - timedelta(microseconds=1))
-        low = low if before is None else before + 1
-    if isinstance(until, int):
-        high = min(high, until)
-    elif until is not None:
-        found = positions.seq_at(until)
-        high = low - 1 if found is None else found
-    return low, high
-
-
-def newest(
-    positions: Positions[Any], low: int, high: int, kinds: tuple[str, ...], limit: int
-) -> int:
-    """The first seq of the newest ``limit`` events of ``kinds`` in ``low`` .. ``high``, read
-    backwards a page at a time, keeping only their seqs."""
-    from resource_extend.ledger.store.streams import EVENT_PAGE
-
-    found: list[int] = []  # newest first: each page is older than the one before
-    page_end = high
-    while page_end >= low and len(found) < limit:
-        page_start = max(low, page_end - EVENT_PAGE + 1)
-        page = [e.seq for e in positions.events(page_start - 1, page_end) if e.kind in kinds]
-        found += reversed(page)
-        page_end = page_start - 1
-    return found[limit - 1] if len(found) >= limit else low
-
-
-def archived_rows(
-    session: Session,
-    positions: Positions[Any],
-    checkpoint: Event,
-    exports: str,
-    select: Selection,
-) -> list[tuple[Event, Any]]:
-    """``history``'s rows when they reach back past the stream's ``checkpoint``: the archive's
-    exports, read back only as far as ``--since`` needs (``ledger.upkeep.chain.exports_back_to``),
-    then the stream after the checkpoint, a page at a time."""
-    from resource_extend.ledger.upkeep.chain import exports_back_to
-
-    since, until, reach = select.since, select.until, select.reach
-
-    def far_enough(first: Event) -> bool:
-        if reach is not None and first.seq < reach:
-            return True
-        if since is None:
-            return False
-        return first.seq < since if isinstance(since, int) else audit.written_at(first) < since
-
-    def too_late(first: Event) -> bool:
-        """The file starting with ``first`` holds nothing up to ``--until``."""
-        if until is None:
-            return False
-        return first.seq > until if isinstance(until, int) else audit.written_at(first) > until
-
-    files = exports_back_to(session.kind, checkpoint, exports, far_enough, too_late)
-    archived = (
-        (event, state)
-        for events in files
-        for index, (event, state) in enumerate(
-            zip(events, audit.states(session.kind, events), strict=True)
-        )
-        if index or not isinstance(event.change, Checkpoint)  # stands for the file before
-    )
-    life = itertools.chain(archived, positions.rows(checkpoint.seq, select.high))
-    return select.newest(event_state for event_state in life if select.wants(event_state[0]))
-
-
-class Selection(msgspec.Struct, frozen=True):
-    """What ``history`` selects: points, kinds, how many of the newest, and the stream's last
-    seq it reaches."""
-
-    since: audit.Point | None
-    until: audit.Point | None
-    kinds: tuple[str, ...]
-    limit: int | None
-    high: int
-    reach: int | None = None
-    """The oldest seq wanted, when the seqs say (``--limit`` without ``--kind``)."""
-
-    def wants(self, event: Event) -> bool:
-        return _within(event, self.since, self.until) and (
-            not self.kinds or event.kind in self.kinds
-        )
-
-    def newest(self, rows: Iterable[tuple[Event, Any]]) -> list[tuple[Event, Any]]:
-        return list(collections.deque(rows, maxlen=self.limit))
 
 
 class ChangeKind(click.ParamType):  # type: ignore[type-arg]  # generic in newer click
@@ -272,30 +160,9 @@ def history(
     first = positions.at_or_after(positions.first) if positions.first else None
     if first is None:
         return [] if as_json_output else NOT_ADOPTED
-    low, high = window(positions, since, until)
-    if limit is not None:
-        low = newest(positions, low, high, kinds, limit) if kinds else max(low, high - limit + 1)
-    rows = None
-    exports = archive_dir(session, archive)
-    if exports and reaches_archive(first, low):
-        by_seq = limit is not None and not kinds and not isinstance(until, datetime)
-        reach = high - limit + 1 if by_seq and limit is not None else None
-        select = Selection(since, until, kinds, limit, high, reach)
-        try:
-            rows = archived_rows(session, positions, first, exports, select)
-        except PluginError:
-            if archive:  # named by hand: it must hold the chain
-                raise
-    if rows is None:
-        if until is not None and isinstance(first.change, Checkpoint) and high < first.seq:
-            raise PluginError(
-                f"nothing left up to {audit.shown_point(until)}: {audit.compacted_note(first)}"
-            )
-        rows = [
-            (event, state)
-            for event, state in positions.rows(low - 1, high)
-            if not kinds or event.kind in kinds
-        ]
+    select = Selection(since, until, kinds, limit)
+    archived = Archive(archive_dir(session, archive), named=archive is not None)
+    rows = selected(session.kind, positions, first, select, archived)
     if as_json_output:
         return [as_json(e) for e, _ in rows]
     return table(session.view, rows) if rows else "no events match"
