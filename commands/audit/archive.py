@@ -8,13 +8,18 @@ import signal
 import stat
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 import msgspec
 
 from resource_extend.commands.protocol import Session, answered, report_failure, respond
+from resource_extend.ledger.config import Destination
 from resource_extend.ledger.model.errors import PluginError
+from resource_extend.ledger.upkeep.bounds import bound_for
+from resource_extend.ledger.upkeep.compaction import compact
+from resource_extend.ledger.upkeep.export import DIRECTORY_MODE, unsafe_directory
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -53,10 +58,6 @@ def archive_pass(
     """Compact every stream longer than half its bound into ``directory``, longest first, each
     etcd request with etcd.timeout of its own. ``stopping`` ends the pass between two
     compactions."""
-    from resource_extend.ledger.config import Destination
-    from resource_extend.ledger.upkeep.bounds import bound_for
-    from resource_extend.ledger.upkeep.compaction import compact
-
     store, streams = session.store, session.config.streams
     store.etcd.budget_per_request()  # a pass over many nodes takes longer than one call may
     known, heads = store.scans.survey()
@@ -94,10 +95,6 @@ def _checked_directory(directory: str) -> str:
     """The archive directory, created (mode 0750) if missing; refused if others may write
     to it, or to a directory above it (``ledger.upkeep.export.unsafe_directory``, which every
     compaction applies too), for the audit trail would then be theirs to change."""
-    from pathlib import Path
-
-    from resource_extend.ledger.upkeep.export import DIRECTORY_MODE, unsafe_directory
-
     try:
         os.makedirs(directory, mode=DIRECTORY_MODE, exist_ok=True)
         mode = os.stat(directory).st_mode

@@ -8,9 +8,11 @@ import click
 
 from resource_extend.commands.audit.verify import named_nodes, nodes_or_all
 from resource_extend.commands.protocol import Session, answered, respond
+from resource_extend.ledger.config import Destination
 from resource_extend.ledger.model import audit
 from resource_extend.ledger.model.errors import PluginError
 from resource_extend.ledger.model.words import plural
+from resource_extend.ledger.upkeep.compaction import compact as compact_node
 
 
 @click.command("compact")
@@ -72,8 +74,6 @@ def compact(
     streams.max_events in {config}); "{prog} archive" keeps them at half their bound.
     """
     nodes_or_all(nodes, every)
-    from resource_extend.ledger.config import Destination
-    from resource_extend.ledger.upkeep.compaction import compact as compact_node
 
     streams = session.config.streams
     to = Destination(export_dir) if export_dir else streams.destination

@@ -9,6 +9,8 @@ import msgspec
 
 from resource_extend.commands.audit.history import columns
 from resource_extend.commands.protocol import Session, answered
+from resource_extend.ledger.upkeep.bounds import EVENT_BYTES, bound_for
+from resource_extend.ledger.upkeep.footprint import etcd_footprint, measure
 
 
 @click.command("footprint")
@@ -29,9 +31,6 @@ def footprint(session: Session, top: int, as_json_output: bool) -> Any:
     {"etcd": {...}, "plugin": {...}, "streams": {...}}.
       {prog} footprint --top 20
     """
-
-    from resource_extend.ledger.upkeep.bounds import EVENT_BYTES, bound_for
-    from resource_extend.ledger.upkeep.footprint import etcd_footprint, measure
 
     store, streams = session.store, session.config.streams
     store.etcd.budget_per_request()  # a long stream is many pages: each has etcd.timeout

@@ -15,10 +15,11 @@ from resource_extend.ledger.model.errors import InvalidRequest, PluginError
 from resource_extend.ledger.model.events import AnyEvent as Event
 from resource_extend.ledger.model.events import Checkpoint, HeadRepaired
 from resource_extend.ledger.store.keys import check_node_name
+from resource_extend.ledger.store.positions import Positions
+from resource_extend.ledger.upkeep.export import json_lines
 from resource_extend.ledger.upkeep.history import Archive, Selection, selected
 
 if TYPE_CHECKING:
-    from resource_extend.ledger.store.positions import Positions
     from resource_extend.projections.parts import KindView
     from resource_extend.projections.plugin import Plugin
 
@@ -86,8 +87,6 @@ NOT_ADOPTED = (
 def positions_of(session: Session, node: str) -> Positions[Any]:
     """The node's stream, to read by position (empty for an upstream record not adopted
     yet); an error if the plugin has never known the node."""
-    from resource_extend.ledger.store.positions import Positions
-
     session.node = check_node_name(node)
     session.store.etcd.budget_per_request()  # an auditor's read may be long; no request may be
     found: Positions[Any] = Positions(session.store, node)
@@ -181,8 +180,6 @@ def export(session: Session, node: str) -> Any:
     (compact also writes the events it removes to DIR first). A compacted stream starts with
     its checkpoint, which names the export holding the events before it.
     """
-
-    from resource_extend.ledger.upkeep.export import json_lines
 
     session.node = check_node_name(node)
     stored = session.store.streams.stored_events(node)  # as stored: one bad event is printed too

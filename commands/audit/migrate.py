@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from resource_extend.commands.protocol import Session, answered
+from resource_extend.ledger.store import migration
 
 
 @click.command("migrate")
@@ -37,8 +38,6 @@ def migrate(session: Session, dry_run: bool, as_json_output: bool) -> Any:
     \b
     Afterwards:  {prog} verify --all
     """
-
-    from resource_extend.ledger.store import migration
 
     store = session.store
     moved: dict[str, int] = {}

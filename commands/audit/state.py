@@ -19,6 +19,7 @@ from resource_extend.ledger.model import audit
 from resource_extend.ledger.model.errors import PluginError
 from resource_extend.ledger.model.events import AnyEvent as Event
 from resource_extend.ledger.model.events import Checkpoint
+from resource_extend.ledger.upkeep.chain import state_in_archive
 
 if TYPE_CHECKING:
     from resource_extend.ledger.store.positions import Positions
@@ -95,7 +96,6 @@ def archived(
     exports = archive_dir(session, archive)
     if not exports or not isinstance(first.change, Checkpoint):
         raise audit.before_first(first, point)
-    from resource_extend.ledger.upkeep.chain import state_in_archive
 
     try:
         return state_in_archive(session.kind, first, exports, point)

@@ -20,7 +20,8 @@ from resource_extend.ledger.model.walk import Walk
 from resource_extend.ledger.model.words import plural
 from resource_extend.ledger.store import Store
 from resource_extend.ledger.store.keys import check_node_name
-from resource_extend.ledger.upkeep import export
+from resource_extend.ledger.upkeep import export, orphans
+from resource_extend.ledger.upkeep.chain import walk
 
 NodeState = Any
 """Whichever kind's state: verify and compact are the ledger's, written once for every kind."""
@@ -145,7 +146,6 @@ class Trust(msgspec.Struct, frozen=True):
         (unless allowed); empty when it may."""
         if first is None or not isinstance(first.change, Checkpoint):
             return ""
-        from resource_extend.ledger.upkeep.chain import walk
 
         link = next(walk(kind, first, self.archive))
         if link.checked is None:
@@ -168,8 +168,6 @@ def _verify_exports(
     """Follow the chain of exports from ``checkpoint`` back to event 1, checking each one
     that is here (``ledger.upkeep.chain``); with ``repair``, publish one an interrupted compaction
     left unpublished, once its content checks out."""
-    from resource_extend.ledger.upkeep.chain import walk
-
     for link in walk(kind, checkpoint, trust.archive):
         file, checked, what = link.found, link.checked, link.what
         if file.state == "elsewhere":
@@ -229,8 +227,6 @@ def _orphans(
     """Note (with ``repair``: delete) the ``.partial`` exports of compactions killed before
     their commit, whose events are all still in etcd (``ledger.upkeep.orphans``): leftovers, not a
     disagreement."""
-    from resource_extend.ledger.upkeep import orphans
-
     for directory in directories:
         left = [
             partial for partial in orphans.find_in(store.scans, directory, node) if partial.orphan

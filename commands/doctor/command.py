@@ -5,8 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import click
+import msgspec
 
+from resource_extend.commands.doctor.checks import every_finding
 from resource_extend.commands.protocol import Session, answered, click_config, respond
+from resource_extend.ledger.model.errors import PluginError
 
 if TYPE_CHECKING:
     from resource_extend.commands.doctor.findings import Finding
@@ -63,8 +66,6 @@ def doctor(session: Session, as_json_output: bool) -> Any:
       {prog} --config /etc/eru/plugins/{config} doctor --json
     """
 
-    from resource_extend.commands.doctor.checks import every_finding
-
     program = session.plugin
     findings = [found.filled(program) for found in every_finding(program, click_config())]
     answer = _as_json(findings) if as_json_output else table(findings)
@@ -72,15 +73,12 @@ def doctor(session: Session, as_json_output: bool) -> Any:
     if not failed:
         return answer
     respond(answer, text=True, io=session.io)
-    from resource_extend.ledger.model.errors import PluginError
 
     shown = ", ".join(dict.fromkeys(failed))
     raise PluginError(f"{len(failed)} of {len(findings)} checks failed: {shown}")
 
 
 def _as_json(findings: list[Finding]) -> str:
-    import msgspec
-
     return msgspec.json.encode(findings).decode()
 
 

@@ -8,11 +8,19 @@ The Docker daemon's config is read from ``/etc/docker/daemon.json``, or the file
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import stat
+import subprocess
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from resource_extend.commands.doctor.findings import Finding, fail, ok, warn
+from resource_extend.commands.resident import client as resident
+from resource_extend.commands.resident import command as helper
+from resource_extend.commands.resident import rundir
+from resource_extend.ledger.upkeep.export import unsafe_directory
 
 if TYPE_CHECKING:
     from resource_extend.ledger.config import Config
@@ -33,10 +41,6 @@ def check_exports(config: Config) -> list[Finding]:
     """The directory this host's compactions write exports to (``streams.archive_dir``, else
     ``streams.export_dir``): nobody else may change it or any directory above it, or the
     compactions refuse to write there (``ledger.upkeep.export.unsafe_directory``)."""
-    from pathlib import Path
-
-    from resource_extend.ledger.upkeep.export import unsafe_directory
-
     if not (directory := config.streams.destination.directory):
         return [ok("exports", "no export directory: streams are not compacted on this host")]
     folder = Path(directory).expanduser().resolve()
@@ -57,10 +61,6 @@ def check_exports(config: Config) -> list[Finding]:
 
 def check_helper(program: Plugin, explicit: str | None, config: Config | None) -> list[Finding]:
     """The runtime directory, every socket in it, and the helper for this config."""
-    from resource_extend.commands.resident import client as resident
-    from resource_extend.commands.resident import command as helper
-    from resource_extend.commands.resident import rundir
-
     check = "helper"
     try:
         directory, path = rundir.open_private(program.name, create=False)
@@ -108,8 +108,6 @@ def check_helper(program: Plugin, explicit: str | None, config: Config | None) -
 
 
 def _wanted(program: Plugin, config: Config | None) -> str:
-    from resource_extend.commands.resident import client as resident
-
     if resident.turned_off(program):
         return "${PROG}_RESIDENT turns it off"
     if config is None:
@@ -191,8 +189,6 @@ def _who(mode: int) -> str:
 def check_gpu_host(program: Plugin) -> list[Finding]:
     """The NVIDIA driver (``nvidia-smi`` answers), then the container runtime; a host with no
     ``nvidia-smi`` is not a GPU host, and has nothing to check."""
-    import shutil
-
     check = "gpu driver"
     smi = shutil.which("nvidia-smi")
     if smi is None:
@@ -223,8 +219,6 @@ def check_gpu_host(program: Plugin) -> list[Finding]:
 
 def _run_smi(smi: str) -> list[str] | str:
     """nvidia-smi's lines (one a GPU: ``name, driver``), or why it failed."""
-    import subprocess
-
     query = [smi, "--query-gpu=name,driver_version", "--format=csv,noheader"]
     try:
         done = subprocess.run(
@@ -256,8 +250,6 @@ def container_runtime(
     tools: list[str], path: str, text: str | None, unreadable: str = ""
 ) -> Finding:
     """Pure: the NVIDIA container runtime, from the tools on PATH and Docker's daemon.json."""
-    import json
-
     check = "nvidia container runtime"
     if not tools:
         return warn(

@@ -9,12 +9,17 @@ are more) whose streams hold at most ``DRIFT_EVENTS`` events each.
 
 from __future__ import annotations
 
+import random
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from resource_extend.commands.doctor.findings import Finding, fail, ok, warn
+from resource_extend.commands.protocol import Session
+from resource_extend.ledger.model import audit, verdicts
 from resource_extend.ledger.model.errors import PluginError
+from resource_extend.ledger.model.walk import Walk
 from resource_extend.ledger.model.words import plural
 from resource_extend.ledger.store import Store
 
@@ -34,8 +39,6 @@ SHOWN = 5
 
 
 def check_prefix(program: Plugin, explicit: str | None) -> list[Finding]:
-    from resource_extend.commands.protocol import Session
-
     session = Session(program, explicit)
     try:
         store = session.store
@@ -104,9 +107,6 @@ def _legacy_finding(legacy: list[str]) -> Finding:
 
 def _drift_finding(store: Store[Any], candidates: list[str], records: int) -> Finding:
     """Compare heads with their streams, on a bounded sample."""
-    from resource_extend.ledger.model import verdicts
-    from resource_extend.ledger.model.walk import Walk
-
     check = "drift"
     if not candidates:
         return ok(check, f"no streams to compare ({plural(records, 'node record')})")
@@ -162,10 +162,6 @@ def _times_finding(store: Store[Any], candidates: list[str]) -> Finding:
     """The newest event of each node (at most ``TIMES_NODES``, a random sample past that),
     against this host's clock: one stamped more than ``audit.AHEAD_BOUND`` ahead was written
     by a clock ahead, and until that clock is right every event after it carries its time."""
-    from datetime import datetime, timezone
-
-    from resource_extend.ledger.model import audit
-
     check = "event times"
     sample = _sample(candidates, TIMES_NODES)
     now = datetime.now(timezone.utc)
@@ -199,6 +195,5 @@ def _sample(names: list[str], most: int) -> list[str]:
     """``names``, or a random ``most`` of them, in order."""
     if len(names) <= most:
         return names
-    import random
 
     return sorted(random.sample(names, most))
