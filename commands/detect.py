@@ -4,15 +4,24 @@ with. The shell: it asks NVML (its Python binding) or ``nvidia-smi``, and
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import os
+import shutil
+import subprocess
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import click
 import msgspec
 
 from resource_extend.commands.protocol import Session, answered, click_config
+from resource_extend.commands.tables import columns
+from resource_extend.ledger import config
+from resource_extend.projections.gpu import detect as rules
+from resource_extend.projections.gpu.detect import Card, DetectError, driver_failure
 
 if TYPE_CHECKING:
-    from resource_extend.projections.gpu.detect import Card
     from resource_extend.projections.plugin import Plugin
 
 TIMEOUT = 20.0
@@ -82,8 +91,6 @@ def detect(session: Session, source: str, explain: bool) -> Any:
     (nvidia-a100-sxm4-40gb-mig-3g.20gb); with no instances made it counts as nothing.
     "products:" names an instance as NVML does: "NVIDIA A100-SXM4-40GB MIG 3g.20gb".
     """
-    from resource_extend.projections.gpu import detect as rules
-
     products = configured_products(session.plugin, click_config())
     probe = read_cards(source)
     answer = rules.answer(probe.cards, products)
@@ -95,10 +102,6 @@ def detect(session: Session, source: str, explain: bool) -> Any:
 def configured_products(program: Plugin, explicit: str | None) -> dict[str, str]:
     """The config's ``products:``; none when no config is named (``--config``, the
     environment) and none lies in the working directory."""
-    import os
-
-    from resource_extend.ledger import config
-
     path = config.config_path(explicit, program.config_file)
     named = explicit or os.environ.get(config.ENV_VAR)
     if not named and not os.path.lexists(path):
@@ -107,8 +110,6 @@ def configured_products(program: Plugin, explicit: str | None) -> dict[str, str]
 
 
 def explanation(probe: Probe, table: list[tuple[str, ...]], answer: Any) -> str:
-    from resource_extend.commands.audit.history import columns
-
     lines = [f"read with: {probe.source}"]
     if probe.cards:
         lines.append(columns(table))
@@ -118,8 +119,6 @@ def explanation(probe: Probe, table: list[tuple[str, ...]], answer: Any) -> str:
 
 def read_cards(source: str) -> Probe:
     """The cards, read as ``--source`` says; none when there is no driver or no GPU."""
-    from resource_extend.projections.gpu.detect import DetectError
-
     if source != "nvidia-smi":
         pynvml = binding()
         if pynvml is None and source == "nvml":
@@ -135,9 +134,6 @@ def read_cards(source: str) -> Probe:
 
 def binding() -> Any:
     """NVML's Python binding (``pynvml``, of the nvidia-ml-py package), if installed."""
-    import importlib
-    import warnings
-
     with warnings.catch_warnings():  # the old "pynvml" package warns that it is deprecated
         warnings.simplefilter("ignore")
         try:
@@ -148,10 +144,6 @@ def binding() -> Any:
 
 def read_nvml(pynvml: Any) -> list[Card] | None:
     """Every card NVML sees; None when NVML's library (the driver) is not installed."""
-    import contextlib
-
-    from resource_extend.projections.gpu.detect import Card, DetectError
-
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as exc:
@@ -188,8 +180,6 @@ def _mig_on(pynvml: Any, handle: Any) -> bool:
 def _mig_profiles(pynvml: Any, handle: Any, index: int) -> tuple[str, ...]:
     """The profile of each MIG instance (NVML names one "<card name> MIG <profile>"); the
     slots are sparse: an empty one is NOT_FOUND."""
-    from resource_extend.projections.gpu.detect import DetectError
-
     profiles = []
     for slot in range(pynvml.nvmlDeviceGetMaxMigDeviceCount(handle)):
         try:
@@ -221,10 +211,6 @@ def _text(value: str | bytes) -> str:
 
 def read_nvidia_smi() -> Probe:
     """Every card ``nvidia-smi`` on PATH sees, and the MIG instances of those in MIG mode."""
-    import shutil
-
-    from resource_extend.projections.gpu import detect as rules
-
     tool = shutil.which("nvidia-smi")
     if tool is None:
         return Probe([], "nothing: no nvidia-smi on PATH")
@@ -237,10 +223,6 @@ def read_nvidia_smi() -> Probe:
 
 def nvidia_smi(tool: str, *args: str) -> str | None:
     """Its stdout; None when it finds no GPU. Run directly (no shell), with a timeout."""
-    import subprocess
-
-    from resource_extend.projections.gpu.detect import DetectError, driver_failure
-
     try:
         done = subprocess.run(
             [tool, *args], stdin=subprocess.DEVNULL, capture_output=True, timeout=TIMEOUT

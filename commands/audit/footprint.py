@@ -7,8 +7,8 @@ from typing import Any
 import click
 import msgspec
 
-from resource_extend.commands.audit.history import columns
 from resource_extend.commands.protocol import Session, answered
+from resource_extend.commands.tables import columns
 from resource_extend.ledger.upkeep.bounds import EVENT_BYTES, bound_for
 from resource_extend.ledger.upkeep.footprint import etcd_footprint, measure
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -10,6 +9,7 @@ import msgspec
 
 from resource_extend.commands.audit.archive import archive_dir, archive_option
 from resource_extend.commands.protocol import Session, answered
+from resource_extend.commands.tables import columns
 from resource_extend.ledger.model import audit
 from resource_extend.ledger.model.errors import InvalidRequest, PluginError
 from resource_extend.ledger.model.events import AnyEvent as Event
@@ -66,16 +66,6 @@ def table(view: KindView, rows: list[tuple[Event, Any]]) -> str:
         cells = view.state_cells(state)
         lines.append((str(event.seq), when, event.verb, event.kind, *cells, summary(view, event)))
     return columns(lines)
-
-
-def columns(lines: Sequence[Sequence[str]]) -> str:
-    """Rows of cells as aligned text columns, two spaces apart; the last column is not padded."""
-    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
-    widths[-1] = 0
-    return "\n".join(
-        "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip()
-        for line in lines
-    )
 
 
 NOT_ADOPTED = (

@@ -7,8 +7,8 @@ from typing import Any
 import click
 import msgspec
 
-from resource_extend.commands.audit.history import columns
 from resource_extend.commands.protocol import Session, answered
+from resource_extend.commands.tables import columns
 from resource_extend.ledger.model.events import Checkpoint, HeadRepaired
 from resource_extend.ledger.model.kinds import Kind
 from resource_extend.projections.changes import NodeRemoved

@@ -10,11 +10,11 @@ from resource_extend.commands.audit.archive import archive_dir, archive_option
 from resource_extend.commands.audit.history import (
     NOT_ADOPTED,
     POINT_HELP,
-    columns,
     point_option,
     positions_of,
 )
 from resource_extend.commands.protocol import Session, answered
+from resource_extend.commands.tables import columns
 from resource_extend.ledger.model import audit
 from resource_extend.ledger.model.errors import PluginError
 from resource_extend.ledger.model.events import AnyEvent as Event
