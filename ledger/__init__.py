@@ -6,7 +6,7 @@
   connection). It knows nothing of events.
 * :mod:`ledger.store`: the store, composed of readers, an appender and checkpoints.
 * :mod:`ledger.upkeep`: what keeps streams bounded and their history kept (compaction, exports,
-  the archive behind them, orphaned exports, footprint).
+  the archive behind them and history read through it, orphaned exports, footprint).
 
 ``ledger.config``, ``ledger.endpoints`` and ``ledger.files`` read the operator's configuration
 and the files it names. ``tests/layout/test_layers.py`` holds every part to its room.
