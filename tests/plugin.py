@@ -1,5 +1,6 @@
 """Drive the installed ``resource-gpu`` and ``resource-storage`` binaries the way core does: a
-verb, JSON on stdin."""
+verb, JSON on stdin; or the same command in this process (:func:`in_process`), where the
+process boundary is not what a test is about."""
 
 from __future__ import annotations
 
@@ -11,10 +12,16 @@ import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+from click.testing import CliRunner
 
 from resource_extend.commands import program as programs
+from resource_extend.commands.main import main
 from resource_extend.commands.resident.client import HELPER_MODULE
+
+if TYPE_CHECKING:
+    from resource_extend.projections.plugin import Plugin as Kind
 
 MODE = os.environ.get("RESOURCE_GPU_TEST_MODE", "http")
 """How the plugin runs in this test run (the suite runs once in each): calls in-process over
@@ -42,6 +49,24 @@ class Result:
     @property
     def answer(self) -> Any:
         return json.loads(self.stdout)
+
+
+def in_process(
+    kind: Kind, args: list[str], stdin: bytes = b"", env: dict[str, str] | None = None
+) -> Result:
+    """``kind``'s program run in this process (``commands.main``, as the installed script runs
+    it) with ``args``: ``stdin`` given, stdout and stderr caught, and the status it exits with
+    (it always ends in ``SystemExit``; any other exception fails the test)."""
+    status: object = "no SystemExit"
+    with CliRunner().isolation(input=stdin, env=env) as (out, err, _):
+        try:
+            main(kind, args)
+        except SystemExit as exc:
+            status = exc.code
+        sys.stdout.flush()  # what click wrote itself (a usage error) is still buffered
+        sys.stderr.flush()
+    assert isinstance(status, int), f"main() ended with {status!r}"
+    return Result(status, out.getvalue().decode(), err.getvalue().decode())
 
 
 class Plugin:
@@ -105,6 +130,15 @@ class Plugin:
             cwd=cwd or self.workdir, timeout=timeout,
         )  # fmt: skip
         return Result(done.returncode, done.stdout.decode(), done.stderr.decode())
+
+    def call(self, verb: str, request: Any = None, *args: str, raw: bytes | None = None) -> Result:
+        """:meth:`run`, in this process (:func:`in_process`): the same config, home and
+        request, without the process."""
+        stdin = (
+            raw if raw is not None else json.dumps(request if request is not None else {}).encode()
+        )
+        env = {"ERU_RESOURCE_CONFIG_PATH": str(self.config), "HOME": str(self.workdir / "home")}
+        return in_process(programs.programs()[self.program], [verb, *args], stdin, env)
 
     def ok(self, verb: str, request: Any = None, *args: str) -> Any:
         """Run a verb that must succeed: exit 0, nothing on stderr, one JSON value on stdout."""

@@ -2,7 +2,9 @@
 
 A clean failure: non-zero exit, nothing on stdout, exactly one stderr line that starts with
 ``resource-gpu <verb>: `` (and names the node when a parseable request names one), no traceback,
-and the etcd revision unchanged.
+and the etcd revision unchanged. The many requests are refused in this process; once a verb,
+and for what only a process shows (a missing config, an etcd that is not there), through the
+installed script.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import pytest
 
 from tests.etcd_server import free_port
 from tests.etcdkv import Etcd, no_write
-from tests.plugin import Plugin, R, binary
+from tests.plugin import Plugin, R, binary, failure_line
 
 G = "nvidia-3090"
 GOOD = R({G: 1})
@@ -212,8 +214,11 @@ def seeded(
 
 
 def assert_clean_failure(plugin: Plugin, etcd: Etcd, verb: str, body: bytes) -> str:
+    """The verb refuses ``body`` cleanly, run in this process: validation is the same code
+    whichever way a call comes (the process boundary:
+    ``test_malformed_json_through_the_binary``)."""
     with no_write(etcd):
-        line = plugin.fails(verb, raw=body)
+        line = failure_line(plugin.call(verb, raw=body), verb)
     assert "internal error" not in line, line
     return line
 
@@ -234,6 +239,16 @@ def test_oversized_request_fails_cleanly(seeded: tuple[Plugin, Etcd], verb: str)
     plugin, etcd = seeded
     padded = {**REQUESTS[verb], "padding": "x" * (5 * 1024 * 1024)}  # unknown keys are ignored
     assert_clean_failure(plugin, etcd, verb, json.dumps(padded).encode())
+
+
+@pytest.mark.parametrize("verb", list(REQUESTS))
+def test_malformed_json_through_the_binary(seeded: tuple[Plugin, Etcd], verb: str) -> None:
+    """What a refusal looks like from outside, once a verb: the installed script's exit status,
+    its streams, and etcd untouched."""
+    plugin, etcd = seeded
+    with no_write(etcd):
+        line = plugin.fails(verb, raw=b'{"nodename": "n1",')
+    assert "internal error" not in line and "JSON" in line, line
 
 
 @pytest.mark.parametrize("verb", ["frob", "add_node", "ADD-NODE", "get-node", "calculate-deploy2"])

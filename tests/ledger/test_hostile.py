@@ -29,16 +29,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 from etcd3 import etcdrpc
 from hypothesis import HealthCheck, currently_in_test_context, event, given, settings
 from hypothesis import strategies as st
 
-from resource_extend.commands.main import main
 from resource_extend.commands.registry import CORE_VERBS, HIDDEN_VERBS
 from resource_extend.projections.gpu.plugin import PLUGIN as GPU
 from tests.etcdkv import RPC_TIMEOUT, Etcd, prefix_end, upstream_head
-from tests.plugin import Plugin, R
+from tests.plugin import Plugin, R, Result
+from tests.plugin import in_process as run_here
 
 G = "nvidia-3090"
 A = "nvidia-a100"
@@ -119,26 +118,9 @@ THROUGH_BINARY = settings(IN_PROCESS, max_examples=60)
 # -- running a verb -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Outcome:
-    status: int
-    stdout: str
-    stderr: str
-
-
-def in_process(config: Path, args: list[str], stdin: bytes = b"") -> Outcome:
-    """Run the console script's ``main`` with ``--config``, stdin, stdout and stderr isolated.
-
-    ``main`` always ends in ``SystemExit``; any other exception propagates and fails the test.
-    """
-    status: object = "no SystemExit"
-    with CliRunner().isolation(input=stdin) as (out, err, _):
-        try:
-            main(GPU, ["--config", str(config), *args])
-        except SystemExit as exc:
-            status = exc.code
-    assert isinstance(status, int), f"main() ended with {status!r}"
-    return Outcome(status, out.getvalue().decode(), err.getvalue().decode())
+def in_process(config: Path, args: list[str], stdin: bytes = b"") -> Result:
+    """resource-gpu ``args`` with ``--config``, in this process."""
+    return run_here(GPU, ["--config", str(config), *args], stdin)
 
 
 class Installation:
@@ -156,12 +138,11 @@ class Installation:
         self.etcd.close()
         self.plugin.stop_helper()  # one helper per config: none outlives its installation
 
-    def call(self, args: list[str], stdin: bytes = b"") -> Outcome:
+    def call(self, args: list[str], stdin: bytes = b"") -> Result:
         return in_process(self.plugin.config, args, stdin)
 
-    def binary(self, verb: str, stdin: bytes) -> Outcome:
-        result = self.plugin.run(verb, raw=stdin, timeout=30)
-        return Outcome(result.status, result.stdout, result.stderr)
+    def binary(self, verb: str, stdin: bytes) -> Result:
+        return self.plugin.run(verb, raw=stdin, timeout=30)
 
     def seed(self) -> Installation:
         for node, capacity, usage in [("n1", {G: 4}, {G: 1}), ("n2", {G: 2}, {})]:
@@ -242,7 +223,7 @@ class Before:
 # -- what a clean answer is ---------------------------------------------------------------------
 
 
-def assert_clean_failure(verb: str, outcome: Outcome) -> str:
+def assert_clean_failure(verb: str, outcome: Result) -> str:
     assert outcome.status != 0
     assert outcome.stdout == "", f"{verb} printed on failure: {outcome.stdout[:300]!r}"
     lines = outcome.stderr.splitlines()
@@ -406,7 +387,7 @@ def request_of(body: bytes) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {}
 
 
-def assert_answer(verb: str, outcome: Outcome, request: dict[str, Any]) -> Any:
+def assert_answer(verb: str, outcome: Result, request: dict[str, Any]) -> Any:
     assert outcome.stderr == "", f"{verb} wrote to stderr on success: {outcome.stderr[:300]!r}"
     assert outcome.stdout.endswith("\n") and outcome.stdout.count("\n") == 1
     answer = json.loads(outcome.stdout)
@@ -421,7 +402,7 @@ def reason_kind(line: str) -> str:
 
 
 def check_call(
-    installation: Installation, verb: str, body: bytes, outcome: Outcome, before: Before
+    installation: Installation, verb: str, body: bytes, outcome: Result, before: Before
 ) -> None:
     """The property: a well-shaped answer, or a clean failure that wrote nothing."""
     etcd = installation.etcd

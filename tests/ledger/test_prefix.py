@@ -25,14 +25,13 @@ import pytest
 from tests.etcdkv import Etcd
 from tests.ledger.test_hostile import (
     ALL_KEYS,
-    Outcome,
     _range,
     assert_clean_failure,
     in_process,
     keys_outside,
     keys_written_since,
 )
-from tests.plugin import Plugin, R
+from tests.plugin import Plugin, R, Result
 
 G = "nvidia-3090"
 
@@ -119,7 +118,7 @@ class Installation:
         self.exports = workdir / "exports"
         self.exports.mkdir()
 
-    def call(self, args: list[str], stdin: bytes = b"") -> Outcome:
+    def call(self, args: list[str], stdin: bytes = b"") -> Result:
         return in_process(self.plugin.config, args, stdin)
 
     def lay_decoys(self) -> dict[str, bytes]:
@@ -153,7 +152,7 @@ def owned_by(installation: Installation, name: str, key: bytes) -> bool:
     return key == head or key.startswith(stream)
 
 
-def run_write(installation: Installation, name: str, verb: str, request: dict[str, Any]) -> Outcome:
+def run_write(installation: Installation, name: str, verb: str, request: dict[str, Any]) -> Result:
     """One write; a refusal wrote nothing, a success wrote only the node's own keys."""
     etcd = installation.etcd
     revision = etcd.revision()

@@ -6,31 +6,21 @@ handed to the shell, and the ledger and the auditor commands are written once fo
 from __future__ import annotations
 
 import json
-import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from resource_extend.commands.main import main
 from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.store import Store
 from tests.apples import APPLES, NODE, PLUGIN, Apples, eat, plant
 from tests.etcdkv import Etcd
-from tests.plugin import Plugin
+from tests.plugin import Plugin, Result, in_process
 
 EATERS = 8
 """Writers racing on the one node, each eating one apple."""
-
-
-@dataclass
-class Outcome:
-    status: int
-    stdout: str
-    stderr: str
 
 
 @dataclass
@@ -44,18 +34,9 @@ class Orchard:
     def store(self) -> Store[Apples]:
         return Store(self.settings, APPLES)
 
-    def run(self, *args: str) -> Outcome:
+    def run(self, *args: str) -> Result:
         """``resource-apples ARGS``, in-process: status, stdout and stderr."""
-        status: object = "no SystemExit"
-        with CliRunner().isolation() as (out, err, _):
-            try:
-                main(PLUGIN, ["--config", str(self.config), *args])
-            except SystemExit as exc:
-                status = exc.code
-            sys.stdout.flush()  # what click wrote itself (a usage error) is still buffered
-            sys.stderr.flush()
-        assert isinstance(status, int), f"main() ended with {status!r}"
-        return Outcome(status, out.getvalue().decode(), err.getvalue().decode())
+        return in_process(PLUGIN, ["--config", str(self.config), *args])
 
     def ok(self, *args: str) -> Any:
         done = self.run(*args)

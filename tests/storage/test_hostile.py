@@ -7,20 +7,17 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from resource_extend.commands.main import main
 from resource_extend.commands.registry import CORE_VERBS, HIDDEN_VERBS
 from resource_extend.projections.storage.plugin import PLUGIN as STORAGE
 from tests.etcdkv import Etcd
-from tests.plugin import Plugin
+from tests.plugin import Plugin, Result, in_process
 
 PROGRAM = "resource-storage"
 T = 2**40
@@ -281,13 +278,6 @@ def bodies(draw: st.DrawFn, verb: str) -> bytes:
 # -- running a verb -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Outcome:
-    status: int
-    stdout: str
-    stderr: str
-
-
 class Installation:
     """One resource-storage prefix, seeded: n1 (four 1 TiB volumes, a disk, some usage) and
     n2 (no volumes)."""
@@ -303,15 +293,8 @@ class Installation:
         self.etcd.close()
         self.plugin.stop_helper()
 
-    def call(self, verb: str, stdin: bytes = b"") -> Outcome:
-        status: object = "no SystemExit"
-        with CliRunner().isolation(input=stdin) as (out, err, _):
-            try:
-                main(STORAGE, ["--config", str(self.plugin.config), verb])
-            except SystemExit as exc:
-                status = exc.code
-        assert isinstance(status, int), f"main() ended with {status!r}"
-        return Outcome(status, out.getvalue().decode(), err.getvalue().decode())
+    def call(self, verb: str, stdin: bytes = b"") -> Result:
+        return in_process(STORAGE, ["--config", str(self.plugin.config), verb], stdin)
 
     def seed(self) -> Installation:
         for request in (
@@ -352,7 +335,7 @@ def readers(etcd_endpoints: list[str], workdir: Path) -> Iterator[Installation]:
 
 
 def check(
-    installation: Installation, verb: str, body: bytes, outcome: Outcome, revision: int
+    installation: Installation, verb: str, body: bytes, outcome: Result, revision: int
 ) -> None:
     etcd = installation.etcd
     event(
@@ -379,15 +362,8 @@ def check(
         assert checked.status == 0, checked.stdout + checked.stderr
 
 
-def installation_verify(installation: Installation, node: str) -> Outcome:
-    status: object = None
-    with CliRunner().isolation() as (out, err, _):
-        try:
-            main(STORAGE, ["--config", str(installation.plugin.config), "verify", "--", node])
-        except SystemExit as exc:
-            status = exc.code
-    assert isinstance(status, int)
-    return Outcome(status, out.getvalue().decode(), err.getvalue().decode())
+def installation_verify(installation: Installation, node: str) -> Result:
+    return in_process(STORAGE, ["--config", str(installation.plugin.config), "verify", "--", node])
 
 
 @pytest.mark.parametrize("verb", [v for v in VERBS if v not in WRITE_VERBS])
