@@ -4,8 +4,17 @@ programs answer a verb in the same bytes."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Generic, TypeVar
 
 import msgspec
+
+R = TypeVar("R")
+"""A kind's resource value as core reads it (GPU: ``{"prod_count_map": ...}``)."""
+
+P = TypeVar("P")
+"""A kind's engine params: what core hands the engine for one workload."""
+W = TypeVar("W")
+"""A kind's workload resource: what core keeps for one workload, and adds to the node's usage."""
 
 MAX_TOTAL = 2**63 - 1
 """``total`` saturates here (a Go int), as upstream's sum does."""
@@ -38,3 +47,44 @@ def nodes_deploy_capacity(entries: Iterable[tuple[str, DeployCapacity]]) -> Node
             found[name] = entry
             total = min(total + entry.capacity, MAX_TOTAL)
     return NodesDeployCapacity(nodes_deploy_capacity_map=found, total=total)
+
+
+class DeployPlans(msgspec.Struct, Generic[P, W], kw_only=True):
+    """calculate-deploy's answer: one entry a workload, in both lists."""
+
+    engines_params: list[P]
+    workloads_resource: list[W]
+
+
+class ReallocPlan(msgspec.Struct, Generic[P, W], kw_only=True):
+    """calculate-realloc's answer: the workload's new engine params and resource, and what
+    core adds to the node's usage (``delta_resource``)."""
+
+    engine_params: P
+    workload_resource: W
+    delta_resource: W
+
+
+class BeforeAfter(msgspec.Struct, Generic[R], frozen=True):
+    """set-node-resource-capacity's and set-node-resource-usage's answer: the value the write
+    found, and the one it left (core rolls back with ``before``)."""
+
+    before: R
+    after: R
+
+
+class NodeResourceInfo(msgspec.Struct, Generic[R], frozen=True):
+    """get-node-resource-info's and fix-node-resource's answer: the node's capacity and usage,
+    and every way usage disagreed with the workloads' sum."""
+
+    capacity: R
+    usage: R
+    diffs: list[str]
+
+
+class MostIdle(msgspec.Struct, frozen=True):
+    """get-most-idle-node's answer: the node core should build on, and how much this plugin
+    cares (core takes the highest priority among the plugins' answers)."""
+
+    nodename: str
+    priority: int

@@ -37,7 +37,9 @@ def _states(session: Session, names: list[str]) -> dict[str, NodeState]:
 
 
 @verb("calculate-deploy", requests.CalculateDeploy)
-def calculate_deploy(request: requests.CalculateDeploy, session: Session) -> dict[str, Any]:
+def calculate_deploy(
+    request: requests.CalculateDeploy, session: Session
+) -> answers.DeployPlans[Resource, Resource]:
     """Plan deploy_count workloads of one request on a node (never writes).
 
     \b
@@ -51,11 +53,13 @@ def calculate_deploy(request: requests.CalculateDeploy, session: Session) -> dic
     wanted = positive_cards(request.workload_resource_request, "workload_resource_request")
     plan = capacity.plan_deploy(node, _state(session, node), wanted, request.deploy_count)
     entries = [Resource.of(c) for c in plan]
-    return {"engines_params": entries, "workloads_resource": entries}
+    return answers.DeployPlans(engines_params=entries, workloads_resource=entries)
 
 
 @verb("calculate-realloc", requests.CalculateRealloc)
-def calculate_realloc(request: requests.CalculateRealloc, session: Session) -> dict[str, Any]:
+def calculate_realloc(
+    request: requests.CalculateRealloc, session: Session
+) -> answers.ReallocPlan[Resource, Resource]:
     """Plan a workload's new cards (never writes).
 
     \b
@@ -70,11 +74,10 @@ def calculate_realloc(request: requests.CalculateRealloc, session: Session) -> d
     current = held_cards(request.workload_resource, "workload_resource")
     change = signed_cards(request.workload_resource_request, "workload_resource_request")
     plan = capacity.plan_realloc(node, _state(session, node), current, change)
-    return {
-        "engine_params": Resource.of(plan.new),
-        "workload_resource": Resource.of(plan.new),
-        "delta_resource": Resource.of(plan.delta),
-    }
+    new = Resource.of(plan.new)
+    return answers.ReallocPlan(
+        engine_params=new, workload_resource=new, delta_resource=Resource.of(plan.delta)
+    )
 
 
 @verb("get-nodes-deploy-capacity", requests.DeployCapacity)
@@ -113,7 +116,7 @@ def get_node_resource_info(request: requests.NodeResourceInfo, session: Session)
     state = session.store.records.read(node).state
     if state is None:
         return None
-    return {**node_resources(state), "diffs": usage_diffs(state.usage, held)}
+    return answers.NodeResourceInfo(**node_resources(state), diffs=usage_diffs(state.usage, held))
 
 
 @verb("get-nodes-resource-info", requests.NodesRequest)
@@ -128,7 +131,7 @@ def get_nodes_resource_info(request: requests.NodesRequest, session: Session) ->
 
 
 @verb("get-most-idle-node", requests.NodesRequest)
-def get_most_idle_node(request: requests.NodesRequest, session: Session) -> dict[str, Any]:
+def get_most_idle_node(request: requests.NodesRequest, session: Session) -> answers.MostIdle:
     """The node with the lowest share of cards in use, for a build.
 
     \b
@@ -139,7 +142,7 @@ def get_most_idle_node(request: requests.NodesRequest, session: Session) -> dict
     is an error.
     """
     states = _states(session, node_names(request.nodenames))
-    return {"nodename": capacity.most_idle(states), "priority": capacity.IDLE_PRIORITY}
+    return answers.MostIdle(nodename=capacity.most_idle(states), priority=capacity.IDLE_PRIORITY)
 
 
 @verb("get-metrics", requests.Metrics)

@@ -11,6 +11,7 @@ from resource_extend.commands.gpu.answers import node_resources, workloads_sum
 from resource_extend.commands.protocol import Session
 from resource_extend.ledger.model.errors import InvalidRequest
 from resource_extend.ledger.store.keys import check_node_name
+from resource_extend.projections.answers import BeforeAfter, NodeResourceInfo
 from resource_extend.projections.gpu import cards, decide
 from resource_extend.projections.gpu.cards import Cards
 from resource_extend.projections.gpu.events import UsageRebuilt
@@ -83,8 +84,8 @@ def _input(request: requests.SetCapacity, workloads: Cards | None = None) -> Res
     return None if workloads is None else Resource.of(workloads)
 
 
-def _before_after(before: Cards, after: Cards) -> dict[str, Resource]:
-    return {"before": Resource.of(before), "after": Resource.of(after)}
+def _before_after(before: Cards, after: Cards) -> BeforeAfter[Resource]:
+    return BeforeAfter(before=Resource.of(before), after=Resource.of(after))
 
 
 def _checked(resource: Resource | None, what: str, *, delta: bool) -> Cards:
@@ -92,7 +93,9 @@ def _checked(resource: Resource | None, what: str, *, delta: bool) -> Cards:
 
 
 @verb("set-node-resource-capacity", requests.SetCapacity)
-def set_node_resource_capacity(request: requests.SetCapacity, session: Session) -> dict[str, Any]:
+def set_node_resource_capacity(
+    request: requests.SetCapacity, session: Session
+) -> BeforeAfter[Resource]:
     """Change a node's cards: add or subtract, or replace.
 
     \b
@@ -124,7 +127,7 @@ def set_node_resource_capacity(request: requests.SetCapacity, session: Session) 
 
 
 @verb("set-node-resource-usage", requests.SetUsage)
-def set_node_resource_usage(request: requests.SetUsage, session: Session) -> dict[str, Any]:
+def set_node_resource_usage(request: requests.SetUsage, session: Session) -> BeforeAfter[Resource]:
     """Take or give back cards on a node.
 
     \b
@@ -179,7 +182,9 @@ def set_node_resource_info(request: requests.SetNodeInfo, session: Session) -> d
 
 
 @verb("fix-node-resource", requests.NodeResourceInfo)
-def fix_node_resource(request: requests.NodeResourceInfo, session: Session) -> dict[str, Any]:
+def fix_node_resource(
+    request: requests.NodeResourceInfo, session: Session
+) -> NodeResourceInfo[Resource]:
     """Rebuild a node's usage from the workloads core knows on it.
 
     \b
@@ -197,7 +202,7 @@ def fix_node_resource(request: requests.NodeResourceInfo, session: Session) -> d
     )
     rebuilt = [e.change for e in appended.events if isinstance(e.change, UsageRebuilt)]
     diffs = rebuilt[0].diffs if rebuilt else []
-    return {**node_resources(_existing(appended.after)), "diffs": diffs}
+    return NodeResourceInfo(**node_resources(_existing(appended.after)), diffs=diffs)
 
 
 def _existing(state: NodeState | None) -> NodeState:

@@ -14,6 +14,7 @@ from resource_extend.commands.nodes import (
 from resource_extend.commands.protocol import Session
 from resource_extend.commands.storage import requests, verb
 from resource_extend.ledger.store.keys import check_node_name
+from resource_extend.projections.answers import MostIdle, NodeResourceInfo
 from resource_extend.projections.metrics import Metric
 from resource_extend.projections.storage.requests import (
     parse_workload_request,
@@ -129,7 +130,8 @@ def get_node_resource_info(request: requests.NodeResourceInfo, session: Session)
     state: NodeState | None = session.store.records.read(node).state
     if state is None:
         return None
-    return {**state_json(state), "diffs": node_diffs(node, state, request.workloads_resource or [])}
+    diffs = node_diffs(node, state, request.workloads_resource or [])
+    return NodeResourceInfo(**state_json(state), diffs=diffs)
 
 
 @verb("get-nodes-resource-info", requests.NodesRequest)
@@ -146,7 +148,7 @@ def get_nodes_resource_info(request: requests.NodesRequest, session: Session) ->
 
 
 @verb("get-most-idle-node", requests.NodesRequest)
-def get_most_idle_node(request: requests.NodesRequest, session: Session) -> dict[str, Any]:
+def get_most_idle_node(request: requests.NodesRequest, session: Session) -> MostIdle:
     """The first node named, with priority 1: storage leaves the choice of a build node to
     the other plugins (their priority is 100). Reads nothing.
 
@@ -154,7 +156,7 @@ def get_most_idle_node(request: requests.NodesRequest, session: Session) -> dict
     stdin   {"nodenames": ["n1", ...]}
     stdout  {"nodename": "n1", "priority": 1}
     """
-    return {"nodename": node_names(request.nodenames)[0], "priority": IDLE_PRIORITY}
+    return MostIdle(nodename=node_names(request.nodenames)[0], priority=IDLE_PRIORITY)
 
 
 @verb("get-metrics", requests.Metrics)

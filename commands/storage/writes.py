@@ -8,6 +8,7 @@ from typing import Any
 from resource_extend.commands.protocol import Session
 from resource_extend.commands.storage import requests, verb
 from resource_extend.ledger.store.keys import check_node_name
+from resource_extend.projections.answers import BeforeAfter, NodeResourceInfo
 from resource_extend.projections.storage import decide
 from resource_extend.projections.storage.events import UsageRebuilt
 from resource_extend.projections.storage.node_requests import node_request_of
@@ -71,7 +72,7 @@ def remove_node(request: requests.NodeRequest, session: Session) -> None:
 
 
 @verb("set-node-resource-capacity", requests.SetCapacity)
-def set_node_resource_capacity(request: requests.SetCapacity, session: Session) -> dict[str, Any]:
+def set_node_resource_capacity(request: requests.SetCapacity, session: Session) -> BeforeAfter[Any]:
     """Change a node's volumes, disks and storage: add or subtract, or replace.
 
     \b
@@ -93,14 +94,12 @@ def set_node_resource_capacity(request: requests.SetCapacity, session: Session) 
         "set-node-resource-capacity",
         lambda s: decide.set_capacity(node, s, given, delta=delta, incr=incr),
     )
-    return {
-        "before": _state(appended.before)["capacity"],
-        "after": _state(appended.after)["capacity"],
-    }
+    before, after = _state(appended.before)["capacity"], _state(appended.after)["capacity"]
+    return BeforeAfter(before=before, after=after)
 
 
 @verb("set-node-resource-usage", requests.SetUsage)
-def set_node_resource_usage(request: requests.SetUsage, session: Session) -> dict[str, Any]:
+def set_node_resource_usage(request: requests.SetUsage, session: Session) -> BeforeAfter[Any]:
     """Take or give back volumes, storage and disk quota on a node.
 
     \b
@@ -121,7 +120,9 @@ def set_node_resource_usage(request: requests.SetUsage, session: Session) -> dic
         "set-node-resource-usage",
         lambda s: decide.set_usage(node, s, given, workloads, delta=delta, incr=incr),
     )
-    return {"before": _state(appended.before)["usage"], "after": _state(appended.after)["usage"]}
+    return BeforeAfter(
+        before=_state(appended.before)["usage"], after=_state(appended.after)["usage"]
+    )
 
 
 @verb("set-node-resource-info", requests.SetNodeInfo)
@@ -142,7 +143,9 @@ def set_node_resource_info(request: requests.SetNodeInfo, session: Session) -> N
 
 
 @verb("fix-node-resource", requests.NodeResourceInfo)
-def fix_node_resource(request: requests.NodeResourceInfo, session: Session) -> dict[str, Any]:
+def fix_node_resource(
+    request: requests.NodeResourceInfo, session: Session
+) -> NodeResourceInfo[Any]:
     """Rebuild a node's usage from the workloads core knows on it.
 
     \b
@@ -158,4 +161,4 @@ def fix_node_resource(request: requests.NodeResourceInfo, session: Session) -> d
         node, "fix-node-resource", lambda s: decide.rebuild_usage(node, s, workloads)
     )
     rebuilt = [e.change for e in appended.events if isinstance(e.change, UsageRebuilt)]
-    return {**_state(appended.after), "diffs": rebuilt[0].diffs if rebuilt else []}
+    return NodeResourceInfo(**_state(appended.after), diffs=rebuilt[0].diffs if rebuilt else [])

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import msgspec
-
 from resource_extend.ledger.model.errors import NotEnoughResource, PluginError
+from resource_extend.projections.answers import DeployPlans, ReallocPlan
 from resource_extend.projections.storage import workloads
 from resource_extend.projections.storage.affinity import affinity_plan
 from resource_extend.projections.storage.arithmetic import added_disks
@@ -37,15 +36,8 @@ FAKE_BINDING = "fake-source:fake-destination:fake-flags:0:0:0:0:0"
 """The one key of a realloc delta's plan, under which every path's change is listed."""
 
 
-class DeployAnswer(msgspec.Struct, kw_only=True):
-    engines_params: list[EngineParams]
-    workloads_resource: list[WorkloadResource]
-
-
-class ReallocAnswer(msgspec.Struct, kw_only=True):
-    engine_params: EngineParams
-    delta_resource: WorkloadResource
-    workload_resource: WorkloadResource
+DeployAnswer = DeployPlans[EngineParams, WorkloadResource]
+ReallocAnswer = ReallocPlan[EngineParams, WorkloadResource]
 
 
 def storage_fits(capacity: NodeResource, usage: NodeResource, request: int) -> int:
