@@ -238,7 +238,8 @@ def _check_clean(path: str, what: str) -> None:
 
 
 def sort_bindings(bindings: Iterable[Binding]) -> list[Binding]:
-    """By canonical string: the order every list and plan is kept in (decision 2)."""
+    """By canonical string: the order every list and plan is kept in (where upstream followed Go's
+    random map order)."""
     return sorted(bindings, key=Binding.canonical)
 
 

@@ -53,9 +53,9 @@ def node_diffs(
 def fixed(
     node: str, state: NodeState | None, workloads: Sequence[WorkloadResource | None]
 ) -> tuple[list[str], NodeState | None]:
-    """fix-node-resource: the diffs, and the state with usage rebuilt from the workloads when
-    there are any (``None``: nothing to write). A rebuilt usage that breaks a rule raises:
-    the fix fails rather than reporting an unsaved usage (decision 3)."""
+    """fix-node-resource: the diffs, and the state with usage rebuilt from the workloads when there
+    are any (``None``: nothing to write). A rebuilt usage that breaks a rule raises: the fix fails
+    rather than reporting an unsaved usage (upstream reported it: docs/differences.md)."""
     current = existing(node, state)
     held = workloads_usage(workloads)
     diffs = usage_diffs(current.usage, held)

@@ -93,9 +93,9 @@ def build_host(capacity: NodeResource, usage: NodeResource) -> Host:
 
 class Classes(NamedTuple):
     """A request's bindings by how they are placed, each class in placing order: normal and
-    monopoly by size, ties by canonical string (decision 2: upstream's tie order is Go's
-    random map order); mounts by canonical string. Mounts without quota charge nothing and
-    never fail, so only those with quota are kept."""
+    monopoly by size, ties by canonical string (upstream's tie order is Go's random map order);
+    mounts by canonical string. Mounts without quota charge nothing and never fail, so only
+    those with quota are kept."""
 
     normal: tuple[Binding, ...]
     mono: tuple[Binding, ...]

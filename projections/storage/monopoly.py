@@ -13,7 +13,7 @@ from resource_extend.projections.storage.host import Classes, Host
 def shares(mono: Sequence[Binding], whole: int) -> list[int]:
     """A monopoly group's split of a ``whole`` volume: each binding ⌊size / Σsizes * whole⌋ in
     float64 as upstream computes it, and what rounding leaves to the first (the smallest,
-    ties by canonical string: decision 2), so that the shares add up to ``whole``."""
+    ties by canonical string), so that the shares add up to ``whole``."""
     total = sum(b.size for b in mono)
     split = [int(float(b.size) / float(total) * float(whole)) if total else 0 for b in mono]
     split[0] += whole - sum(split)

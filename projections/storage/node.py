@@ -36,8 +36,8 @@ class StorageKind(NodeKind[NodeState, NodeResource]):
         return NodeState(capacity=capacity, usage=usage)
 
     def follow(self, capacity: NodeResource, usage: NodeResource) -> NodeState:
-        """Normalised as every write is; a change that breaks the rules (the write guard)
-        could not have been appended, so it breaks the stream."""
+        """Normalised as every write is; a change that breaks the rules could not have been
+        appended, so it breaks the stream."""
         try:
             return validated(capacity, usage)
         except InvalidRequest as exc:

@@ -9,7 +9,7 @@ again; unlimited bindings all go onto the volume with the most space left once *
 enumerated plan is subtracted. A failed normal pass keeps its partial disk charges, so the
 monopoly step sees less quota (the scratch-state coupling).
 
-Bounded work (decision 4) without changing any result: the normal enumeration runs in batches
+Bounded work without changing any result: the normal enumeration runs in batches
 of identical passes (:mod:`normal`), and it stops at the number of passes anything can still
 use (``bound`` without monopoly bindings, the monopoly count with them) unless the monopoly
 step or the unlimited placement needs the state after the last pass. The promotion loop
@@ -36,9 +36,9 @@ class Plan(msgspec.Struct, frozen=True):
     """One workload's placement: ``volumes`` maps each scheduled binding (canonical string) to
     ``{path: bytes}``; ``disks`` maps a device to the quota charged to it.
 
-    ``disks`` holds only devices that carry quota (decision 3, as resource-extend): upstream
-    also lists zero entries for every normal and mount binding, and a device ``""`` entry for
-    a path no disk covers; those charge nothing, so they are left out.
+    ``disks`` holds only devices that carry quota (as resource-extend): upstream also lists zero
+    entries for every normal and mount binding, and a device ``""`` entry for a path no disk covers;
+    those charge nothing, so they are left out.
     """
 
     volumes: VolumePlan

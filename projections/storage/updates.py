@@ -143,8 +143,8 @@ def set_usage(
 
 
 def set_info(capacity: NodeResource | None, usage: NodeResource | None) -> NodeState:
-    """set-node-resource-info: both stored form and stored as given. Upstream added the
-    volumes to a storage that already holds them (decision 3 fixes it); a ``null`` usage is an
+    """set-node-resource-info: both stored form and stored as given. Upstream added the volumes to a
+    storage that already holds them (fixed here: docs/differences.md); a ``null`` usage is an
     empty one, as upstream decoded it, and a ``null`` capacity is refused."""
     return validated(capacity, usage if usage is not None else NodeResource())
 

@@ -14,7 +14,7 @@ P3070 = "nvidia-3070"
 P3090 = "nvidia-3090"
 
 Spec = dict[int, int]
-"""A card map the way upstream-vectors.md writes it: ``{3070: 1}`` is ``{"nvidia-3070": 1}``."""
+"""A card map the way upstream's tests write it: ``{3070: 1}`` is ``{"nvidia-3070": 1}``."""
 
 
 def G(spec: Spec | None) -> dict[str, int] | None:
@@ -23,7 +23,7 @@ def G(spec: Spec | None) -> dict[str, int] | None:
 
 
 def RG(spec: Spec | None) -> dict[str, Any] | None:
-    """Core's ``R`` shape of an upstream-vectors map."""
+    """Core's ``R`` shape of such a map."""
     return R(G(spec))
 
 
@@ -34,7 +34,7 @@ RFC3339_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|\+00:0
 
 
 def total(value: Any) -> int:
-    """The card count of an ``R`` answer (the "count" of upstream-vectors.md)."""
+    """The card count of an ``R`` answer (the count upstream's tests check)."""
     return sum(counts(value).values())
 
 
@@ -81,7 +81,7 @@ def engine_resource(value: Any) -> str:
 def put_upstream_records(
     plugin: Plugin, records: dict[str, tuple[dict[str, int], dict[str, int]]]
 ) -> None:
-    """Node records as the upstream Go plugin writes them (contract §4): at
+    """Node records as the upstream Go plugin writes them: at
     ``<prefix>/resource/gpu/<node>``, the JSON ``{"capacity": R, "usage": R}``, no stream."""
     etcd = Etcd(plugin.endpoints, plugin.prefix)
     try:

@@ -1,4 +1,4 @@
-"""add-node and remove-node (contract §2.4, §2.5; upstream-vectors "add-node", "remove-node")."""
+"""add-node and remove-node (docs/verbs.md; upstream's vectors for both)."""
 
 from __future__ import annotations
 

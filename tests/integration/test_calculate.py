@@ -1,5 +1,5 @@
-"""calculate-deploy, calculate-realloc, calculate-remap (contract §2.1-2.3; upstream-vectors
-"calculate-deploy", "calculate-realloc", "calculate-remap"; the seed's realloc table)."""
+"""calculate-deploy, calculate-realloc, calculate-remap (docs/verbs.md; upstream's vectors for
+each, and the realloc table of the product's description)."""
 
 from __future__ import annotations
 

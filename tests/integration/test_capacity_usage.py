@@ -1,5 +1,5 @@
-"""set-node-resource-capacity and set-node-resource-usage (contract §2.7, §2.8, §3;
-upstream-vectors "set-node-resource-capacity", "set-node-resource-usage")."""
+"""set-node-resource-capacity and set-node-resource-usage, and what they refuse (docs/verbs.md;
+upstream's vectors for both)."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def usage_request(
     }
 
 
-# (resource, request, delta, incr) -> after count, in upstream-vectors.md order; the maps are
+# (resource, request, delta, incr) -> after count, in upstream's order; the maps are
 # what those counts are, starting from {3070:4, 3090:4}.
 CAPACITY_SEQUENCE: list[tuple[Spec | None, Spec | None, bool, bool, int, Spec]] = [
     (None, None, DELTA, INCR, 8, {3070: 4, 3090: 4}),
@@ -87,7 +87,7 @@ def test_capacity_table_as_a_sequence(plugin: Plugin) -> None:
     assert state(plugin, "n1") == ({}, {})
 
 
-# (resource, request, workloads, delta, incr) -> after, in upstream-vectors.md order (start 0).
+# (resource, request, workloads, delta, incr) -> after, in upstream's order (start 0).
 USAGE_SEQUENCE: list[tuple[Spec | None, Spec | None, list[Spec] | None, bool, bool, Spec]] = [
     (None, None, None, DELTA, INCR, {}),
     (None, None, None, DELTA, DECR, {}),

@@ -1,5 +1,6 @@
-"""The flows of contract §5, each answer fed back as core feeds it; and node records written
-by the upstream Go plugin (contract §4: the same key, the JSON {"capacity": R, "usage": R})."""
+"""Core's flows (deploy, realloc, release, node edits), each answer fed back as core feeds it;
+and node records written by the upstream Go plugin (the same key, the JSON {"capacity": R,
+"usage": R})."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""get-nodes-deploy-capacity (contract §2.6; upstream-vectors "get-nodes-deploy-capacity")."""
+"""get-nodes-deploy-capacity (docs/verbs.md; upstream's vectors for it)."""
 
 from __future__ import annotations
 
@@ -129,7 +129,7 @@ def test_usage_and_rate_follow_node_usage(plugin: Plugin) -> None:
 def test_capacity_below_usage_fits_nothing(plugin: Plugin) -> None:
     plugin.add("n1", EIGHT)
     set_usage(plugin, "n1", G({3070: 3}))
-    set_capacity(plugin, "n1", G({3070: 1, 3090: 4}))  # allowed (seed §3): available 3070 = -2
+    set_capacity(plugin, "n1", G({3070: 1, 3090: 4}))  # capacity below usage: 3070 -2
     request = {"nodenames": ["n1"], "workload_resource": RG({3070: 1})}
     assert plugin.ok("get-nodes-deploy-capacity", request) == {
         "nodes_deploy_capacity_map": {},
@@ -141,8 +141,8 @@ def test_capacity_below_usage_fits_nothing(plugin: Plugin) -> None:
 
 
 def test_more_than_128_nodes_in_one_call(plugin: Plugin) -> None:
-    """Contract §2.6: upstream breaks above 128 nodes (one etcd txn); ours must not. The 300
-    records are laid down in the upstream format (contract §4) to keep set-up fast."""
+    """Upstream breaks above 128 nodes (one etcd txn); ours must not. The 300 records are laid
+    down in the upstream plugin's format to keep set-up fast."""
     names = [f"node-{i:03d}" for i in range(300)]
     records = {n: ({"nvidia-3070": 1 + i % 4}, {"nvidia-3070": i % 2}) for i, n in enumerate(names)}
     put_upstream_records(plugin, records)

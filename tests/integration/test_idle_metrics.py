@@ -1,6 +1,6 @@
-"""get-most-idle-node, get-metrics-description, get-metrics, name, verbs (contract §2.12-2.15;
-upstream-vectors "get-most-idle-node", "metrics"; seed: ties go to the first by name, the statsd
-key carries the product, dots become underscores)."""
+"""get-most-idle-node, get-metrics-description, get-metrics, name, verbs (docs/verbs.md;
+upstream's vectors for the first two and the metrics; ours: ties go to the first by name, the
+statsd key carries the product, dots become underscores)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ CONTRACT_VERBS = {
     "name",
     "verbs",
 }
-"""Every verb of contract §2 except calculate-remap (§2.3: not offered)."""
+"""Every verb core may call, except calculate-remap (not offered, as upstream)."""
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,5 @@
 """get-node-resource-info, fix-node-resource, get-nodes-resource-info, set-node-resource-info
-(contract §2.9-2.11; upstream-vectors "get-node-resource-info / fix-node-resource",
-"set-node-resource-info"; seed: a failed fix write fails the verb)."""
+(docs/verbs.md; upstream's vectors for each, and ours: a failed fix write fails the verb)."""
 
 from __future__ import annotations
 

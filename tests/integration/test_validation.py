@@ -1,5 +1,5 @@
-"""Request decoding and validation (contract §1 "Decoding", §3; upstream-vectors "types" and
-"resource-extend plugincmd tests"), and the one-line failure form."""
+"""Request decoding and validation, as core sends requests and as upstream's type and
+plugincmd tests check them, and the one-line failure form (docs/verbs.md)."""
 
 from __future__ import annotations
 

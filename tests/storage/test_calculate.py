@@ -1,4 +1,4 @@
-"""Upstream's calculate and capacity vectors (§4.1 of the storage contract) through the installed
+"""Upstream's calculate and capacity vectors (upstream's storage tests) through the installed
 ``resource-storage``, against real etcd, on node F4 (four 1 TiB volumes)."""
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def test_calculate_deploy_vectors(storage: Plugin) -> None:
 
 
 def test_a_deploy_commits_and_the_realloc_vectors(storage: Plugin) -> None:
-    """§4.1 calculate-realloc: a workload of three bindings on F4, committed first."""
+    """Upstream's calculate-realloc vector: a workload of three bindings on F4, committed first."""
     add_f4(storage)
     plan = {
         "AUTO:/dir0:rw:107374182400:0:0:0:0": {"/data0": 100 * G},

@@ -2,7 +2,7 @@
 write goes out only with time left to hear its answer, or to settle it by its op id, so every
 call that answered knows what it did. None reports a lost or unknown outcome, each failure is
 contention with nothing written, and the node's usage is exactly what the calls answered
-success for: no workload leaked, none doubled (``docs/guarantees.md`` §2)."""
+success for: no workload leaked, none doubled (``docs/guarantees.md``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Upstream's node-verb vectors (§4.1 of the storage contract) through the installed
+"""Upstream's node-verb vectors (upstream's storage tests) through the installed
 ``resource-storage``, against real etcd, with this project's decisions where they differ."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def set_capacity(storage: Plugin, node: str, *, delta: bool, **given: Any) -> An
 
 
 def test_set_capacity_vectors(storage: Plugin) -> None:
-    """The table of §4.1: storage after each step."""
+    """Upstream's capacity table: storage after each step."""
     add_f4(storage)
     resource = {"volumes": {"/data4": T}, "storage": T}
     set_capacity(storage, "test0", delta=True, resource=resource)
@@ -73,8 +73,9 @@ def test_set_capacity_vectors(storage: Plugin) -> None:
 
 
 def test_capacity_rollback_through_before_restores_it_exactly(storage: Plugin) -> None:
-    """Upstream bug §6.1: core rolls back with resource_request = before, delta=false, which
-    upstream's request parser read as empty (capacity wiped). Ours restores it, twice over."""
+    """An upstream bug (docs/differences.md): core rolls back with resource_request = before,
+    delta=false, which upstream's request parser read as empty (capacity wiped). Ours restores
+    it, twice over."""
     storage.ok(
         "add-node",
         {
@@ -152,7 +153,7 @@ def set_usage(storage: Plugin, *, delta: bool = True, incr: bool = True, **given
 
 
 def test_set_usage_vectors(storage: Plugin) -> None:
-    """The sequence of §4.1: usage storage after each step."""
+    """Upstream's usage sequence: usage storage after each step."""
     add_f4(storage)
     steps: list[tuple[dict[str, Any], int]] = [
         ({"resource": {"volumes": {"/data4": T}, "storage": T}}, T),
@@ -208,7 +209,7 @@ def test_info_diffs_and_fix(storage: Plugin) -> None:
 
 
 def test_set_node_resource_info_stores_storage_as_given(storage: Plugin) -> None:
-    """Upstream added the volumes to capacity storage again (2 T); decision 3 stores 1 T."""
+    """Upstream added the volumes to capacity storage again (2 T); ours stores 1 T."""
     capacity = {"volumes": {"/data4": T}, "storage": T}
     usage = {"volumes": {"/data3": T}, "storage": 4 * T}
     assert (

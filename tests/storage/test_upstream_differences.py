@@ -1,4 +1,4 @@
-"""Each upstream resource-storage bug this plugin fixes (the contract's decision 3), pinned
+"""Each upstream resource-storage bug this plugin fixes (docs/differences.md), pinned
 through the installed binary against real etcd. The table in docs/differences.md
 ("resource-storage") names these tests."""
 

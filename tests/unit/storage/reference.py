@@ -1,14 +1,14 @@
-"""An unbounded, literal model of upstream's placement (§2.8) and realloc affinity (§2.9).
+"""An unbounded, literal model of upstream's placement and realloc affinity.
 
-It is the oracle of the differential tests: written straight from the contract, one pass at a
-time, with the state upstream keeps (a host of mutable volumes and disks, a scratch copy per
-computation, a heap rebuilt on every pass), and none of the scheduler's shortcuts (no bound
-on the normal enumeration, no batching, no upper bounds in the promotion loop). Only Go's map
-order is replaced by decision 2's rules: bindings of one class ordered by (size, canonical
-string), the monopoly remainder to the first of them, anything else by canonical string.
+It is the oracle of the differential tests: written straight from upstream's algorithm, one pass at
+a time, with the state upstream keeps (a host of mutable volumes and disks, a scratch copy per
+computation, a heap rebuilt on every pass), and none of the scheduler's shortcuts (no bound on the
+normal enumeration, no batching, no upper bounds in the promotion loop). Only Go's map order is
+replaced by our deterministic rules: bindings of one class ordered by (size, canonical string), the
+monopoly remainder to the first of them, anything else by canonical string.
 
-Plans come back as ``(volume plan, disk plan)`` with the disk plan holding only devices that
-carry quota (decision 3), which is what :class:`schedule.Plan` holds.
+Plans come back as ``(volume plan, disk plan)`` with the disk plan holding only devices that carry
+quota (as resource-extend), which is what :class:`schedule.Plan` holds.
 """
 
 from __future__ import annotations
@@ -296,7 +296,7 @@ def affinity_plan(
     old_plan: VolumePlan,
     old_request: Sequence[Binding],
 ) -> RefPlan:
-    """§2.9; raises :class:`Failed` where upstream returns an error."""
+    """Realloc placement with affinity; raises :class:`Failed` where upstream returns an error."""
     host = Host(capacity, usage, 1)
     if not _needs_scheduling(merged):
         return {}, {}

@@ -1,5 +1,5 @@
-"""Nodes and helpers the scheduler tests share: upstream's fixtures S and F4 (§4), and the
-checks upstream's schedule tests make on every answer (§4.2)."""
+"""Nodes and helpers the scheduler tests share: upstream's fixtures S and F4, and the
+checks upstream's schedule tests make on every answer."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def applied(usage: NodeResource, plans: Sequence[Plan]) -> NodeResource:
 
 
 def usage_is_valid(capacity: NodeResource, usage: NodeResource) -> bool:
-    """No volume and no disk quota used past its capacity (§1.8), nothing below zero."""
+    """No volume and no disk quota used past its capacity, nothing below zero."""
     volumes = capacity.volumes or {}
     if any(not 0 <= used <= volumes.get(path, 0) for path, used in (usage.volumes or {}).items()):
         return False

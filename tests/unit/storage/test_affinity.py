@@ -1,6 +1,6 @@
-"""Realloc placement with affinity (§2.9): projections/storage/affinity.py.
+"""Realloc placement with affinity: projections/storage/affinity.py.
 
-Upstream's GetAffinityPlan table (§4.2) with exact plans. The old workload: dir0 (100 G, IOPS
+Upstream's GetAffinityPlan table with exact plans. The old workload: dir0 (100 G, IOPS
 100/100/100M/100M) on d0, the monopoly dir1 (100 G) holding all of d2, and the unlimited dir2
 on d0, charged to S's usage. Each request is merged into the old bindings first, as realloc
 does.

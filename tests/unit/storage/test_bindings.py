@@ -1,5 +1,4 @@
-"""Volume bindings: the grammar (§3.1), list rules (§3.2), printed forms (§3.4), merging
-(§3.5)."""
+"""Volume bindings: the grammar, list rules, printed forms, merging."""
 
 from __future__ import annotations
 
@@ -126,7 +125,7 @@ def test_placed_binding_is_the_engine_form_on_its_volume() -> None:
     assert binding.engine() == f"/data0:/dir:rw:{4 * G}"
 
 
-# §3.2 list validation
+# list validation
 
 
 def test_monopoly_cannot_be_unlimited() -> None:
@@ -159,7 +158,7 @@ def test_too_many_bindings() -> None:
         check_list([parse_binding("AUTO:/d:rw:1G")] * (MAX_BINDINGS + 1))
 
 
-# §3.5 merging
+# merging
 
 
 def test_merge_adds_size_and_quota() -> None:

@@ -1,4 +1,4 @@
-"""Stored usage against the workloads' sum (§2.7 get-node-resource-info and fix), with
+"""Stored usage against the workloads' sum (get-node-resource-info and fix-node-resource), with
 upstream's texts in a fixed order."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Disks: the operator's form (§1.3), the stored form, path look-ups (§1.9) and per-device
+"""Disks: the operator's form, the stored form, path look-ups and per-device
 arithmetic (resource-extend's disk_test)."""
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def test_text_round_trip(mounts: list[str], quota: list[int]) -> None:
     assert parse_disk(disk.text()) == disk
 
 
-# §1.9: the deepest mount prefixing path + "/" decides
+# the deepest mount prefixing path + "/" decides
 
 VDA = Disk(device="/dev/vda", mounts=["/", "/data"])
 VDB = Disk(device="/dev/vdb", mounts=["/data1"])

@@ -1,4 +1,4 @@
-"""The node request (§1.3): the form an operator types, and a stored form given in its place."""
+"""The node request: the form an operator types, and a stored form given in its place."""
 
 from __future__ import annotations
 
@@ -130,7 +130,7 @@ def test_not_an_object() -> None:
     assert node_request_of(None, "resource") is None
 
 
-# the stored form in place of the request form (§6.1)
+# the stored form in place of the request form
 
 BEFORE = NodeResource(
     volumes={"/data0": T, "/data1": T},

@@ -1,5 +1,5 @@
 """calculate-deploy, calculate-realloc and get-nodes-deploy-capacity as pure answers:
-projections/storage/plans.py, capacity.py and workloads.py, with §4.1's vectors on F4."""
+projections/storage/plans.py, capacity.py and workloads.py, with upstream's vectors on F4."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def deploy(
 
 
 def test_a_negative_storage_is_refused_before_any_node_is_read() -> None:
-    """§4.1's ``storage: "-1"`` for deploy and capacity: the request's own check (§1.4)."""
+    """Upstream's ``storage: "-1"`` for deploy and capacity: the request's own check."""
     with pytest.raises(InvalidStorage, match="invalid storage"):
         request(storage=-1)
 
@@ -298,7 +298,7 @@ IOPS_USAGE = NodeResource(
 
 
 def test_storage_only_realloc_keeps_the_disks() -> None:
-    """resource-extend's KeepsDisksWithoutReschedule (§6.2.3: upstream dropped them, and the
+    """resource-extend's KeepsDisksWithoutReschedule (upstream dropped them, and the
     delta released the IOPS from node usage)."""
     answer = calculate_realloc(IOPS_NODE, IOPS_USAGE, IOPS_CURRENT, asked(storage=G))
     assert answer.workload_resource.disks_request == IOPS_CURRENT.disks_request
@@ -333,7 +333,7 @@ def test_a_binding_removed_releases_its_disk_quota() -> None:
 
 
 def test_disks_limit_skips_paths_no_disk_covers() -> None:
-    """Upstream dereferences a missing disk here (§6.2.5), e.g. after rm-disks."""
+    """Upstream dereferences a missing disk here, e.g. after rm-disks."""
     limit = bindings("/gone/x:/m:rw:0:10", "/data0/y:/n:rw:0:5", "AUTO:/a:rw:1G:7")
     plan_limit = {limit[2].canonical(): {"/nowhere": G}}
     (only,) = disks_limit(limit, plan_limit, [Disk(device="/dev/vda", mounts=["/data0"])])

@@ -1,4 +1,5 @@
-"""A workload request made consistent (§1.4 steps 2-3) and decoded from core's JSON (§1.7)."""
+"""A workload request made consistent (as upstream's Validate makes it) and decoded from core's
+JSON."""
 
 from __future__ import annotations
 
@@ -162,7 +163,7 @@ def test_every_figure_fits_an_int64_in_either_mode(
             normalise(request_, limit, storage, storage, fold_storage=fold)
 
 
-# decoding core's workload_resource_request (§1.4, §1.7, decision 3)
+# decoding core's workload_resource_request (core's leniency; numbers, as eru-cli sends)
 
 
 def decoded(raw: bytes) -> WorkloadRequest:
@@ -258,7 +259,7 @@ def test_bad_storage_text_names_the_key() -> None:
 
 
 def test_negative_storage_text_is_invalid_storage() -> None:
-    """§4.1: `storage: "-1"` → invalid storage."""
+    """Upstream's vector: `storage: "-1"` → invalid storage."""
     with pytest.raises(InvalidStorage, match="storage limit or request less than 0"):
         decoded(b'{"storage": "-1"}')
 

@@ -1,7 +1,7 @@
-"""The placement algorithm (§2.8): projections/storage/schedule.py, normal.py, host.py.
+"""The placement algorithm: projections/storage/schedule.py, normal.py, host.py.
 
-Each upstream schedule-test row (§4.2) with its exact plans, the checks upstream makes on every
-answer, resource-extend's divergence and quota-free-disk tests (§4.4), and the details the
+Each upstream schedule-test row with its exact plans, the checks upstream makes on every
+answer, resource-extend's divergence and quota-free-disk tests, and the details the
 bounded scheduler must keep: the scratch-state coupling, unlimited placement after every
 plan, and the bound.
 """
@@ -41,7 +41,7 @@ def where(plans: list[Plan]) -> list[dict[str, tuple[str, int]]]:
     return [placements(plan) for plan in plans]
 
 
-# --- §4.2: every row, with its exact plans -------------------------------------------------
+# --- upstream's schedule tests: every row, with its exact plans ----------------------------------
 
 
 def test_a_node_without_volumes_has_no_plan() -> None:
@@ -151,8 +151,8 @@ def test_requests_that_do_not_fit(texts: list[str]) -> None:
 
 
 def test_quota_bindings_share_vda_and_an_empty_source_is_scheduled() -> None:
-    """The contract's model put dir1 on d0 and dir2 on d2: it placed the two equal sizes in the
-    test's input order. Requests reach the scheduler sorted by canonical string (§1.4, as
+    """The model put dir1 on d0 and dir2 on d2: it placed the two equal sizes in the
+    test's input order. Requests reach the scheduler sorted by canonical string (as
     upstream's Validate sorts them), and ``:/dir2`` sorts before ``AUTO:/dir1``, so dir2 is
     placed first. The count and the disk plan are the same; then vda has 400 read IOPS left,
     short of dir1's 500."""
@@ -163,7 +163,7 @@ def test_quota_bindings_share_vda_and_an_empty_source_is_scheduled() -> None:
     assert found[0].disks == {"/dev/vda": (600, 200, 200 * M, 200 * M)}
 
 
-# --- upstream's checks on every answer (§4.2) -----------------------------------------------
+# --- upstream's checks on every answer -----------------------------------------------
 
 ROWS = [
     ["AUTO:/dir1:rw:500GiB"],
@@ -209,7 +209,7 @@ def test_rows_equal_the_unbounded_reference(texts: list[str], bound: int) -> Non
     assert plan_count(S_CAPACITY, S_USAGE, request, bound) == len(found)
 
 
-# --- §4.4: resource-extend's tests -----------------------------------------------------------
+# --- resource-extend's tests ----------------------------------------------------------------------
 
 
 def test_disk_plans_hold_only_quota() -> None:

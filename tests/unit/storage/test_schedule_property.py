@@ -1,5 +1,5 @@
-"""The bounded scheduler against the unbounded reference (decision 4), over random nodes and
-requests: the same plan count and the same plans, for §2.8 and for §2.9.
+"""The bounded scheduler against the unbounded reference, over random nodes and
+requests: the same plan count and the same plans, for placement and for realloc with affinity.
 
 Nodes have a few volumes (usage often exactly 0, so unused), nested paths, and disks whose
 mounts and quotas cover some paths and not others; requests mix normal, monopoly, unlimited

@@ -1,4 +1,4 @@
-"""Human sizes (§3.3): binary multipliers always, fractions truncated, int64 bounds."""
+"""Human sizes: binary multipliers always, fractions truncated, int64 bounds."""
 
 from __future__ import annotations
 

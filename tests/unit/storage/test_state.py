@@ -1,4 +1,5 @@
-"""The write guard (§1.8 with decision 5) and the arithmetic of node resources."""
+"""The write guard (every write's check of volumes and disk quota, inside its compare-and-swap)
+and the arithmetic of node resources."""
 
 from __future__ import annotations
 
@@ -93,7 +94,7 @@ def test_usage_above_a_volume_is_invalid_volume() -> None:
     [
         ({"/d": -1}, {}, "volume size should not be less than 0"),
         ({"/d": G}, {"/d": -1}, "invalid size in usage"),
-        ({"/d": G}, {"/e": -1}, "invalid size in usage"),  # decision 5: a path not in capacity
+        ({"/d": G}, {"/e": -1}, "invalid size in usage"),  # the write guard: a path not in capacity
         ({"/d": MAX_SIZE + 1}, {}, "volume size is over"),
     ],
 )
@@ -103,7 +104,7 @@ def test_volume_rules(capacity: dict[str, int], usage: dict[str, int], rule: str
 
 
 def test_usage_of_a_path_not_in_capacity_is_accepted() -> None:
-    """As upstream (§4.1 set-usage: /data4 is not in capacity)."""
+    """As upstream (its set-usage vector: /data4 is not in capacity)."""
     state = validated(NodeResource(volumes={"/d": G}), NodeResource(volumes={"/data4": T}))
     assert state.usage.volumes == {"/data4": T}
 

@@ -1,4 +1,5 @@
-"""The stored form (§1.2, §1.3 last bullet): records and stored-form inputs, keys in any case."""
+"""The stored form (as upstream keeps it in etcd, and as core may hand it back): records and
+stored-form inputs, keys in any case."""
 
 from __future__ import annotations
 

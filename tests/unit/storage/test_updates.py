@@ -1,5 +1,5 @@
-"""The node verbs' decisions (§2.1, §2.6, §2.7) at the pure level, with upstream's vectors
-(§4.1) on node F4: volumes /data0../data3 of 1 T each, capacity storage 4 T, no usage."""
+"""The node verbs' decisions at the pure level, with upstream's vectors
+on node F4: volumes /data0../data3 of 1 T each, capacity storage 4 T, no usage."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ F4 = validated(
     NodeResource(volumes={f"/data{i}": T for i in range(4)}, disks=None, storage=4 * T), None
 )
 STORED = NodeResource(volumes={"/data4": T}, storage=T)
-"""§4.1's ``resource``: a stored-form value (storage includes the volume)."""
+"""Upstream's ``resource``: a stored-form value (storage includes the volume)."""
 
 
 def request(value: dict[str, Any]) -> NodeRequest:
@@ -40,10 +40,10 @@ def request(value: dict[str, Any]) -> NodeRequest:
 
 
 REQUEST = request({"volumes": ["/data4:1T"], "storage": "1T"})
-"""§4.1's ``resource_request``: storage 1 T plus the 1 T volume."""
+"""Upstream's ``resource_request``: storage 1 T plus the 1 T volume."""
 
 
-# add-node (§2.1)
+# add-node
 
 
 def test_add_node() -> None:
@@ -93,7 +93,7 @@ def test_add_node_bad_engine_data_is_refused() -> None:
         add_node("n", None, None, b'{"storage": "lots"}')
 
 
-# set-node-resource-capacity (§2.6, §4.1)
+# set-node-resource-capacity
 
 
 def capacity_after(state: NodeState, given: Given | None, **flags: bool) -> NodeResource:
@@ -213,7 +213,7 @@ def test_rm_disks_then_the_disks_given() -> None:
     assert [d.device for d in after.capacity.disks or ()] == ["/dev/vdc"]
 
 
-# the rollback of §6.1
+# core's rollback, which upstream got wrong (docs/differences.md)
 
 
 @pytest.mark.parametrize(
@@ -246,7 +246,7 @@ def test_rollback_of_an_empty_capacity() -> None:
     assert set_capacity("n", changed, rollback, delta=False, incr=True).capacity == state.capacity
 
 
-# set-node-resource-usage (§2.7, §4.1)
+# set-node-resource-usage
 
 
 def test_upstream_usage_table() -> None:
@@ -338,11 +338,11 @@ def test_usage_delta_then_its_inverse_restores_usage(changes: list[tuple[str, in
     assert state.usage.storage == 0
 
 
-# set-node-resource-info (§2.7, decision 3)
+# set-node-resource-info (an upstream bug, fixed: docs/differences.md)
 
 
 def test_set_info_stores_storage_as_given() -> None:
-    """Upstream read back 2 T (the volumes counted twice); decision 3 stores 1 T."""
+    """Upstream read back 2 T (the volumes counted twice); ours stores 1 T."""
     usage = NodeResource(volumes={"/data3": T}, storage=4 * T)
     state = set_info(STORED, usage)
     assert state.capacity.storage == T
