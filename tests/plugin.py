@@ -51,6 +51,11 @@ class Result:
         return json.loads(self.stdout)
 
 
+def _stdin(request: Any, raw: bytes | None) -> bytes:
+    """A call's stdin: ``raw`` as given, else ``request`` as JSON (none: ``{}``)."""
+    return raw if raw is not None else json.dumps(request if request is not None else {}).encode()
+
+
 def in_process(
     kind: Kind, args: list[str], stdin: bytes = b"", env: dict[str, str] | None = None
 ) -> Result:
@@ -116,15 +121,10 @@ class Plugin:
         cwd: Path | None = None,
         env: dict[str, str] | None = None,
     ) -> Result:
-        stdin = (
-            raw if raw is not None else json.dumps(request if request is not None else {}).encode()
-        )
         environment = {k: v for k, v in os.environ.items() if k != "ERU_RESOURCE_CONFIG_PATH"}
-        environment["ERU_RESOURCE_CONFIG_PATH"] = str(self.config)
-        # A home of the test's own: the default export directory lies under it, so nothing a
-        # test compacts lands in the home of whoever runs the suite.
-        environment["HOME"] = str(self.workdir / "home")
+        environment.update(self._call_env())
         environment.update(env or {})
+        stdin = _stdin(request, raw)
         done = subprocess.run(
             [*binary(self.program), verb, *args], input=stdin, capture_output=True, env=environment,
             cwd=cwd or self.workdir, timeout=timeout,
@@ -134,11 +134,14 @@ class Plugin:
     def call(self, verb: str, request: Any = None, *args: str, raw: bytes | None = None) -> Result:
         """:meth:`run`, in this process (:func:`in_process`): the same config, home and
         request, without the process."""
-        stdin = (
-            raw if raw is not None else json.dumps(request if request is not None else {}).encode()
-        )
-        env = {"ERU_RESOURCE_CONFIG_PATH": str(self.config), "HOME": str(self.workdir / "home")}
-        return in_process(programs.programs()[self.program], [verb, *args], stdin, env)
+        kind = programs.programs()[self.program]
+        return in_process(kind, [verb, *args], _stdin(request, raw), self._call_env())
+
+    def _call_env(self) -> dict[str, str]:
+        """What a call of this installation finds in its environment: the config, and a home
+        of the test's own (the default export directory lies under it, so nothing a test
+        compacts lands in the home of whoever runs the suite)."""
+        return {"ERU_RESOURCE_CONFIG_PATH": str(self.config), "HOME": str(self.workdir / "home")}
 
     def ok(self, verb: str, request: Any = None, *args: str) -> Any:
         """Run a verb that must succeed: exit 0, nothing on stderr, one JSON value on stdout."""

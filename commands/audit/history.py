@@ -150,7 +150,7 @@ def history(
     if first is None:
         return [] if as_json_output else NOT_ADOPTED
     select = Selection(since, until, kinds, limit)
-    archived = Archive(archive_dir(session, archive), named=archive is not None)
+    archived = Archive(archive_dir(session, archive), named=bool(archive))
     rows = selected(session.kind, positions, first, select, archived)
     if as_json_output:
         return [as_json(e) for e, _ in rows]
