@@ -10,13 +10,21 @@ from pathlib import Path
 import pytest
 
 from resource_extend.commands.program import programs
-from tests.etcd_server import in_containers, shared_server
+from tests.etcd_server import etcd_binary, etcd_notice, in_containers, shared_server
 from tests.etcdkv import Etcd
 from tests.plugin import Plugin, kill_helpers_for, stop_helpers
 
 collect_ignore = [] if in_containers() else ["test_partitions.py"]
 """The partition tests cut containers apart: they run where etcd runs in containers
 (``RESOURCE_GPU_ETCD=docker``, as in CI), and are not collected elsewhere."""
+
+
+def pytest_report_header() -> list[str]:
+    """Which etcd the run starts, and one line when it has a bug the tests can meet."""
+    if os.environ.get("ETCD_ENDPOINTS"):
+        return [f"etcd: ETCD_ENDPOINTS={os.environ['ETCD_ENDPOINTS']}"]
+    notice = etcd_notice()
+    return [f"etcd: {etcd_binary()}", *([f"warning: {notice}"] if notice else [])]
 
 
 @pytest.fixture(scope="session", autouse=True)

