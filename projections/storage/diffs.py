@@ -6,18 +6,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import msgspec
+
 from resource_extend.projections.storage.arithmetic import workloads_usage
-from resource_extend.projections.storage.disks import NO_QUOTA
+from resource_extend.projections.storage.disks import NO_QUOTA, Disk
 from resource_extend.projections.storage.resources import NodeResource, WorkloadResource
 from resource_extend.projections.storage.state import NodeState, existing, validated
 
 
-def usage_diffs(usage: NodeResource, held: NodeResource) -> list[str]:
+def usage_diffs(
+    usage: NodeResource, held: NodeResource, capacity_disks: Sequence[Disk] = ()
+) -> list[str]:
     """One line per disagreement between ``usage`` and ``held`` (the workloads' sum).
 
     Paths of usage come first, then paths only the workloads hold (when they hold a non-zero
-    size there); a disk only the workloads hold is not reported (as upstream), though a fix
-    writes it. The workloads' figure for a disk is shown with the stored disk's mounts.
+    size there); so too disks: those of usage, then those only the workloads hold quota on (a
+    disk capacity gained by a delta has no usage entry; upstream left these out, so a fix wrote
+    nothing and the next deploy could take the disk past its capacity). The workloads' figure
+    for a disk is shown with the node's mounts for it (``capacity_disks``).
     """
     diffs: list[str] = []
     if usage.storage != held.storage:
@@ -30,15 +36,24 @@ def usage_diffs(usage: NodeResource, held: NodeResource) -> list[str]:
                 f"node.Volumes[{path}] != sum(workload.Volumes[{path}]): "
                 f"{used.get(path, 0)} != {summed.get(path, 0)}"
             )
+    stored_disks = {disk.device: disk for disk in usage.disks or ()}
     held_disks = {disk.device: disk for disk in held.disks or ()}
-    for disk in sorted(usage.disks or (), key=lambda disk: disk.device):
-        held_disk = held_disks.get(disk.device)
-        stored = disk.text()
-        should = disk.with_quota(NO_QUOTA if held_disk is None else held_disk.quota).text()
+    mounts = {disk.device: disk.mounts for disk in capacity_disks}
+    missing = sorted(
+        device
+        for device, disk in held_disks.items()
+        if device not in stored_disks and disk.quota != NO_QUOTA
+    )
+    for device in [*sorted(stored_disks), *missing]:
+        stored_disk = stored_disks.get(device) or msgspec.structs.replace(
+            held_disks[device].with_quota(NO_QUOTA), mounts=mounts.get(device)
+        )
+        held_disk = held_disks.get(device)
+        stored = stored_disk.text()
+        should = stored_disk.with_quota(NO_QUOTA if held_disk is None else held_disk.quota).text()
         if stored != should:
             diffs.append(
-                f"node.Disks[{disk.device}] != sum(workload.Disks[{disk.device}]): "
-                f"{stored} != {should}"
+                f"node.Disks[{device}] != sum(workload.Disks[{device}]): {stored} != {should}"
             )
     return diffs
 
@@ -47,7 +62,8 @@ def node_diffs(
     node: str, state: NodeState | None, workloads: Sequence[WorkloadResource | None]
 ) -> list[str]:
     """get-node-resource-info's diffs; an unknown node is an error (as upstream)."""
-    return usage_diffs(existing(node, state).usage, workloads_usage(workloads))
+    current = existing(node, state)
+    return usage_diffs(current.usage, workloads_usage(workloads), current.capacity.disks or ())
 
 
 def fixed(
@@ -58,7 +74,7 @@ def fixed(
     rather than reporting an unsaved usage (upstream reported it: docs/differences.md)."""
     current = existing(node, state)
     held = workloads_usage(workloads)
-    diffs = usage_diffs(current.usage, held)
+    diffs = usage_diffs(current.usage, held, current.capacity.disks or ())
     if not diffs:
         return diffs, None
     return diffs, validated(current.capacity, held)

@@ -53,13 +53,17 @@ def test_disk_diffs_show_both_with_the_stored_mounts() -> None:
     usage = NodeResource(
         disks=[on("/dev/vdb", 1, mounts=["/b"]), on("/dev/vda", 5, 5, 5, 5, mounts=["/", "/d"])]
     )
-    held = NodeResource(disks=[on("/dev/vda", 5, 5, 5, 4), on("/dev/vdz", 9)])
-    assert usage_diffs(usage, held) == [
+    held = NodeResource(disks=[on("/dev/vda", 5, 5, 5, 4), on("/dev/vdz", 9), on("/dev/vdy")])
+    capacity = [on("/dev/vdz", 100, mounts=["/z"]), on("/dev/vdy", 100, mounts=["/y"])]
+    assert usage_diffs(usage, held, capacity) == [
         "node.Disks[/dev/vda] != sum(workload.Disks[/dev/vda]): "
         "/dev/vda:/,/d:5:5:5:5 != /dev/vda:/,/d:5:5:5:4",
         "node.Disks[/dev/vdb] != sum(workload.Disks[/dev/vdb]): "
         "/dev/vdb:/b:1:0:0:0 != /dev/vdb:/b:0:0:0:0",
-    ]  # a disk only the workloads hold (vdz) is not reported
+        "node.Disks[/dev/vdz] != sum(workload.Disks[/dev/vdz]): "
+        "/dev/vdz:/z:0:0:0:0 != /dev/vdz:/z:9:0:0:0",
+    ]  # a disk only the workloads hold quota on comes last (vdz; upstream left it out), with
+    # the node's mounts for it; one they hold no quota on (vdy) agrees with no usage
 
 
 def test_diffs_come_storage_volumes_disks() -> None:
