@@ -89,6 +89,8 @@ def set_capacity(
     else:
         capacity = given
     _refuse_removing_volumes_in_use(current, capacity)
+    if isinstance(given, NodeRequest):  # not core's rollback, which restores what was
+        _refuse_growing_volumes_held_whole(current, capacity)
     return validated(capacity, current.usage)
 
 
@@ -101,6 +103,21 @@ def _refuse_removing_volumes_in_use(current: NodeState, capacity: NodeResource) 
         if path not in kept and used.get(path, 0) != 0:
             raise InvalidVolume(
                 f"volume {path} is in use ({used[path]} bytes): it cannot be removed"
+            )
+
+
+def _refuse_growing_volumes_held_whole(current: NodeState, capacity: NodeResource) -> None:
+    """A volume whose usage is its whole size (a monopoly binding's, or normal ones that fill
+    it: the record cannot tell them apart) may not grow: the space it gained would be free, and
+    normal placement would put a binding beside one that was promised the volume to itself.
+    docs/differences.md says why this and not keeping such volumes out of placement."""
+    grown, used = capacity.volumes or {}, current.usage.volumes or {}
+    for path, size in sorted((current.capacity.volumes or {}).items()):
+        if size > 0 and used.get(path, 0) == size and grown.get(path, 0) > size:
+            raise InvalidVolume(
+                f"volume {path} is held whole ({size} bytes): it cannot grow, as the space "
+                "gained could go to a binding beside a monopoly one holding it; release what "
+                "holds it first, or add the space as a volume of its own"
             )
 
 

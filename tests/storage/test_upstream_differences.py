@@ -314,3 +314,37 @@ def test_after_a_remount_a_realloc_gives_back_to_the_disk_it_charged(storage: Pl
     )  # fmt: skip
     used = {d["device"]: d["read_IOPS"] for d in info(storage, "n")["usage"]["disks"]}
     assert used == {"/dev/vda": 0, "/dev/vdb": 900}
+
+
+def test_a_volume_held_whole_cannot_grow(storage: Plugin) -> None:
+    """A monopoly binding takes a volume whole (usage = capacity); grown by a capacity edit,
+    the volume would have free space, and upstream then places a normal binding beside the
+    monopoly one. Refused in one line, nothing written; an edit in the stored form (core's
+    rollback, restoring what was) and growing any other volume still go."""
+    storage.ok("add-node", {"nodename": "n", "resource": {"volumes": ["/data0:10G", "/data1:10G"]}})
+    [workload] = deploy(storage, {"volumes": ["AUTO:/whole:rwm:1G"]}).answer["workloads_resource"]
+    storage.ok(
+        "set-node-resource-usage",
+        {"nodename": "n", "workloads_resource": [workload], "delta": True, "incr": True},
+    )
+    [(whole, held)] = next(iter(workload["volume_plan_request"].values())).items()
+    assert held == 10 * G
+    other = "/data1" if whole == "/data0" else "/data0"
+    before, events = info(storage, "n"), len(storage.history("n"))
+    grown = [({"volumes": [f"{whole}:10G"]}, True), ({"volumes": [f"{whole}:20G"]}, False)]
+    for request, delta in grown:
+        line = storage.fails(
+            "set-node-resource-capacity",
+            {"nodename": "n", "resource_request": request, "delta": delta, "incr": True},
+        )
+        assert f"volume {whole} is held whole ({held} bytes): it cannot grow" in line, line
+    assert info(storage, "n") == before
+    assert len(storage.history("n")) == events
+
+    storage.ok(
+        "set-node-resource-capacity",
+        {"nodename": "n", "resource_request": {"volumes": [f"{other}:10G"]}, "delta": True,
+         "incr": True},
+    )  # fmt: skip
+    [normal] = deploy(storage, {"volumes": ["AUTO:/n:rw:5G"]}).answer["workloads_resource"]
+    assert list(next(iter(normal["volume_plan_request"].values()))) == [other]
