@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from resource_extend.projections import answers
 from resource_extend.projections.answers import DeployCapacity, NodesDeployCapacity
 from resource_extend.projections.storage.host import Classes, build_host, classify
-from resource_extend.projections.storage.plans import storage_fits
+from resource_extend.projections.storage.plans import MAX_PLACED_BINDINGS, storage_fits
 from resource_extend.projections.storage.resources import NodeResource, WorkloadRequest
 from resource_extend.projections.storage.schedule import schedule
 
@@ -21,13 +21,16 @@ def deploy_capacity(
 ) -> DeployCapacity:
     """The plan count with ``bound`` (upstream's placement algorithm), capped by the storage left; a
     request with no limit bindings is counted by storage alone, even past ``bound`` (upstream: its
-    storage-only capacity is not capped). ``classes`` is ``classify(request.request)``, when
-    known."""
+    storage-only capacity is not capped). A request with bindings is capped too by how many
+    copies one calculate-deploy answers (``MAX_PLACED_BINDINGS``). ``classes`` is
+    ``classify(request.request)``, when known."""
     bindings = classify(request.request) if classes is None else classes
     count = schedule(build_host(capacity, usage), bindings, bound).count
     if request.storage_request > 0:
         by_storage = storage_fits(capacity, usage, request.storage_request)
         count = by_storage if not request.limit else min(count, by_storage)
+    if each := max(len(request.request), len(request.limit)):
+        count = min(count, MAX_PLACED_BINDINGS // each)  # what one calculate-deploy may answer
     used, rate = _usage(capacity, usage, request, bindings.asked)
     return DeployCapacity(capacity=count, usage=used, rate=rate)
 

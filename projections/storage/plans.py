@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from resource_extend.ledger.model.errors import NotEnoughResource, PluginError
+import msgspec
+
+from resource_extend.ledger.model.errors import InvalidRequest, NotEnoughResource, PluginError
 from resource_extend.projections.answers import DeployPlans, ReallocPlan
 from resource_extend.projections.storage import workloads
 from resource_extend.projections.storage.affinity import affinity_plan
@@ -46,6 +48,12 @@ def storage_fits(capacity: NodeResource, usage: NodeResource, request: int) -> i
     return go_div(capacity.storage - usage.storage, request)
 
 
+MAX_PLACED_BINDINGS = 1 << 20
+"""The most bindings one calculate-deploy answer may hold (``deploy_count`` times the request's
+bindings): 1,000 workloads of 1,024 bindings answer in about 90 MB; ten times that would take
+core's 30 s and a gigabyte of memory, so it is refused up front."""
+
+
 def calculate_deploy(
     capacity: NodeResource,
     usage: NodeResource,
@@ -54,7 +62,16 @@ def calculate_deploy(
     bound: int,
 ) -> DeployAnswer:
     """``deploy_count`` workloads of ``request`` on this node, with upstream's errors:
-    storage is checked first, then the volume plans (found with ``bound``)."""
+    storage is checked first, then the volume plans (found with ``bound``). Workloads placed
+    alike share one answer: the work is the distinct placements', not ``deploy_count`` times
+    the bindings."""
+    placed = deploy_count * max(len(request.request), len(request.limit))
+    if placed > MAX_PLACED_BINDINGS:
+        raise InvalidRequest(
+            f"deploy_count {deploy_count} of {placed // deploy_count} bindings each is "
+            f"{placed} bindings in one answer, more than {MAX_PLACED_BINDINGS}: deploy fewer "
+            "workloads a call"
+        )
     if request.storage_request > 0:
         available = storage_fits(capacity, usage, request.storage_request)
         if available < deploy_count:
@@ -71,39 +88,55 @@ def calculate_deploy(
             )
         plans = found.plans(deploy_count)
     else:
-        plans = [Plan(volumes={}, disks={}) for _ in range(deploy_count)]
+        plans = [Plan(volumes={}, disks={})] * deploy_count
+    deployed = _Deployer(capacity, request)
     answer = DeployAnswer(engines_params=[], workloads_resource=[])
     for plan in plans:
-        engine, resource = _deployed(capacity, request, plan)
+        engine, resource = deployed(plan)
         answer.engines_params.append(engine)
         answer.workloads_resource.append(resource)
     return answer
 
 
-def _deployed(
-    capacity: NodeResource, request: WorkloadRequest, plan: Plan
-) -> tuple[EngineParams, WorkloadResource]:
-    disks = capacity.disks or []
-    limit = list(request.limit)
-    # Upstream's quirk: the limit plan holds the planned (request) sizes.
-    plan_limit = workloads.plan_limit(limit, limit, plan.volumes)
-    disks_limit = workloads.disks_limit(limit, plan_limit, disks)
-    engine = EngineParams(
-        volumes=workloads.engine_volumes(workloads.applied(limit, plan.volumes)),
-        storage=request.storage_limit,
-        iops_options=workloads.iops_options(disks_limit),
-    )
-    resource = WorkloadResource(
-        volumes_request=[b.canonical() for b in request.request],
-        volumes_limit=[b.canonical() for b in limit],
-        volume_plan_request=plan.volumes,
-        volume_plan_limit=plan_limit,
-        storage_request=request.storage_request,
-        storage_limit=request.storage_limit,
-        disks_request=workloads.disk_list(plan.disks, disks),
-        disks_limit=disks_limit,
-    )
-    return engine, resource
+class _Deployer:
+    """One request's engine params and workload resource for each plan, each distinct plan
+    worked out once (the request's canonical bindings once for all)."""
+
+    def __init__(self, capacity: NodeResource, request: WorkloadRequest) -> None:
+        self.disks = capacity.disks or []
+        self.request = request
+        self.limit = list(request.limit)
+        self.volumes_request = [b.canonical() for b in request.request]
+        self.volumes_limit = [b.canonical() for b in self.limit]
+        self.done: dict[bytes, tuple[EngineParams, WorkloadResource]] = {}
+
+    def __call__(self, plan: Plan) -> tuple[EngineParams, WorkloadResource]:
+        key = msgspec.json.encode(plan)
+        if key not in self.done:
+            self.done[key] = self._deployed(plan)
+        return self.done[key]
+
+    def _deployed(self, plan: Plan) -> tuple[EngineParams, WorkloadResource]:
+        request, limit = self.request, self.limit
+        # Upstream's quirk: the limit plan holds the planned (request) sizes.
+        plan_limit = workloads.plan_limit(limit, limit, plan.volumes)
+        disks_limit = workloads.disks_limit(limit, plan_limit, self.disks)
+        engine = EngineParams(
+            volumes=workloads.engine_volumes(workloads.applied(limit, plan.volumes)),
+            storage=request.storage_limit,
+            iops_options=workloads.iops_options(disks_limit),
+        )
+        resource = WorkloadResource(
+            volumes_request=self.volumes_request,
+            volumes_limit=self.volumes_limit,
+            volume_plan_request=plan.volumes,
+            volume_plan_limit=plan_limit,
+            storage_request=request.storage_request,
+            storage_limit=request.storage_limit,
+            disks_request=workloads.disk_list(plan.disks, self.disks),
+            disks_limit=disks_limit,
+        )
+        return engine, resource
 
 
 def calculate_realloc(

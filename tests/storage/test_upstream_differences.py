@@ -348,3 +348,35 @@ def test_a_volume_held_whole_cannot_grow(storage: Plugin) -> None:
     )  # fmt: skip
     [normal] = deploy(storage, {"volumes": ["AUTO:/n:rw:5G"]}).answer["workloads_resource"]
     assert list(next(iter(normal["volume_plan_request"].values()))) == [other]
+
+
+MOUNTS = {"volumes": [f"/mnt/m{i}:/d{i}:rw" for i in range(1024)]}
+"""1,024 mount bindings (22 KB): the most a request may hold."""
+
+
+def test_a_deploy_is_bounded_by_its_answer_not_by_core_s_timeout(storage: Plugin) -> None:
+    """Upstream, and we until 0.8, worked out every binding of every workload: 1,000 copies of
+    1,024 bindings took 12 s, 10,000 ran past core's 30 s. Capacity is capped at what one
+    answer may hold (2**20 bindings), a deploy past it is refused in one line, and workloads
+    placed alike are worked out once."""
+    storage.scheduler = {"max_deploy_count": 10_000}  # core's default, not upstream tests' 100
+    storage.write_config()
+    storage.ok(
+        "add-node",
+        {
+            "nodename": "n",
+            "resource": {"volumes": ["/data0:1T"], "disks": ["/dev/vda:/mnt:9:9:0:0"]},
+        },
+    )
+    capacity = storage.ok(
+        "get-nodes-deploy-capacity", {"nodenames": ["n"], "workload_resource": MOUNTS}
+    )
+    assert capacity["nodes_deploy_capacity_map"]["n"]["Capacity"] == 1024
+    line = failure_line(deploy(storage, MOUNTS, count=10_000), "calculate-deploy", storage.program)
+    assert line.endswith(
+        "deploy_count 10000 of 1024 bindings each is 10240000 bindings in one answer, more "
+        "than 1048576: deploy fewer workloads a call"
+    ), line
+    answer = deploy(storage, MOUNTS, count=3).answer
+    [one, *others] = answer["workloads_resource"]
+    assert len(one["volumes_request"]) == 1024 and others == [one, one]

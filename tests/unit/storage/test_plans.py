@@ -8,7 +8,7 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from resource_extend.ledger.model.errors import NotEnoughResource, PluginError
+from resource_extend.ledger.model.errors import InvalidRequest, NotEnoughResource, PluginError
 from resource_extend.projections.answers import DeployCapacity
 from resource_extend.projections.storage.bindings import InvalidVolume, parse_binding
 from resource_extend.projections.storage.capacity import (
@@ -18,6 +18,7 @@ from resource_extend.projections.storage.capacity import (
 from resource_extend.projections.storage.disks import Disk
 from resource_extend.projections.storage.plans import (
     FAKE_BINDING,
+    MAX_PLACED_BINDINGS,
     DeployAnswer,
     ReallocAnswer,
     calculate_deploy,
@@ -522,3 +523,16 @@ def test_every_engine_mount_is_one_plan_entry_charged_as_placed(
             if placed is not None:
                 assert [mount.source] == list(placed)
             assert parse_binding(mount.engine()) == mount
+
+
+def test_a_deploy_answer_holds_at_most_2_to_the_20_bindings() -> None:
+    """deploy_count times the request's bindings: at the bound a deploy answers, past it it is
+    refused before any placement, and capacity never offers more than one answer holds."""
+    mounts = request(*(f"/mnt/m{i}:/d{i}:rw" for i in range(1024)))
+    answer = calculate_deploy(F4_CAPACITY, F4_USAGE, mounts, MAX_PLACED_BINDINGS // 1024, 10)
+    assert len(answer.workloads_resource) == 1024
+    with pytest.raises(InvalidRequest, match="1049600 bindings in one answer, more than 1048576"):
+        calculate_deploy(F4_CAPACITY, F4_USAGE, mounts, 1025, 10)
+    assert deploy_capacity(F4_CAPACITY, F4_USAGE, mounts, 10_000).capacity == 1024
+    one = request("/mnt/m:/d:rw")
+    assert deploy_capacity(F4_CAPACITY, F4_USAGE, one, 10_000).capacity == 10_000
