@@ -156,7 +156,10 @@ def calculate_realloc(
         _refuse_giving_back_what_is_not_held(given, held)
     reschedule = any(binding.needs_scheduling for binding in requested)
     merged_request = merge(requested, current_request)
-    merged_limit = merge(asked.limit, current_limit)
+    # A binding the request side gave back whole goes whole: its limit side with it, though
+    # that side was larger (upstream kept it, and it came back as the request).
+    removed = {b.key for b in current_request} - {b.key for b in merged_request}
+    merged_limit = [b for b in merge(asked.limit, current_limit) if b.key not in removed]
     # The storage follows what the bindings hold: a binding removed (merged below zero)
     # takes off what it held, not the whole give-back.
     merged = normalise(

@@ -281,6 +281,30 @@ def test_a_binding_as_large_as_the_workloads_storage_can_be_removed(storage: Plu
     assert info(storage, "n")["usage"]["storage"] == 0
 
 
+def test_a_binding_given_back_whole_goes_though_its_limit_is_larger(storage: Plugin) -> None:
+    """A binding whose request side a realloc takes below zero is removed whole, its limit
+    side with it: upstream kept the limit side (11G less the give-back) and copied it back as
+    the request, so the binding stayed placed and charged."""
+    add_f4(storage, "n")
+    workload = _deployed(
+        storage, {"volumes-request": ["AUTO:/d:rw:10G"], "volumes-limit": ["AUTO:/d:rw:11G"]}
+    )
+    dropped = _realloc(storage, workload, {"volumes": [f"AUTO:/d:rw:-{10 * G + 1}"]})
+    assert dropped.status == 0, dropped.stderr
+    new, delta = dropped.answer["workload_resource"], dropped.answer["delta_resource"]
+    assert new["volumes_request"] == [] and new["volumes_limit"] == []
+    assert new["volume_plan_request"] == {} and new["volume_plan_limit"] == {}
+    assert new["storage_request"] == new["storage_limit"] == 0
+    assert dropped.answer["engine_params"]["volumes"] in (None, [])
+    storage.ok(
+        "set-node-resource-usage",
+        {"nodename": "n", "workloads_resource": [delta], "delta": True, "incr": True},
+    )
+    assert info(storage, "n", [new])["diffs"] == []
+    assert info(storage, "n")["usage"]["storage"] == 0
+    assert set(info(storage, "n")["usage"]["volumes"].values()) == {0}
+
+
 def test_after_a_remount_a_realloc_gives_back_to_the_disk_it_charged(storage: Plugin) -> None:
     """The workload's IOPS were charged to vda; a remount then serves its path from vdb.
     Upstream gave the old IOPS back to vdb (the disk serving the path now), approving a plan
