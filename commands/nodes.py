@@ -9,7 +9,7 @@ from typing import Any
 from resource_extend.commands.protocol import Session
 from resource_extend.commands.requests import Metrics
 from resource_extend.ledger.model.errors import InvalidRequest, NodeNotFound
-from resource_extend.ledger.store.keys import check_node_name
+from resource_extend.ledger.model.names import check_node_name
 from resource_extend.projections.metrics import Metric
 
 

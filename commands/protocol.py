@@ -19,6 +19,7 @@ import msgspec
 from resource_extend.commands.program import debugging
 from resource_extend.commands.registry import MAX_REQUEST_BYTES
 from resource_extend.ledger.model.errors import PluginError
+from resource_extend.ledger.model.names import MAX_NODE_NAME
 
 if TYPE_CHECKING:
     import click
@@ -141,13 +142,24 @@ def report_failure(
 ) -> None:
     """The one stderr line of a failure, ``<program> <verb>: node <node>: <reason>``: a failed
     call's, or one a long-running command writes and goes on."""
-    # A node name that is not printable is shown escaped: no control characters reach a log.
-    shown = node if node is None or node.isprintable() else ascii(node)
-    where = f"node {shown}: " if node else ""
+    where = f"node {shown_node(node)}: " if node else ""
     line = " ".join(f"{program} {verb}: {where}{reason}".splitlines())
     stderr = (io or CallIO.standard()).stderr
     stderr.write(line.encode(errors="backslashreplace") + b"\n")
     stderr.flush()
+
+
+SHOWN_OF_A_LONG_NAME = 64
+"""How much of a node name longer than any valid one a failure shows."""
+
+
+def shown_node(node: str | None) -> str | None:
+    """A node name as a failure shows it: whole when it could be valid; longer, its first
+    characters and its length (a 100,000-character name is not a log line); escaped when not
+    printable, so that no control character reaches a log."""
+    if node is not None and len(node) > MAX_NODE_NAME:
+        return f"{shown_node(node[:SHOWN_OF_A_LONG_NAME])}… ({len(node)} characters)"
+    return node if node is None or node.isprintable() else ascii(node)
 
 
 def read_request(decode: Decode, request_type: type[R], io: CallIO | None = None) -> R:

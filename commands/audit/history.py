@@ -14,7 +14,7 @@ from resource_extend.ledger.model import audit
 from resource_extend.ledger.model.errors import InvalidRequest, PluginError
 from resource_extend.ledger.model.events import AnyEvent as Event
 from resource_extend.ledger.model.events import Checkpoint, HeadRepaired
-from resource_extend.ledger.store.keys import check_node_name
+from resource_extend.ledger.model.names import check_node_name
 from resource_extend.ledger.store.positions import Positions
 from resource_extend.ledger.upkeep.export import json_lines
 from resource_extend.ledger.upkeep.history import Archive, Selection, selected

@@ -16,10 +16,10 @@ from resource_extend.ledger.model.errors import PluginError
 from resource_extend.ledger.model.events import AnyEvent as Event
 from resource_extend.ledger.model.events import Checkpoint
 from resource_extend.ledger.model.kinds import Kind
+from resource_extend.ledger.model.names import check_node_name
 from resource_extend.ledger.model.walk import Walk
 from resource_extend.ledger.model.words import plural
 from resource_extend.ledger.store import Store
-from resource_extend.ledger.store.keys import check_node_name
 from resource_extend.ledger.upkeep import export, orphans
 from resource_extend.ledger.upkeep.chain import walk
 

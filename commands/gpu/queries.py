@@ -14,7 +14,7 @@ from resource_extend.commands.nodes import (
     resource_info_map,
 )
 from resource_extend.commands.protocol import Session
-from resource_extend.ledger.store.keys import check_node_name
+from resource_extend.ledger.model.names import check_node_name
 from resource_extend.projections import answers
 from resource_extend.projections.gpu import capacity, metrics
 from resource_extend.projections.gpu.diffs import usage_diffs

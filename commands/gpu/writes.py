@@ -10,7 +10,7 @@ from resource_extend.commands.gpu import requests, verb
 from resource_extend.commands.gpu.answers import node_resources, workloads_sum
 from resource_extend.commands.protocol import Session
 from resource_extend.ledger.model.errors import InvalidRequest
-from resource_extend.ledger.store.keys import check_node_name
+from resource_extend.ledger.model.names import check_node_name
 from resource_extend.projections.answers import BeforeAfter, NodeResourceInfo
 from resource_extend.projections.gpu import cards, decide
 from resource_extend.projections.gpu.cards import Cards

@@ -13,7 +13,7 @@ from resource_extend.commands.nodes import (
 )
 from resource_extend.commands.protocol import Session
 from resource_extend.commands.storage import requests, verb
-from resource_extend.ledger.store.keys import check_node_name
+from resource_extend.ledger.model.names import check_node_name
 from resource_extend.projections.answers import MostIdle, NodeResourceInfo
 from resource_extend.projections.metrics import Metric
 from resource_extend.projections.storage.requests import (

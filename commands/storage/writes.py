@@ -7,7 +7,7 @@ from typing import Any
 
 from resource_extend.commands.protocol import Session
 from resource_extend.commands.storage import requests, verb
-from resource_extend.ledger.store.keys import check_node_name
+from resource_extend.ledger.model.names import check_node_name
 from resource_extend.projections.answers import BeforeAfter, NodeResourceInfo
 from resource_extend.projections.storage import decide
 from resource_extend.projections.storage.events import UsageRebuilt

@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from resource_extend.ledger.model.errors import InvalidRequest, StoreError
+from resource_extend.ledger.model.errors import StoreError
 
 SEQ_WIDTH = 12
 
@@ -78,19 +78,3 @@ class KeyLayout:
         if not digits.isdigit():
             raise StoreError(f"{key.decode(errors='replace')!r} is not an event key", node=node)
         return int(digits)
-
-
-MAX_NODE_NAME = 253
-
-
-def check_node_name(name: str | None) -> str:
-    """A node name usable as one key segment, or InvalidRequest."""
-    if name is None or not name.strip():
-        raise InvalidRequest("node name is empty")
-    if "/" in name:
-        raise InvalidRequest(f"node name {name!r} contains '/'", node=name)
-    if len(name) > MAX_NODE_NAME:
-        raise InvalidRequest(f"node name is longer than {MAX_NODE_NAME} characters")
-    if not name.isprintable():
-        raise InvalidRequest(f"node name {name!r} contains control characters")
-    return name

@@ -368,3 +368,22 @@ def test_silent_etcd_fails_with_one_line(plugin: Plugin) -> None:
             plugin, "set-node-resource-usage", REQUESTS["set-node-resource-usage"]
         )
     assert "node n1" in line, line
+
+
+@pytest.mark.parametrize("program", ["resource-gpu", "resource-storage"])
+def test_an_over_long_node_name_is_abbreviated_not_echoed_whole(
+    program: str, etcd_endpoints: list[str], tmp_path: Path
+) -> None:
+    """A 100,000-character name was echoed whole: one 100 KB line in core's log. A name
+    longer than a node name may be shows its first 64 characters and its length."""
+    plugin = Plugin(etcd_endpoints, tmp_path, program=program)
+    name = "n" * 100_000
+    for verb in ("add-node", "get-node-resource-info"):
+        line = failure_line(plugin.run(verb, {"nodename": name}), verb, program)
+        assert line == (
+            f"{program} {verb}: node {'n' * 64}… (100000 characters): "
+            "node name is longer than 253 characters"
+        ), line[:300]
+    unprintable = "\x07" * 1000
+    line = plugin.fails("get-node-resource-info", {"nodename": unprintable})
+    assert len(line) < 400 and "(1000 characters)" in line, line

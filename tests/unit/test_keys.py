@@ -1,4 +1,4 @@
-"""The etcd key layout and node-name rules: ledger/store/keys.py."""
+"""The etcd key layout (ledger/store/keys.py) and node-name rules (ledger/model/names.py)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from resource_extend.ledger.model.errors import InvalidRequest, PluginError
-from resource_extend.ledger.store.keys import (
-    MAX_NODE_NAME,
-    SEQ_WIDTH,
-    KeyLayout,
-    check_node_name,
-    range_end,
-)
+from resource_extend.ledger.model.names import MAX_NODE_NAME, check_node_name
+from resource_extend.ledger.store.keys import SEQ_WIDTH, KeyLayout, range_end
 from tests.unit.strategies import FAST
 
 SEQS = st.integers(min_value=0, max_value=10**SEQ_WIDTH - 1)
