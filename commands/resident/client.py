@@ -171,11 +171,26 @@ class Reader:
         return line
 
     def exactly(self, size: int) -> bytes | None:
-        while len(self._buffer) < size:
-            if not self._fill():
+        """``size`` bytes: what the buffer holds, then received straight into their place (an
+        answer of 90 MB grown a recv at a time took seconds of copying)."""
+        if len(self._buffer) >= size:
+            data, self._buffer = self._buffer[:size], self._buffer[size:]
+            return data
+        body = bytearray(size)
+        have = len(self._buffer)
+        body[:have], self._buffer = self._buffer, b""
+        view = memoryview(body)
+        while have < size:
+            try:
+                got = self._sock.recv_into(view[have:])
+            except TimeoutError:
+                raise
+            except OSError:  # the other end is gone
                 return None
-        data, self._buffer = self._buffer[:size], self._buffer[size:]
-        return data
+            if not got:
+                return None
+            have += got
+        return bytes(body)
 
     def _fill(self) -> bool:
         try:
