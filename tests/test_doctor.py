@@ -40,7 +40,7 @@ from tests.etcd_server import (
     sound,
 )
 from tests.etcdkv import Etcd, upstream_head
-from tests.plugin import Plugin
+from tests.plugin import Plugin, R
 from tests.resident.test_access import needs_root, stranger
 from tests.test_security import TLSFiles, start_auth_member, start_member
 
@@ -654,3 +654,30 @@ def test_an_export_directory_others_can_change_fails(
     assert "chmod go-w" in found["fix"]
     shared.chmod(0o755)
     assert finding(doctor(plugin, host), "exports")["status"] == "ok"
+
+
+def test_events_raised_to_a_time_ahead_still_fail_until_that_time_passes(
+    plugin: Plugin, etcd: Etcd, host: Host
+) -> None:
+    """One write from a host a day ahead, then one from a host whose clock is right: the second
+    event carries the first's time (raised: its writer's own clock kept beside it), so the
+    node's newest event is still a day ahead. doctor fails, as docs/operating.md says, saying
+    the time was raised, where to find the clock that was ahead, and how it recovers."""
+    import datetime as dt
+
+    now = dt.datetime.now(dt.timezone.utc)
+    fast = event(1, added({G: 4}), at=now + dt.timedelta(hours=24))
+    fast["by"] = "core@fast-host"
+    plant(etcd, "n1", [fast], head({G: 4}, {}, 1))
+    plugin.ok(
+        "set-node-resource-usage",
+        {"nodename": "n1", "resource": R({G: 1}), "delta": True, "incr": True},
+    )
+    [_, raised] = plugin.history("n1")
+    assert raised["seq"] == 2 and raised["clock"] is not None, raised
+    found = finding(doctor(plugin, host), "event times")
+    assert found["status"] == "fail", found
+    assert "n1 (event 2 is stamped 24 h ahead of this host's clock" in found["message"], found
+    assert "raised to the time of an earlier event" in found["message"], found
+    assert "resource-gpu verify NODE names the earlier writer" in found["fix"], found
+    assert "NTP" in found["fix"], found

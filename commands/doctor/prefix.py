@@ -161,7 +161,8 @@ def _drift_finding(store: Store[Any], candidates: list[str], records: int) -> Fi
 def _times_finding(store: Store[Any], candidates: list[str]) -> Finding:
     """The newest event of each node (at most ``TIMES_NODES``, a random sample past that),
     against this host's clock: one stamped more than ``audit.AHEAD_BOUND`` ahead was written
-    by a clock ahead, and until that clock is right every event after it carries its time."""
+    by a clock ahead, or raised to such an event's time, and every event after it carries that
+    time until it has passed."""
     check = "event times"
     sample = _sample(candidates, TIMES_NODES)
     now = datetime.now(timezone.utc)
@@ -170,7 +171,8 @@ def _times_finding(store: Store[Any], candidates: list[str]) -> Finding:
         if bounds.tail is None:
             continue
         try:
-            note = audit.ahead_of_now(store.kind.events.decode(bounds.tail), now)
+            tail = store.kind.events.decode(bounds.tail)
+            note = audit.ahead_of_now(tail, now) or audit.raised_ahead_of_now(tail, now)
         except msgspec.DecodeError:
             continue  # an unreadable event: the drift check reports it
         if note is not None:
@@ -185,9 +187,11 @@ def _times_finding(store: Store[Any], candidates: list[str]) -> Finding:
         "Every later event carries that time (its writer's own kept as clock), so history "
         "and show --at see them late, and compaction here judges their age by their writers' "
         "clocks",
-        "synchronise the clock of each host named (written by USER@HOST; NTP: timedatectl "
+        "synchronise the clock of each host that wrote ahead (written by USER@HOST; where a "
+        "time was raised, {prog} verify NODE names the earlier writer; NTP: timedatectl "
         "set-ntp true, or chrony); if this host's clock is the one that is wrong, this "
-        "doctor's clock check says so",
+        "doctor's clock check says so. Nothing is lost meanwhile: this check passes once the "
+        "stamped time has passed, and the events keep their writers' own clocks",
     )
 
 

@@ -274,6 +274,20 @@ def ahead_of_now(event: Event, now: datetime) -> str | None:
     )
 
 
+def raised_ahead_of_now(event: Event, now: datetime) -> str | None:
+    """A note when ``event``'s time is more than ``AHEAD_BOUND`` ahead of ``now`` though its
+    writer's clock was right: raised to an earlier event's time, which a clock ahead wrote
+    (``stamped_ahead`` notes that one). Every later event carries the time until it passes."""
+    ahead = (written_at(event) - now).total_seconds()
+    if ahead <= AHEAD_BOUND or believed_at(event, now) is None:
+        return None
+    return (
+        f"event {event.seq} is stamped {spoken(ahead)} ahead of this host's clock, raised to "
+        f"the time of an earlier event by its writer ({event.by or 'unknown'}), whose own "
+        "clock agrees: an earlier writer's clock was ahead"
+    )
+
+
 def spoken(seconds: float) -> str:
     """``90 s``, ``25 min``, ``3 h``, ``2 days``: how far a clock is off, roughly."""
     for unit, size, below in (("s", 1, 100), ("min", 60, 100 * 60), ("h", 3600, 48 * 3600)):

@@ -361,6 +361,13 @@ def test_the_first_event_stamped_ahead_is_noted_with_its_writer() -> None:
         "clock, or this one, is wrong"
     )
     assert audit.ahead_of_now(after, T0) is None  # its writer's own clock is believed
+    assert audit.raised_ahead_of_now(after, T0) == (
+        "event 2 is stamped 3 h ahead of this host's clock, raised to the time of an earlier "
+        "event by its writer (core@right), whose own clock agrees: an earlier writer's clock "
+        "was ahead"
+    )  # but its time is still ahead: doctor fails on it
+    assert audit.raised_ahead_of_now(before, T0) is None  # not raised: ahead_of_now's
+    assert audit.raised_ahead_of_now(after, before.at) is None  # the time has come
 
 
 @pytest.mark.parametrize(
