@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from resource_extend.commands.program import DISTRIBUTION, programs
+from resource_extend.commands.program import installed_version, programs
 from resource_extend.commands.resident import client as resident
 from resource_extend.commands.resident import rundir
 from resource_extend.ledger.store.appender import who
@@ -183,6 +183,10 @@ class Helper:
         self.socket_path = socket_path
         self.pid = os.getpid()
         self.started = time.time()
+        self.version = installed_version()
+        self.code = resident.code_identity()
+        """The version and code this helper loaded, as they were when it started: an upgrade
+        changes the files on disk, not what it runs (doctor compares them)."""
         self.served = 0
         self._calls: set[int] = set()
         """The pids of the calls in flight."""
@@ -430,16 +434,10 @@ class Helper:
     def status(self) -> dict[str, Any]:
         """What ``resource-gpu helper`` shows (asked of a call's process: the helper as it was
         when it forked that one)."""
-        from importlib import metadata
-
-        try:
-            version = metadata.version(DISTRIBUTION)
-        except metadata.PackageNotFoundError:
-            version = "unknown"
         return {
             "pid": self.pid,
-            "version": version,
-            "code": resident.code_identity(),
+            "version": self.version,
+            "code": self.code,
             "python": sys.version.split()[0],
             "config": self.config_path,
             "socket": self.socket_path,

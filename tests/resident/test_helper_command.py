@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import time
 from pathlib import Path
 
-from tests.plugin import Plugin, Result
+from resource_extend.commands.resident import client as resident
+from tests.plugin import Plugin, R, Result
 from tests.resident.conftest import (
     alive,
     own_dir,
@@ -92,3 +94,40 @@ def test_helper_all_stop_stops_every_helper_and_clears_stale_sockets(
     assert "stopped (pid" in stopped.stdout and "removed a stale socket" in stopped.stdout
     time.sleep(0.1)
     assert list(own_dir(runtime).iterdir()) == []
+
+
+def test_a_helper_left_by_an_upgrade_reports_the_code_it_runs(
+    plugin: Plugin, runtime: Path, tmp_path: Path
+) -> None:
+    """A helper reports the version and code it started with, not what the files on disk say
+    when asked: after an upgrade (here, a file of an installation of its own touched), the old
+    helper shows its old code, and doctor warns that it runs other code. The installation is a
+    copy in the test's directory, so that no other test's helper sees the change."""
+    copy = tmp_path / "code" / "resource_extend"
+    for package in ("ledger", "projections", "commands"):
+        source = Path(resident.__file__).parents[2] / package
+        shutil.copytree(source, copy / package, ignore=shutil.ignore_patterns("__pycache__"))
+    env = {"PYTHONPATH": str(tmp_path / "code")}
+    resident_plugin(plugin)
+    added = plugin.run("add-node", {"nodename": "n1", "resource": R({"g": 1})}, env=env)
+    assert added.status == 0, added.stderr
+    wait_for(lambda: listed(plugin, env), "the helper to answer")
+    [before] = listed(plugin, env)
+    upgraded = copy / "commands" / "resident" / "client.py"
+    stat = upgraded.stat()
+    os.utime(upgraded, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+
+    [after] = listed(plugin, env)
+    assert after["pid"] == before["pid"]
+    assert after["code"] == before["code"], "the helper reported the code on disk, not its own"
+    checked = plugin.run("doctor", None, "--json", env=env)
+    old = [f for f in json.loads(checked.stdout) if f["check"].startswith("helper ")]
+    assert [f["status"] for f in old] == ["warn"], old
+    assert f"code {before['code']}, not this installation's" in old[0]["message"], old
+
+
+def listed(plugin: Plugin, env: dict[str, str]) -> list[dict[str, object]]:
+    """``helper --all --json``: every helper of this user's runtime directory."""
+    shown = plugin.run("helper", None, "--all", "--json", env=env)
+    assert shown.status in (0, 3), shown.stderr
+    return json.loads(shown.stdout) if shown.status == 0 else []  # type: ignore[no-any-return]
