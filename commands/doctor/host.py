@@ -74,8 +74,13 @@ def check_helper(program: Plugin, explicit: str | None, config: Config | None) -
             )
         ]
     except OSError:
+        if reason := rundir.unwritable(program.name):
+            return [_unwritable(reason)]
         wanted = _wanted(program, config)
         return [ok(check, f"none running ({wanted}); no runtime directory yet")]
+    if reason := rundir.unwritable(program.name):
+        os.close(directory)
+        return [_unwritable(reason)]
     findings: list[Finding] = []
     try:
         names = sorted(name for name in os.listdir(path) if name.endswith(".sock"))
@@ -105,6 +110,16 @@ def check_helper(program: Plugin, explicit: str | None, config: Config | None) -
             if one.link is not None:
                 one.link.close()
     return findings
+
+
+def _unwritable(reason: str) -> Finding:
+    return fail(
+        "helper",
+        f"no helper can start: {reason}, so every call starts its own process",
+        "make it writable by {prog}'s user (chmod u+w; systemd-logind makes /run/user/UID "
+        "for a logged-in user), or point $XDG_RUNTIME_DIR at a directory that is, or turn "
+        "the helper off (resident: false)",
+    )
 
 
 def _wanted(program: Plugin, config: Config | None) -> str:

@@ -64,6 +64,26 @@ def open_private(program: str, *, create: bool) -> tuple[int, str]:
     raise failure
 
 
+def unwritable(program: str) -> str | None:
+    """Why no helper of ``program`` can make its socket: the runtime directory a call would
+    use, or the base it would be made in, is not writable by this user (a helper then never
+    starts, and every call runs in its own process). None when it is, or when it is missing
+    and can be made, or when no base can be trusted (:func:`open_private` says why)."""
+    for base in bases():
+        try:
+            fd, real = _open_base(base)
+        except OSError:
+            continue
+        os.close(fd)
+        own = os.path.join(real, directory_name(program))
+        place = own if os.path.isdir(own) else real
+        if os.access(place, os.W_OK | os.X_OK):
+            return None
+        made = "" if place == own else f" ({directory_name(program)} would be made there)"
+        return f"{place} exists but this user cannot write in it{made}"
+    return None
+
+
 def _open_base(base: str) -> tuple[int, str]:
     """The base directory, walked from ``/`` one checked component at a time."""
     real = os.path.realpath(base)

@@ -7,6 +7,7 @@ Acting as another user needs root (the suite runs as root in CI): those tests sa
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import pwd
 import shutil
@@ -233,3 +234,44 @@ def test_the_helper_holds_no_descriptor_of_the_process_that_started_it(
         fcntl.flock(again, fcntl.LOCK_EX | fcntl.LOCK_NB)  # nobody holds the lock now
     finally:
         os.close(again)
+
+
+@needs_root
+@pytest.mark.parametrize("made", [False, True], ids=["base", "own directory"])
+def test_a_runtime_directory_its_user_cannot_write_is_a_doctor_failure(
+    plugin: Plugin, made: bool
+) -> None:
+    """``$XDG_RUNTIME_DIR`` (or the helper's directory in it) exists, is the user's own, but
+    cannot be written: no helper can ever start. doctor said ok ("no runtime directory yet");
+    it fails, with the fix. Run as another user: root writes anywhere."""
+    uid, gid = stranger()
+    base = Path(tempfile.mkdtemp(prefix="resource-gpu-test-"))
+    config_dir = Path(tempfile.mkdtemp(prefix="resource-gpu-test-"))
+    try:
+        locked = base / f"resource-gpu-{uid}" if made else base
+        if made:
+            locked.mkdir(mode=0o700)
+        for place in {base, locked}:
+            os.chown(place, uid, gid)
+        locked.chmod(0o500)
+        config_dir.chmod(0o755)
+        settings = {"machines": plugin.endpoints, "prefix": plugin.prefix}
+        config = config_dir / "gpu.yaml"
+        config.write_text(json.dumps({"etcd": settings, "resident": True}))
+        config.chmod(0o644)
+        env = {"PATH": os.environ["PATH"], "XDG_RUNTIME_DIR": str(base), "HOME": str(base)}
+        as_them = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups"]
+        done = subprocess.run(
+            [*as_them, *binary(), "--config", str(config), "doctor", "--json"],
+            capture_output=True, env=env, cwd="/", timeout=60,
+        )  # fmt: skip
+        [helper] = [f for f in json.loads(done.stdout) if f["check"] == "helper"]
+        assert helper["status"] == "fail", helper
+        assert (
+            f"no helper can start: {locked} exists but this user cannot write"
+            in (helper["message"])
+        ), helper
+        assert "$XDG_RUNTIME_DIR" in helper["fix"] and "resident: false" in helper["fix"]
+    finally:
+        shutil.rmtree(base)
+        shutil.rmtree(config_dir)
