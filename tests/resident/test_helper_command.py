@@ -130,4 +130,4 @@ def listed(plugin: Plugin, env: dict[str, str]) -> list[dict[str, object]]:
     """``helper --all --json``: every helper of this user's runtime directory."""
     shown = plugin.run("helper", None, "--all", "--json", env=env)
     assert shown.status in (0, 3), shown.stderr
-    return json.loads(shown.stdout) if shown.status == 0 else []  # type: ignore[no-any-return]
+    return json.loads(shown.stdout) if shown.status == 0 else []
