@@ -235,13 +235,22 @@ class ParsedCopies(Protocol):
 
     def put(self, path: str, copy: bytes) -> None: ...
 
+    def drop(self, path: str) -> None: ...
+
 
 class _Copy(msgspec.Struct):
-    """A parsed copy: the config, and the text and directory it was parsed from."""
+    """A parsed copy: the config, the digest of the text it was parsed from (not the text,
+    which may hold what the config leaves out of a copy) and the directory it was in."""
 
-    text: str
+    digest: str
     base: str
     config: msgspec.Raw
+
+
+def _digest(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def config_path(explicit: str | None, default: str = DEFAULT_FILE) -> str:
@@ -283,7 +292,10 @@ def load(
     if config is None:
         config = parse(text, source=path, base=base)
         if copies is not None and not config.resident:  # a helper, if any, keeps it in memory
-            copies.put(path, msgspec.json.encode(_Copy(text, base, _raw(config))))
+            if config.etcd.auth.password:  # a secret never goes to disk: parse every call
+                copies.drop(path)
+            else:
+                copies.put(path, msgspec.json.encode(_Copy(_digest(text), base, _raw(config))))
     _loaded[path] = (data, base, config)
     return config
 
@@ -294,7 +306,7 @@ def _from_copy(copies: ParsedCopies, path: str, text: str, base: str) -> Config 
         return None
     try:
         copy = msgspec.json.decode(found, type=_Copy)
-        if copy.text != text or copy.base != base:
+        if copy.base != base or copy.digest != _digest(text):
             return None
         return msgspec.json.decode(copy.config, type=Config)
     except (msgspec.DecodeError, ValueError):  # an older release's copy, say: parse afresh

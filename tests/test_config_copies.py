@@ -5,6 +5,7 @@ directory it was parsed from."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import zlib
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.plugin import Plugin, counts
+from tests.plugin import TRANSPORT, Plugin, counts
 from tests.test_startup import modules_loaded_by
 
 pytestmark = pytest.mark.resident
@@ -25,14 +26,15 @@ def copy_of(plugin: Plugin) -> Path:
     return runtime / f"{zlib.crc32(str(plugin.config).encode()):08x}.config"
 
 
-def as_yaml(plugin: Plugin, resident: bool = False) -> None:
+def as_yaml(plugin: Plugin, resident: bool = False, password: str = "") -> None:
     """The plugin's config as an operator writes it: YAML, not the harness's JSON."""
-    settings = json.loads(plugin.config.read_text())["etcd"]
+    auth = f"  auth: {{username: root, password: {password}}}\n" if password else ""
     plugin.config.write_text(
         "etcd:\n"
-        f"  machines: [{', '.join(settings['machines'])}]\n"
-        f"  prefix: {settings['prefix']}\n"
-        f"  transport: {settings['transport']}\n"
+        f"  machines: [{', '.join(plugin.endpoints)}]\n"
+        f"  prefix: {plugin.prefix}\n"
+        f"  transport: {TRANSPORT}\n"
+        f"{auth}"
         f"resident: {'true' if resident else 'false'}\n"
     )
 
@@ -47,7 +49,8 @@ def n1(plugin: Plugin) -> Plugin:
 def test_later_calls_take_the_parsed_copy_and_leave_pyyaml_alone(n1: Plugin) -> None:
     copy = copy_of(n1)
     assert copy.stat().st_mode & 0o777 == 0o600
-    assert json.loads(copy.read_bytes())["text"] == n1.config.read_text()
+    digest = hashlib.sha256(n1.config.read_bytes()).hexdigest()
+    assert json.loads(copy.read_bytes())["digest"] == digest  # the text's, not the text
     request = json.dumps({"nodename": "n1"}).encode()
     assert "yaml" not in modules_loaded_by("get-node-resource-info", request, str(n1.config))
     assert counts(n1.info("n1")["capacity"]) == {G: 4}
@@ -59,7 +62,7 @@ def test_an_edited_config_is_parsed_again(n1: Plugin) -> None:
     n1.config.write_text(text.replace("prefix: /test-", "prefix: /TEST-"))  # same size
     os.utime(n1.config, ns=(before.st_atime_ns, before.st_mtime_ns))  # and time
     assert n1.run("get-node-resource-info", {"nodename": "n1"}).answer is None  # other prefix
-    assert "/TEST-" in json.loads(copy_of(n1).read_bytes())["text"]
+    assert json.loads(copy_of(n1).read_bytes())["config"]["etcd"]["prefix"].startswith("/TEST-")
 
 
 def test_a_copy_that_does_not_match_its_file_is_never_used(n1: Plugin) -> None:
@@ -69,7 +72,7 @@ def test_a_copy_that_does_not_match_its_file_is_never_used(n1: Plugin) -> None:
     found = json.loads(copy.read_bytes())
     elsewhere = {**json.loads(copy.read_bytes()), "base": "/somewhere/else"}
     elsewhere["config"]["etcd"]["prefix"] = "/another-prefix"
-    other_text = {**elsewhere, "base": found["base"], "text": found["text"] + "# edited\n"}
+    other_text = {**elsewhere, "base": found["base"], "digest": "0" * 64}
     for planted in (json.dumps(elsewhere), json.dumps(other_text), "not json", ""):
         copy.write_text(planted)
         assert counts(n1.info("n1")["capacity"]) == {G: 4}, planted
@@ -80,3 +83,18 @@ def test_with_the_helper_on_no_copy_is_kept(plugin: Plugin) -> None:
     as_yaml(plugin, resident=True)
     plugin.add("n1", {G: 4})
     assert not copy_of(plugin).exists()
+
+
+def test_a_config_with_a_password_is_never_copied(n1: Plugin) -> None:
+    """A copy would hold etcd.auth's password in plain text on disk (and did: the file's text
+    and the parsed config, even for a call that then failed). A config with one is parsed on
+    every call, and the copy kept from before it had one is removed."""
+    assert copy_of(n1).exists()
+    as_yaml(n1, password=SECRET)
+    n1.run("get-node-resource-info", {"nodename": "n1"})  # etcd here has no auth: it may fail
+    assert not copy_of(n1).exists()
+    for found in copy_of(n1).parent.iterdir():
+        assert SECRET.encode() not in found.read_bytes(), found
+
+
+SECRET = "s3cret-in-the-file"

@@ -3,9 +3,11 @@
 With ``resident: false`` every call is a new process that reads the config; parsing it takes
 PyYAML, whose import costs about as much as the rest of the plugin's. So the first call keeps
 what the file parsed to, as JSON, in the private runtime directory
-(``<crc of the path>.config``), and later calls take it when the file's text and directory are
-still the ones it was parsed from (``ledger.config.load`` checks), else parse afresh. A copy
-is written under a temporary name and renamed into place; anything amiss means "no copy".
+(``<crc of the path>.config``), and later calls take it when the file's text (by its digest)
+and directory are still the ones it was parsed from (``ledger.config.load`` checks), else
+parse afresh. A config with a password is never copied: its calls parse it each time, and a
+copy left from before it had one is removed. A copy is written under a temporary name and
+renamed into place; anything amiss means "no copy".
 
 Imports only ``os`` and ``zlib`` beyond ``commands.resident.rundir``.
 """
@@ -51,6 +53,18 @@ class RuntimeCopies:
         finally:
             os.close(fd)
         return copy if len(copy) <= MAX_COPY_BYTES else None
+
+    def drop(self, path: str) -> None:
+        try:
+            directory, _ = rundir.open_private(self.program, create=False)
+        except OSError:
+            return
+        try:  # noqa: SIM105 (contextlib costs an in-process call its import)
+            os.unlink(_name(path), dir_fd=directory)
+        except OSError:
+            pass
+        finally:
+            os.close(directory)
 
     def put(self, path: str, copy: bytes) -> None:
         try:
