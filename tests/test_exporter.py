@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -67,15 +68,16 @@ class Exporter:
     """``<program> exporter`` running for one test, reading etcd every 0.2 s, on a free port;
     stopped with SIGTERM, which it must answer by exiting 0 with nothing on stderr."""
 
-    def __init__(self, plugin: Plugin, *args: str) -> None:
+    def __init__(self, plugin: Plugin, *args: str, open_files: int | None = None) -> None:
         env = {k: v for k, v in os.environ.items() if k != "ERU_RESOURCE_CONFIG_PATH"}
         env["HOME"] = str(plugin.workdir / "home")
         argv = [*binary(plugin.program), "--config", str(plugin.config), "exporter"]
         options = ["--listen", "127.0.0.1:0", "--every", "0.2", "--verify-every", "0.5", *args]
         self.prefix = plugin.program.replace("-", "_") + "_"
         self.process = subprocess.Popen(
-            [*argv, *options], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
-        )
+            [*argv, *options], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+            preexec_fn=None if open_files is None else lambda: limit_open_files(open_files),
+        )  # fmt: skip
         assert self.process.stdout is not None
         first = self.process.stdout.readline().decode()
         assert first.startswith("serving http://127.0.0.1:"), (first, self._errors())
@@ -132,8 +134,16 @@ def exporters() -> Iterator[list[Exporter]]:
             each.process.communicate()
 
 
-def start(exporters: list[Exporter], plugin: Plugin, *args: str) -> Exporter:
-    started = Exporter(plugin, *args)
+def limit_open_files(soft: int) -> None:
+    """This process's soft limit on open files (the hard limit kept)."""
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, hard), hard))
+
+
+def start(
+    exporters: list[Exporter], plugin: Plugin, *args: str, open_files: int | None = None
+) -> Exporter:
+    started = Exporter(plugin, *args, open_files=open_files)
     exporters.append(started)
     return started
 
@@ -399,6 +409,50 @@ def test_it_starts_with_etcd_away_and_says_so_once(
 
 
 # -- stopping, and bad input ----------------------------------------------------------------
+
+
+IDLE = 2000
+
+
+def test_it_answers_past_its_open_file_limit_of_idle_connections(
+    plugin: Plugin, exporters: list[Exporter]
+) -> None:
+    """2,000 connections opened and left idle, against the 1,024 open files a unit without
+    LimitNOFILE gets: the exporter answered none of them and sat at 100% CPU, its scrapes timed
+    out and its refresh failed ("Too many open files"). It closes the oldest idle connection
+    once too many are open, so a scrape still answers within a second and etcd stays read."""
+    plugin.add("n1", {"nvidia-3090": 2})
+    exporter = start(exporters, plugin, open_files=1024)
+    exporter.wait(lambda s: exporter.get(s, "etcd_up") == 1, "etcd up")
+    host, port = exporter.url.split("/")[2].rsplit(":", 1)
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard < IDLE + 100:
+        pytest.fail(f"this test opens {IDLE} sockets: the hard limit on open files is {hard}")
+    limit_open_files(IDLE + 100)
+    idle: list[socket.socket] = []
+    try:
+        refused = 0
+        while len(idle) < IDLE and refused < 100:  # a server that stopped accepting: enough
+            try:  # (a connection the backlog dropped is tried again)
+                idle.append(socket.create_connection((host, int(port)), timeout=0.25))
+            except OSError:
+                refused += 1
+        with urllib.request.urlopen(exporter.url, timeout=1) as reply:
+            scraped = Scrape(reply.read().decode(), reply.headers["Content-Type"])
+        assert exporter.get(scraped, "capacity_cards", nodename="n1", product="nvidia-3090") == 2
+        time.sleep(1)  # a refresh or more, every 0.2 s
+        assert exporter.get(exporter.scrape(), "etcd_up") == 1
+        closed = 0
+        for sock in idle:
+            sock.setblocking(False)
+            with contextlib.suppress(BlockingIOError):
+                closed += sock.recv(1) == b""
+        assert len(idle) == IDLE, f"{len(idle)} of {IDLE} connections were accepted"
+        assert closed >= IDLE - 1024, f"only {closed} of {len(idle)} idle connections closed"
+    finally:
+        for sock in idle:
+            sock.close()
+    assert exporter.stop()[1] == ""
 
 
 def test_sigterm_closes_the_server_and_exits_0(plugin: Plugin, exporters: list[Exporter]) -> None:

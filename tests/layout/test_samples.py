@@ -56,3 +56,13 @@ def test_an_unknown_sample_is_a_usage_error_listing_the_known_ones() -> None:
     )  # fmt: skip
     assert shown.returncode == 2 and not shown.stdout
     assert "'unti' is not one of 'config', 'unit', 'alerts', 'dashboard'" in shown.stderr
+
+
+def test_the_units_raise_the_open_file_limit() -> None:
+    """systemd's default soft limit is 1,024 open files: the exporter's connections and etcd's
+    need more under load (``tests/test_exporter.py`` runs it at 1,024 with 2,000 idle
+    connections)."""
+    for unit in ("resource-gpu-exporter.service", "resource-storage-exporter.service"):
+        lines = (DOCS / unit).read_text().splitlines()
+        [limit] = [line for line in lines if line.startswith("LimitNOFILE=")]
+        assert int(limit.split("=")[1]) >= 65536, unit
