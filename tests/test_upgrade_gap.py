@@ -1,0 +1,107 @@
+"""Upgrading without a gap (docs/operating.md): the new release is installed beside the old,
+and the plugin directory's link is switched to it in one rename. Calls under load all answer
+throughout: each runs one installation or the other, whole. (Installing over the running venv
+left the command missing for a third of a second, a call with a traceback, and an install
+failing with "Text file busy".)
+
+An installation here is a copy of the code with a wrapper in its ``bin/``, as a venv is one
+with its scripts: the old and the new differ in a file, as two releases do."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from resource_extend.commands.resident import client as resident
+from tests.plugin import Plugin, R
+
+pytestmark = pytest.mark.resident
+
+CALLERS = 4
+G = "nvidia-3090"
+
+
+def installation(root: Path, release: str, ran: Path) -> Path:
+    """``root``: a copy of the code and ``bin/resource-gpu``, the command that runs it (and
+    notes ``release`` in ``ran`` each time)."""
+    code = root / "code" / "resource_extend"
+    for package in ("ledger", "projections", "commands"):
+        source = Path(resident.__file__).parents[2] / package
+        shutil.copytree(source, code / package, ignore=shutil.ignore_patterns("__pycache__"))
+    (code / "commands" / "release.py").write_text(f"RELEASE = {release!r}\n")  # two releases
+    script = Path(shutil.which("resource-gpu", path=str(Path(sys.executable).parent)) or "")
+    body = script.read_text().split("\n", 1)[1]
+    (root / "bin").mkdir()
+    (root / "bin" / "resource-gpu.py").write_text(body)
+    command = root / "bin" / "resource-gpu"
+    command.write_text(
+        f"#!/bin/sh\necho {release} >> '{ran}'\n"
+        f"PYTHONPATH='{root / 'code'}' exec '{sys.executable}' "
+        f"'{root / 'bin' / 'resource-gpu.py'}' \"$@\"\n"
+    )
+    command.chmod(0o755)
+    return command
+
+
+def switch(link: Path, target: Path) -> None:
+    """Point ``link`` at ``target`` in one rename: a call finds the old or the new, never
+    neither (``ln -s NEW link.new && mv -T link.new link``)."""
+    staged = link.with_name(f".{link.name}.new")
+    staged.symlink_to(target)
+    os.replace(staged, link)
+
+
+def test_switching_the_plugin_link_under_load_fails_no_call(plugin: Plugin, tmp_path: Path) -> None:
+    ran = tmp_path / "ran"
+    old = installation(tmp_path / "resource-extend-old", "old", ran)
+    new = installation(tmp_path / "resource-extend-new", "new", ran)
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    link = plugins / "resource-gpu"
+    link.symlink_to(old)
+    plugin.add("n1", {G: 64})
+    env = {**os.environ, "ERU_RESOURCE_CONFIG_PATH": str(plugin.config)}
+    failures: list[str] = []
+    calls = [0]
+    stop = threading.Event()
+
+    def caller() -> None:
+        take = {"nodename": "n1", "resource": R({G: 1}), "delta": True, "incr": True}
+        while not stop.is_set():
+            for incr in (True, False):
+                done = subprocess.run(
+                    [str(link), "set-node-resource-usage"],
+                    input=json.dumps({**take, "incr": incr}).encode(),
+                    capture_output=True, env=env, timeout=60,
+                )  # fmt: skip
+                calls[0] += 1
+                if done.returncode != 0 or done.stderr:
+                    failures.append(done.stderr.decode() or f"exit {done.returncode}")
+
+    threads = [threading.Thread(target=caller) for _ in range(CALLERS)]
+    for thread in threads:
+        thread.start()
+    try:
+        while calls[0] < 40 and not failures:
+            stop.wait(0.05)
+        switch(link, new)
+        switched_at = calls[0]
+        while calls[0] < switched_at + 40 and not failures:
+            stop.wait(0.05)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=120)
+    assert failures == []
+    assert os.readlink(link) == str(new)
+    releases = ran.read_text().split()
+    assert releases.count("old") >= 40 and releases.count("new") >= 40 - CALLERS, releases
+    info = plugin.info("n1")
+    assert info["usage"]["prod_count_map"] in ({}, None, {G: 0}), info  # every take given back
