@@ -117,6 +117,46 @@ def is_loopback(host: str) -> bool:
     )
 
 
+REFUSED_CERTIFICATE_SIGNS = (
+    "BAD_CERTIFICATE",
+    "CERTIFICATE_REQUIRED",
+    "CERTIFICATE_EXPIRED",
+    "Unwrap failed",  # gRPC's word for TLS 1.3's alert after the handshake
+)
+"""What ``ssl`` and gRPC say when etcd ended a TLS handshake over the client's certificate."""
+
+
+def certificate_refused(cert: str, reason: str) -> str:
+    """etcd ended the TLS handshake over this client's certificate (``etcd.cert``, maybe
+    empty): why, as far as this host can tell, and what to do."""
+    if not cert:
+        why = (
+            "none was given, and this etcd asks every client for one (--client-cert-auth): set "
+            "etcd.cert and etcd.key"
+        )
+    elif expired := _expired(cert):
+        why = f"etcd.cert {cert!r} expired on {expired}: renew it"
+    else:
+        why = (
+            f"etcd.cert {cert!r} is not signed by a CA etcd trusts (its --trusted-ca-file), or "
+            "is not for client use"
+        )
+    return f"etcd refused this client's certificate ({reason}): {why}"
+
+
+def _expired(cert: str) -> str | None:
+    """When the certificate in ``cert`` expired, if it has (None if not, or unreadable)."""
+    import ssl
+    import time
+
+    try:  # CPython's own decoder, as its tests use it: no X.509 library needed for a date
+        not_after = ssl._ssl._test_decode_cert(cert)["notAfter"]  # type: ignore[attr-defined]
+        seconds = ssl.cert_time_to_seconds(not_after)
+    except (AttributeError, OSError, ValueError, KeyError, ssl.SSLError):
+        return None
+    return not_after if seconds < time.time() else None
+
+
 def read_tls_file(path: str, setting: str) -> bytes:
     """The content of ``etcd.<setting>``, or a one-line error naming the file."""
     try:

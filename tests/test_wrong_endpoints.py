@@ -4,6 +4,7 @@ for a plain etcd, ``http://`` for a TLS-only one. Against the real thing each ti
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -14,9 +15,9 @@ import pytest
 from tests.etcd_server import Member
 from tests.plugin import Plugin, failure_line
 from tests.test_doctor import Host, doctor, finding
-from tests.test_security import TLSFiles, https_etcd, start_member
+from tests.test_security import TLSFiles, https_etcd, start_member, tls_etcd
 
-__all__ = ["https_etcd"]  # a fixture, used by name
+__all__ = ["https_etcd", "tls_etcd"]  # fixtures, used by name
 
 VERB = "get-node-resource-info"
 
@@ -45,12 +46,14 @@ def web_server() -> Iterator[str]:
     server.server_close()
 
 
-def said(entry: str, tmp_path: Path, host: Host, **etcd: str) -> tuple[str, dict[str, str]]:
-    """What a verb and doctor say of a config whose one endpoint is ``entry``."""
-    workdir = tmp_path / "plugin"
+def said(
+    entry: str, tmp_path: Path, host: Host, transport: str = "http", **etcd: str
+) -> tuple[str, dict[str, str]]:
+    """What a verb and doctor say of a config whose one endpoint is ``entry``, over
+    ``transport`` (given, whatever the mode: each transport finds its own words)."""
+    workdir = tmp_path / f"plugin-{transport}"
     workdir.mkdir()
-    # Over HTTP in every mode: these are the HTTP transport's words (gRPC's are etcd3's).
-    plugin = Plugin([entry], workdir, timeout=2, transport="http", **etcd)
+    plugin = Plugin([entry], workdir, timeout=2, transport=transport, **etcd)
     line = failure_line(plugin.run(VERB, {"nodename": "n1"}), VERB)
     where = entry.split("://")[1]
     return line, finding(doctor(plugin, host), f"etcd {where}")
@@ -74,21 +77,53 @@ def test_a_web_server_is_not_an_etcd_client_url(
     assert found["status"] == "fail" and "not an etcd client URL" in found["message"]
 
 
+TRANSPORTS = pytest.mark.parametrize("transport", ["http", "grpc"])
+"""gRPC's own words named none of these mistakes: each transport gives the same hints."""
+
+
+@TRANSPORTS
 def test_https_for_a_plain_etcd_says_to_write_http(
-    plain_member: Member, tmp_path: Path, host: Host
+    plain_member: Member, tmp_path: Path, host: Host, transport: str
 ) -> None:
     entry = plain_member.client_url.replace("http://", "https://")
-    line, found = said(entry, tmp_path, host)
+    line, found = said(entry, tmp_path, host, transport)
     assert "if this etcd has no TLS, write http://" in line, line
     assert found["status"] == "fail" and "write http://" in found["message"], found
     assert "etcd.ca" not in found["fix"]  # not a CA to set: the scheme is wrong
 
 
+@TRANSPORTS
 def test_http_for_a_tls_only_etcd_says_to_write_https(
-    https_etcd: tuple[Member, TLSFiles], tmp_path: Path, host: Host
+    https_etcd: tuple[Member, TLSFiles], tmp_path: Path, host: Host, transport: str
 ) -> None:
     member, _ = https_etcd
     entry = member.client_url.replace("https://", "http://")
-    line, found = said(entry, tmp_path, host)
-    assert "closed without a byte of reply (if this etcd serves TLS, write https://)" in line
+    line, found = said(entry, tmp_path, host, transport)
+    assert "(if this etcd serves TLS, write https://)" in line, line
     assert found["status"] == "fail" and "write https://" in found["message"], found
+    assert "write https://" in found["fix"], found  # not only "start etcd there"
+
+
+@TRANSPORTS
+def test_a_missing_or_expired_client_certificate_is_named(
+    tls_etcd: tuple[Member, TLSFiles], tmp_path: Path, host: Host, transport: str
+) -> None:
+    """etcd asks for a client certificate (--client-cert-auth): none given, or one that has
+    expired, was said as "sslv3 alert bad certificate" over HTTP and as raw gRPC text."""
+    member, files = tls_etcd
+    line, found = said(member.client_url, tmp_path, host, transport, ca=files.ca_file)
+    assert "etcd refused this client's certificate" in line, line
+    assert "none was given" in line and "set etcd.cert and etcd.key" in line, line
+    assert found["status"] == "fail" and "etcd.cert" in found["fix"], found
+    old = files.ca.issue_cert(
+        "resource-gpu", not_before=dt.datetime(2020, 1, 1), not_after=dt.datetime(2021, 1, 1)
+    )
+    cert, key = tmp_path / "expired.pem", tmp_path / "expired-key.pem"
+    cert.write_bytes(old.cert_chain_pems[0].bytes())
+    key.write_bytes(old.private_key_pem.bytes())
+    (tmp_path / "again").mkdir()
+    line, _ = said(
+        member.client_url, tmp_path / "again", host, transport, ca=files.ca_file,
+        cert=str(cert), key=str(key),
+    )  # fmt: skip
+    assert f"etcd.cert '{cert}' expired on Jan  1 00:00:00 2021 GMT: renew it" in line, line

@@ -25,6 +25,7 @@ from resource_extend.ledger.etcd import wire
 from resource_extend.ledger.etcd.connection import open_transport
 from resource_extend.ledger.etcd.transport import (
     PLAIN_HINT,
+    TLS_HINT,
     HttpTransport,
     NotEtcd,
     Refused,
@@ -50,6 +51,10 @@ REACH_FIX = (
 ENTRY_FIX = (
     "correct the etcd.machines entry {entry!r} as the message says: a client URL of a running "
     "member (what etcd's --advertise-client-urls names)"
+)
+SCHEME_FIX = (
+    "if etcd serves TLS there, write https:// in the etcd.machines entry {entry!r} (and set "
+    "etcd.ca); else start etcd there"
 )
 TLS_FIX = (
     "set etcd.ca to the CA that signed etcd's certificate (and etcd.cert/etcd.key to a client "
@@ -203,6 +208,8 @@ def _unreachable(check: str, entry: str, reason: str) -> Finding:
     reason = reason.removeprefix("unavailable: ")
     if PLAIN_HINT in reason:  # an https:// URL for a plain etcd, most likely
         return fail(check, f"TLS handshake failed: {reason}", ENTRY_FIX.format(entry=entry))
+    if TLS_HINT in reason:  # an http:// URL for a TLS-only etcd, most likely
+        return fail(check, f"unreachable: {reason}", SCHEME_FIX.format(entry=entry))
     if _tls(reason):
         return fail(check, f"TLS handshake failed: {reason}", TLS_FIX)
     return fail(check, f"unreachable: {reason}", REACH_FIX.format(entry=entry))

@@ -59,7 +59,7 @@ class RuntimeCopies:
             directory, _ = rundir.open_private(self.program, create=False)
         except OSError:
             return
-        try:  # noqa: SIM105 (contextlib costs an in-process call its import)
+        try:
             os.unlink(_name(path), dir_fd=directory)
         except OSError:
             pass

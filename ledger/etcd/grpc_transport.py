@@ -29,9 +29,22 @@ from etcd3 import etcdrpc
 from google.protobuf import json_format
 
 from resource_extend.ledger.config import EtcdConfig
-from resource_extend.ledger.endpoints import UNVERIFIED, read_tls_file
+from resource_extend.ledger.endpoints import (
+    REFUSED_CERTIFICATE_SIGNS,
+    UNVERIFIED,
+    certificate_refused,
+    read_tls_file,
+)
 from resource_extend.ledger.etcd import wire
-from resource_extend.ledger.etcd.transport import Refused, Reply, Request, Unavailable, refused
+from resource_extend.ledger.etcd.transport import (
+    PLAIN_HINT,
+    TLS_HINT,
+    Refused,
+    Reply,
+    Request,
+    Unavailable,
+    refused,
+)
 
 _TRANSIENT = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
 _GRPC_OPTIONS = [("grpc.max_receive_message_length", 64 * 1024 * 1024)]
@@ -43,6 +56,8 @@ _MESSAGES: dict[type, tuple[str, str, Any]] = {
     wire.MemberListRequest: ("cluster", "MemberList", etcdrpc.MemberListRequest),
 }
 _UNVERIFIED_SIGNS = ("CERTIFICATE_VERIFY_FAILED", "verification check failed")
+_PLAIN_SIGNS = ("Handshake read failed", "WRONG_VERSION_NUMBER")
+"""gRPC's words for a TLS handshake a plain server answered, or closed, unfinished."""
 """How gRPC's TLS says the server's certificate (or the host name in it) did not verify."""
 Metadata = tuple[tuple[str, str], ...]
 
@@ -80,7 +95,7 @@ class GrpcTransport:
                 message(**fields), timeout, metadata=client.metadata
             )
         except grpc.RpcError as exc:
-            failure = _failure(exc)
+            failure = _failure(exc, tls=self._endpoints[endpoint].tls, cert=self._config.cert)
             if isinstance(failure, Unavailable):
                 self.drop(endpoint)
             raise failure from None
@@ -109,7 +124,7 @@ class GrpcTransport:
                 metadata = self._authenticate(channel, timeout)
             except grpc.RpcError as exc:
                 channel.close()
-                raise _failure(exc) from None
+                raise _failure(exc, tls=where.tls, cert=self._config.cert) from None
             client = self._clients[endpoint] = _Client(channel, metadata)
         return client
 
@@ -153,9 +168,19 @@ def _system_cas() -> bytes | None:
     return None
 
 
-def _failure(exc: grpc.RpcError) -> Unavailable | Refused:
+def _failure(exc: grpc.RpcError, *, tls: bool, cert: str) -> Unavailable | Refused:
+    """What a failed call means, with the hints the HTTP transport gives for the same
+    mistakes: gRPC's own words name none (``Socket closed`` for ``http://`` to a TLS-only
+    etcd, ``Handshake read failed`` for ``https://`` to a plain one)."""
     details = exc.details() or ""
     if any(sign in details for sign in _UNVERIFIED_SIGNS):
         details = f"{UNVERIFIED} ({details})"
+    elif exc.code() == grpc.StatusCode.UNAVAILABLE:
+        if tls and any(sign in details for sign in REFUSED_CERTIFICATE_SIGNS):
+            details = certificate_refused(cert, details)
+        elif tls and any(sign in details for sign in _PLAIN_SIGNS):
+            details = f"{details}: {PLAIN_HINT}"
+        elif not tls and details.endswith("Socket closed"):
+            details = f"{details} ({TLS_HINT})"
     detail = f"{exc.code().name.lower()}: {details}"
     return Unavailable(detail) if exc.code() in _TRANSIENT else refused(detail)

@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar
 
 import msgspec
 
-from resource_extend.ledger.endpoints import UNVERIFIED, parse_endpoint, read_tls_file
+from resource_extend.ledger.endpoints import (
+    REFUSED_CERTIFICATE_SIGNS,
+    UNVERIFIED,
+    certificate_refused,
+    parse_endpoint,
+    read_tls_file,
+)
 from resource_extend.ledger.etcd import http11, wire
 from resource_extend.ledger.model.errors import StoreError
 
@@ -74,6 +80,10 @@ TLS_ONLY_SIGN = b"HTTP request to an HTTPS server"
 
 PLAIN_SIGNS = ("WRONG_VERSION_NUMBER", "RECORD_LAYER", "HTTP_REQUEST")
 """The reasons ``ssl`` gives when the other side answers a TLS handshake in plain text."""
+
+TLS_HINT = "if this etcd serves TLS, write https://"
+"""Said of a plain request closed unanswered: what etcd's TLS-only port does (and, rarely, an
+etcd going down: so it is a hint, and the call fails over)."""
 
 PLAIN_HINT = "if this etcd has no TLS, write http://"
 """Said of a handshake the other side ended unanswered: what a plain etcd does (Go's server
@@ -189,7 +199,9 @@ class HttpTransport:
             return connection.get(path)
         except OSError as exc:
             self.drop(endpoint)
-            raise _failure(exc, connection, tls=self._endpoints[endpoint].tls) from None
+            raise _failure(
+                exc, connection, tls=self._endpoints[endpoint].tls, cert=self._config.cert
+            ) from None
 
     def drop(self, endpoint: int) -> None:
         connection = self._connections.pop(endpoint, None)
@@ -262,7 +274,9 @@ class HttpTransport:
             response = connection.post(path, body, headers)
         except OSError as exc:
             self.drop(endpoint)
-            raise _failure(exc, connection, tls=self._endpoints[endpoint].tls) from None
+            raise _failure(
+                exc, connection, tls=self._endpoints[endpoint].tls, cert=self._config.cert
+            ) from None
         raw = response.body
         if response.status == 200:
             return raw
@@ -304,7 +318,9 @@ class HttpTransport:
         return token
 
 
-def _failure(exc: OSError, connection: http11.Connection, *, tls: bool) -> Unavailable | NotEtcd:
+def _failure(
+    exc: OSError, connection: http11.Connection, *, tls: bool, cert: str
+) -> Unavailable | NotEtcd:
     """What a failed exchange means: the endpoint did not answer, or it answered a TLS
     handshake in plain text (an https:// URL for a plain etcd: then nothing was sent), or it
     closed a plain request unanswered, as etcd's TLS-only port does (an http:// URL for it:
@@ -313,9 +329,11 @@ def _failure(exc: OSError, connection: http11.Connection, *, tls: bool) -> Unava
     hello and closes while the rest of it is still unread resets the connection, so whether
     the plain answer arrives first is a race."""
     if isinstance(exc, http11.Unanswered) and not tls:
-        return Unavailable(f"unavailable: {exc} (if this etcd serves TLS, write https://)")
+        return Unavailable(f"unavailable: {exc} ({TLS_HINT})")
+    reason = str(getattr(exc, "reason", "") or "")
+    if tls and any(sign in reason for sign in REFUSED_CERTIFICATE_SIGNS):
+        return Unavailable(f"unavailable: {certificate_refused(cert, str(exc))}")
     if connection.in_handshake:
-        reason = str(getattr(exc, "reason", "") or "")
         if any(sign in reason for sign in PLAIN_SIGNS):
             return NotEtcd(
                 f"not an etcd client URL over TLS (the handshake got a plain answer: {reason}): "
