@@ -61,6 +61,9 @@ PASS_BACKOFF = (0.1, 0.3, None)
 READERS = 4
 """Connections that read a many-node request's batches in parallel."""
 
+CALL_LIMIT = 28.0
+"""Seconds a core call may last, with a margin: core kills one at 30 s."""
+
 SETTLE_SHARE = 0.2
 """Of ``etcd.timeout``: what an append keeps back when it sends a write, to settle the write by
 its op id should the answer be lost; and the least it gives the write itself to be answered."""
@@ -88,8 +91,19 @@ class Connection:
         self._endpoints = [endpoint_of(url) for url in config.machines]
         self._transport = transport or open_transport(config)
         self._current = 0
-        self._deadline = deadline or time.monotonic() + config.timeout
+        self._started = time.monotonic()
+        self._deadline = deadline or self._started + config.timeout
         self._per_request = False
+
+    def extend_to_settle(self) -> bool:
+        """A write's answer was lost, and etcd did not answer the reads that would settle it
+        within ``etcd.timeout``: it may be up, only slow. Up to ``etcd.timeout`` more to ask
+        again, within core's call limit; False when none is left."""
+        more = min(self._config.timeout, self._started + CALL_LIMIT - time.monotonic())
+        if more <= 0:
+            return False
+        self.extend(more)
+        return True
 
     def extend(self, seconds: float) -> None:
         """At least ``seconds`` more of the time budget, from now (a failure still to count)."""

@@ -114,6 +114,7 @@ class Appender(Generic[S]):
         pending: int | None = None
         dead = False
         lost = 0  # compare-and-swaps lost to other writers: the event records them
+        settling = False  # given a second budget to find out what became of a sent write
         for attempt in range(self.config.max_attempts):
             try:
                 if sent_after is not None:
@@ -166,6 +167,15 @@ class Appender(Generic[S]):
             except OutcomeUnknown:
                 raise
             except StoreError as exc:
+                if sent_after is not None and not dead and not settling:
+                    settling = self.etcd.extend_to_settle()
+                    if settling:  # etcd may still answer: ask once more, with time to hear it
+                        try:
+                            record = self._read_to_write(node, with_length)
+                        except StoreError:
+                            pass
+                        else:
+                            continue
                 if sent_after is not None and not dead:
                     raise OutcomeUnknown(
                         f"write {op} was sent but its answer was lost, and etcd could not be "

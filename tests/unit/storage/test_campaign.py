@@ -170,8 +170,10 @@ class Campaign(RuleBasedStateMachine):
             resource: dict[str, Any] = {"volumes": [f"/data{self.volumes}:10G"]}
             self.volumes += 1
         elif edit in ("grow volume", "shrink volume"):
-            path = data.draw(st.sampled_from(sorted(self.read()["capacity"]["volumes"] or {})))
-            resource = {"volumes": [f"{path}:5G"]}
+            paths = sorted(self.read()["capacity"]["volumes"] or {})
+            if not paths:  # every volume shrunk away
+                return
+            resource = {"volumes": [f"{data.draw(st.sampled_from(paths))}:5G"]}
         elif edit == "disk":
             resource = {"disks": ["/dev/vdb:/mnt:100:100:0:0"]}
         else:
