@@ -21,6 +21,22 @@ def deploy(storage: Plugin, request: dict[str, Any], node: str = "n", count: int
     )
 
 
+def refused_capacity_edits(
+    storage: Plugin, edits: list[tuple[dict[str, Any], bool]], says: str
+) -> None:
+    """Each capacity edit (request, delta) on node n is refused in one line that ``says``, and
+    nothing is written: the node reads the same, its stream is as long."""
+    before, events = info(storage, "n"), len(storage.history("n"))
+    for request, delta in edits:
+        line = storage.fails(
+            "set-node-resource-capacity",
+            {"nodename": "n", "resource_request": request, "delta": delta, "incr": True},
+        )
+        assert says in line, line
+    assert info(storage, "n") == before
+    assert len(storage.history("n")) == events
+
+
 def add_with_disk(storage: Plugin, node: str = "n") -> None:
     storage.ok(
         "add-node",
@@ -202,19 +218,9 @@ def test_a_capacity_edit_cannot_remove_a_volume_in_use(storage: Plugin) -> None:
         {"nodename": "n", "workloads_resource": [workload], "delta": True, "incr": True},
     )
     [(path, held)] = next(iter(workload["volume_plan_request"].values())).items()
-    before, events = info(storage, "n"), len(storage.history("n"))
     left_out = [f"{p}:1T" for p in ("/data0", "/data1", "/data2", "/data3") if p != path]
-    for request, delta in (
-        ({"volumes": [f"{path}:-1T"]}, True),
-        ({"volumes": left_out}, False),
-    ):
-        line = storage.fails(
-            "set-node-resource-capacity",
-            {"nodename": "n", "resource_request": request, "delta": delta, "incr": True},
-        )
-        assert f"volume {path} is in use ({held} bytes)" in line, line
-    assert info(storage, "n") == before
-    assert len(storage.history("n")) == events
+    edits = [({"volumes": [f"{path}:-1T"]}, True), ({"volumes": left_out}, False)]
+    refused_capacity_edits(storage, edits, f"volume {path} is in use ({held} bytes)")
     idle = next(p for p in ("/data0", "/data1") if p != path)
     after = storage.ok(
         "set-node-resource-capacity",
@@ -354,16 +360,10 @@ def test_a_volume_held_whole_cannot_grow(storage: Plugin) -> None:
     [(whole, held)] = next(iter(workload["volume_plan_request"].values())).items()
     assert held == 10 * G
     other = "/data1" if whole == "/data0" else "/data0"
-    before, events = info(storage, "n"), len(storage.history("n"))
     grown = [({"volumes": [f"{whole}:10G"]}, True), ({"volumes": [f"{whole}:20G"]}, False)]
-    for request, delta in grown:
-        line = storage.fails(
-            "set-node-resource-capacity",
-            {"nodename": "n", "resource_request": request, "delta": delta, "incr": True},
-        )
-        assert f"volume {whole} is held whole ({held} bytes): it cannot grow" in line, line
-    assert info(storage, "n") == before
-    assert len(storage.history("n")) == events
+    refused_capacity_edits(
+        storage, grown, f"volume {whole} is held whole ({held} bytes): it cannot grow"
+    )
 
     storage.ok(
         "set-node-resource-capacity",
