@@ -4,13 +4,11 @@ ledger needs to know of the kind."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
-from resource_extend.ledger.model import audit
 from resource_extend.ledger.model.audit import BrokenStream
 from resource_extend.ledger.model.errors import InvalidRequest
-from resource_extend.ledger.model.events import AnyEvent, EventCodec
+from resource_extend.ledger.model.events import EventCodec
 from resource_extend.ledger.model.kinds import Head
 from resource_extend.projections.changes import workloads_contradiction
 from resource_extend.projections.node import NodeKind
@@ -20,7 +18,7 @@ from resource_extend.projections.storage.resources import NodeResource
 from resource_extend.projections.storage.state import NodeState, validated, zero_usage
 from resource_extend.projections.storage.stored import read_stored
 
-__all__ = ["STORAGE", "BrokenStream", "NodeState", "apply", "fold"]
+__all__ = ["STORAGE", "BrokenStream", "NodeState"]
 
 
 class StorageKind(NodeKind[NodeState, NodeResource]):
@@ -70,12 +68,3 @@ class StorageKind(NodeKind[NodeState, NodeResource]):
 
 
 STORAGE = StorageKind()
-
-
-def apply(state: NodeState | None, change: Any) -> NodeState | None:
-    """The state after any change of a storage stream, the ledger's checkpoints included."""
-    return audit.apply(STORAGE, state, change)
-
-
-def fold(events: Iterable[AnyEvent], state: NodeState | None = None) -> NodeState | None:
-    return audit.fold(STORAGE, events, state)
