@@ -7,13 +7,13 @@ from typing import Any
 from resource_extend.commands.protocol import Session, verb
 
 
-@verb("name")
+@verb()
 def name(session: Session) -> str:
     """Print the plugin's name. Core names a plugin after its file, so this is informational."""
     return session.plugin.name
 
 
-@verb("verbs")
+@verb()
 def verbs(session: Session) -> list[str]:
     """Print the JSON array of the verbs offered to core (asked once at load)."""
     from resource_extend.commands.registry import CORE_VERBS
@@ -21,14 +21,14 @@ def verbs(session: Session) -> list[str]:
     return list(CORE_VERBS)
 
 
-@verb("get-metrics-description")
+@verb()
 def get_metrics_description(session: Session) -> list[Any]:
     """Describe the gauges get-metrics emits (resource-gpu: gpu_capacity and gpu_used, per
     product; resource-storage: storage_capacity and storage_used)."""
     return list(session.plugin.parts.metrics)
 
 
-@verb("calculate-remap")
+@verb()
 def calculate_remap(session: Session) -> dict[str, None]:
     """Not offered (cards and volumes are never re-pinned); answers an older core with no
     remap."""

@@ -83,6 +83,9 @@ class Session:
         """``user@host`` of whoever made the call, for its events (default: this process's)."""
         self.node: str | None = None
         """The node the request is about, once known: named in any error line."""
+        self.verb = ""
+        """The core verb running (its name is written once, in ``commands.registry``): what
+        its append records."""
 
     @cached_property
     def config(self) -> Config:
@@ -111,12 +114,14 @@ class Session:
 
         return Store(settings, self.kind, write_hook=self._write_hook, by=self._caller)
 
-    def append(self, node: str, verb: str, decide: Callable[[Any], Change | None]) -> Appended[Any]:
-        """``store.append``, keeping the stream within its bound (``ledger.upkeep.bounds``)."""
+    def append(self, node: str, decide: Callable[[Any], Change | None]) -> Appended[Any]:
+        """``store.append`` of the running verb's change, keeping the stream within its bound
+        (``ledger.upkeep.bounds``)."""
         from resource_extend.ledger.upkeep.bounds import append_bounded
 
         resume, self._resume = self._resume, None  # a call makes one append: it resumes that one
-        return append_bounded(self.store, self.config.streams, node, verb, decide, resume=resume)
+        streams = self.config.streams
+        return append_bounded(self.store, streams, node, self.verb, decide, resume=resume)
 
     def close(self) -> None:
         """Close etcd, if opened; the next use opens it again, with a new time budget."""
@@ -289,7 +294,12 @@ class Verb(msgspec.Struct, frozen=True):
     epilog: str | None
     """The help's word on its kind's requests (``commands.gpu.REQUEST_EPILOG``)."""
 
+    def named(self, name: str) -> Verb:
+        """This verb under ``name``, the one ``commands.registry`` gives it."""
+        return msgspec.structs.replace(self, name=name)
+
     def __call__(self, session: Session) -> None:
+        session.verb = self.name
         run(self.name, self._call, session)
 
     def _call(self, session: Session) -> Any:
@@ -311,7 +321,6 @@ class Verb(msgspec.Struct, frozen=True):
 
 
 def verb(
-    name: str,
     request_type: type[Any] | None = None,
     *,
     decode: Decode = decode_json,
@@ -320,10 +329,12 @@ def verb(
     """Make a core verb from ``handler(request, session)`` (or ``handler(session)``).
 
     The handler's docstring is the command's help; the request is read from stdin and read
-    with ``decode``. Each kind's package wraps this with its own (``commands.gpu.verb``).
+    with ``decode``. Its name is the one ``commands.registry`` lists it under, given when it
+    is loaded (:meth:`Verb.named`). Each kind's package wraps this with its own
+    (``commands.gpu.verb``).
     """
 
     def decorate(handler: Callable[..., Any]) -> Verb:
-        return Verb(name, handler, request_type, decode, epilog)
+        return Verb("", handler, request_type, decode, epilog)
 
     return decorate

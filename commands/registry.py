@@ -92,4 +92,6 @@ def load(plugin: Plugin, name: str) -> Any:
     module, attribute = target.split(":")
     if module.startswith("."):
         module = f"resource_extend.commands.{plugin.kind}{module}"
-    return getattr(importlib.import_module(module), attribute)
+    found = getattr(importlib.import_module(module), attribute)
+    named = getattr(found, "named", None)  # a core verb: named here, and only here
+    return found if named is None else named(name)

@@ -36,7 +36,7 @@ def _states(session: Session, names: list[str]) -> dict[str, NodeState]:
     return read_states(session, names)
 
 
-@verb("calculate-deploy", requests.CalculateDeploy)
+@verb(requests.CalculateDeploy)
 def calculate_deploy(
     request: requests.CalculateDeploy, session: Session
 ) -> answers.DeployPlans[Resource, Resource]:
@@ -56,7 +56,7 @@ def calculate_deploy(
     return answers.DeployPlans(engines_params=entries, workloads_resource=entries)
 
 
-@verb("calculate-realloc", requests.CalculateRealloc)
+@verb(requests.CalculateRealloc)
 def calculate_realloc(
     request: requests.CalculateRealloc, session: Session
 ) -> answers.ReallocPlan[Resource, Resource]:
@@ -80,7 +80,7 @@ def calculate_realloc(
     )
 
 
-@verb("get-nodes-deploy-capacity", requests.DeployCapacity)
+@verb(requests.DeployCapacity)
 def get_nodes_deploy_capacity(
     request: requests.DeployCapacity, session: Session
 ) -> answers.NodesDeployCapacity:
@@ -103,7 +103,7 @@ def get_nodes_deploy_capacity(
     )
 
 
-@verb("get-node-resource-info", requests.NodeResourceInfo)
+@verb(requests.NodeResourceInfo)
 def get_node_resource_info(request: requests.NodeResourceInfo, session: Session) -> Any:
     """A node's capacity and usage, with every way usage disagrees with its workloads.
 
@@ -119,7 +119,7 @@ def get_node_resource_info(request: requests.NodeResourceInfo, session: Session)
     return answers.NodeResourceInfo(**node_resources(state), diffs=usage_diffs(state.usage, held))
 
 
-@verb("get-nodes-resource-info", requests.NodesRequest)
+@verb(requests.NodesRequest)
 def get_nodes_resource_info(request: requests.NodesRequest, session: Session) -> dict[str, Any]:
     """Capacity and usage of many nodes at once (unknown nodes are left out).
 
@@ -130,7 +130,7 @@ def get_nodes_resource_info(request: requests.NodesRequest, session: Session) ->
     return resource_info_map(session, request.nodenames, node_resources)
 
 
-@verb("get-most-idle-node", requests.NodesRequest)
+@verb(requests.NodesRequest)
 def get_most_idle_node(request: requests.NodesRequest, session: Session) -> answers.MostIdle:
     """The node with the lowest share of cards in use, for a build.
 
@@ -145,7 +145,7 @@ def get_most_idle_node(request: requests.NodesRequest, session: Session) -> answ
     return answers.MostIdle(nodename=capacity.most_idle(states), priority=capacity.IDLE_PRIORITY)
 
 
-@verb("get-metrics", requests.Metrics)
+@verb(requests.Metrics)
 def get_metrics(request: requests.Metrics, session: Session) -> list[metrics.Metric]:
     """The gpu_capacity and gpu_used gauges of a node, per product in its capacity.
 

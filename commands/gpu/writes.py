@@ -40,7 +40,7 @@ def _capacity_from_info(info: requests.EngineInfo | None) -> Cards:
     return {}
 
 
-@verb("add-node", requests.AddNode)
+@verb(requests.AddNode)
 def add_node(request: requests.AddNode, session: Session) -> dict[str, Any]:
     """Register a node and its cards.
 
@@ -54,12 +54,12 @@ def add_node(request: requests.AddNode, session: Session) -> dict[str, Any]:
     """
     node = check_node_name(request.nodename)
     given = positive_cards(request.resource, "resource") or _capacity_from_info(request.info)
-    appended = session.append(node, "add-node", lambda s: decide.add_node(node, s, given))
+    appended = session.append(node, lambda s: decide.add_node(node, s, given))
     assert appended.after is not None
     return node_resources(appended.after)
 
 
-@verb("remove-node", requests.NodeRequest)
+@verb(requests.NodeRequest)
 def remove_node(request: requests.NodeRequest, session: Session) -> dict[str, Any]:
     """Forget a node; its event stream stays for auditors.
 
@@ -71,7 +71,7 @@ def remove_node(request: requests.NodeRequest, session: Session) -> dict[str, An
     stream.
     """
     node = check_node_name(request.nodename)
-    session.append(node, "remove-node", decide.remove_node)
+    session.append(node, decide.remove_node)
     return {}
 
 
@@ -92,7 +92,7 @@ def _checked(resource: Resource | None, what: str, *, delta: bool) -> Cards:
     return signed_cards(resource, what) if delta else held_cards(resource, what)
 
 
-@verb("set-node-resource-capacity", requests.SetCapacity)
+@verb(requests.SetCapacity)
 def set_node_resource_capacity(
     request: requests.SetCapacity, session: Session
 ) -> BeforeAfter[Resource]:
@@ -120,13 +120,12 @@ def set_node_resource_capacity(
     given = None if keep else checked(_input(request), "capacity")
     appended = session.append(
         node,
-        "set-node-resource-capacity",
         lambda s: decide.set_capacity(node, s, given, delta=delta, incr=bool(request.incr)),
     )
     return _before_after(_existing(appended.before).capacity, _existing(appended.after).capacity)
 
 
-@verb("set-node-resource-usage", requests.SetUsage)
+@verb(requests.SetUsage)
 def set_node_resource_usage(request: requests.SetUsage, session: Session) -> BeforeAfter[Resource]:
     """Take or give back cards on a node.
 
@@ -153,7 +152,6 @@ def set_node_resource_usage(request: requests.SetUsage, session: Session) -> Bef
     from_workloads = request.resource_request is None and request.resource is None
     appended = session.append(
         node,
-        "set-node-resource-usage",
         lambda s: decide.set_usage(
             node,
             s,
@@ -166,7 +164,7 @@ def set_node_resource_usage(request: requests.SetUsage, session: Session) -> Bef
     return _before_after(_existing(appended.before).usage, _existing(appended.after).usage)
 
 
-@verb("set-node-resource-info", requests.SetNodeInfo)
+@verb(requests.SetNodeInfo)
 def set_node_resource_info(request: requests.SetNodeInfo, session: Session) -> dict[str, Any]:
     """Overwrite a node's capacity and usage; creates the node if it is missing.
 
@@ -177,11 +175,11 @@ def set_node_resource_info(request: requests.SetNodeInfo, session: Session) -> d
     node = check_node_name(request.nodename)
     capacity = held_cards(request.capacity, "capacity")
     usage = held_cards(request.usage, "usage")
-    session.append(node, "set-node-resource-info", lambda s: decide.set_info(s, capacity, usage))
+    session.append(node, lambda s: decide.set_info(s, capacity, usage))
     return {}
 
 
-@verb("fix-node-resource", requests.NodeResourceInfo)
+@verb(requests.NodeResourceInfo)
 def fix_node_resource(
     request: requests.NodeResourceInfo, session: Session
 ) -> NodeResourceInfo[Resource]:
@@ -197,9 +195,7 @@ def fix_node_resource(
     """
     node = check_node_name(request.nodename)
     held = workloads_sum(request.workloads_resource)
-    appended = session.append(
-        node, "fix-node-resource", lambda s: decide.rebuild_usage(node, s, held)
-    )
+    appended = session.append(node, lambda s: decide.rebuild_usage(node, s, held))
     rebuilt = [e.change for e in appended.events if isinstance(e.change, UsageRebuilt)]
     diffs = rebuilt[0].diffs if rebuilt else []
     return NodeResourceInfo(**node_resources(_existing(appended.after)), diffs=diffs)

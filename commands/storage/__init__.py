@@ -24,9 +24,7 @@ REQUEST_EPILOG = (
 )
 
 
-def verb(
-    name: str, request_type: type[Any] | None = None
-) -> Callable[[Callable[..., Any]], protocol.Verb]:
+def verb(request_type: type[Any] | None = None) -> Callable[[Callable[..., Any]], protocol.Verb]:
     """A storage core verb: its request read by ``requests.decode`` (a mis-cased field is
     refused), its help ending with what R is."""
-    return protocol.verb(name, request_type, decode=requests.decode, epilog=REQUEST_EPILOG)
+    return protocol.verb(request_type, decode=requests.decode, epilog=REQUEST_EPILOG)

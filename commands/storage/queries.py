@@ -42,7 +42,7 @@ def _bound(session: Session) -> int:
     return session.config.scheduler.max_deploy_count
 
 
-@verb("calculate-deploy", requests.CalculateDeploy)
+@verb(requests.CalculateDeploy)
 def calculate_deploy(request: requests.CalculateDeploy, session: Session) -> Any:
     """Place deploy_count workloads of one request on a node (never writes).
 
@@ -66,7 +66,7 @@ def calculate_deploy(request: requests.CalculateDeploy, session: Session) -> Any
     return plan(state.capacity, state.usage, wanted, request.deploy_count, _bound(session))
 
 
-@verb("calculate-realloc", requests.CalculateRealloc)
+@verb(requests.CalculateRealloc)
 def calculate_realloc(request: requests.CalculateRealloc, session: Session) -> Any:
     """Change a workload's bindings and storage (never writes).
 
@@ -89,7 +89,7 @@ def calculate_realloc(request: requests.CalculateRealloc, session: Session) -> A
     return plan(state.capacity, state.usage, current, asked)
 
 
-@verb("get-nodes-deploy-capacity", requests.DeployCapacity)
+@verb(requests.DeployCapacity)
 def get_nodes_deploy_capacity(request: requests.DeployCapacity, session: Session) -> Any:
     """How many workloads of a request each node can host (never writes).
 
@@ -112,7 +112,7 @@ def get_nodes_deploy_capacity(request: requests.DeployCapacity, session: Session
     return nodes_deploy_capacity(nodes, wanted, _bound(session))
 
 
-@verb("get-node-resource-info", requests.NodeResourceInfo)
+@verb(requests.NodeResourceInfo)
 def get_node_resource_info(request: requests.NodeResourceInfo, session: Session) -> Any:
     """A node's capacity and usage, with every way usage disagrees with its workloads.
 
@@ -134,7 +134,7 @@ def get_node_resource_info(request: requests.NodeResourceInfo, session: Session)
     return NodeResourceInfo(**state_json(state), diffs=diffs)
 
 
-@verb("get-nodes-resource-info", requests.NodesRequest)
+@verb(requests.NodesRequest)
 def get_nodes_resource_info(request: requests.NodesRequest, session: Session) -> dict[str, Any]:
     """Capacity and usage of many nodes at once (unknown nodes are left out).
 
@@ -147,7 +147,7 @@ def get_nodes_resource_info(request: requests.NodesRequest, session: Session) ->
     return resource_info_map(session, request.nodenames, state_json)
 
 
-@verb("get-most-idle-node", requests.NodesRequest)
+@verb(requests.NodesRequest)
 def get_most_idle_node(request: requests.NodesRequest, session: Session) -> MostIdle:
     """The first node named, with priority 1: storage leaves the choice of a build node to
     the other plugins (their priority is 100). Reads nothing.
@@ -159,7 +159,7 @@ def get_most_idle_node(request: requests.NodesRequest, session: Session) -> Most
     return MostIdle(nodename=node_names(request.nodenames)[0], priority=IDLE_PRIORITY)
 
 
-@verb("get-metrics", requests.Metrics)
+@verb(requests.Metrics)
 def get_metrics(request: requests.Metrics, session: Session) -> list[Metric]:
     """The storage_used and storage_capacity gauges of a node.
 

@@ -33,7 +33,7 @@ def _given(request: requests.SetCapacity) -> Given | None:
     return chosen(asked, stored)
 
 
-@verb("add-node", requests.AddNode)
+@verb(requests.AddNode)
 def add_node(request: requests.AddNode, session: Session) -> dict[str, Any]:
     """Register a node's volumes, disks and storage.
 
@@ -51,13 +51,11 @@ def add_node(request: requests.AddNode, session: Session) -> dict[str, Any]:
     given = node_request_of(request.resource, "resource")
     resources = (request.info.resources or {}) if request.info else {}
     engine = resources.get(ENGINE_INFO_KEY)
-    appended = session.append(
-        node, "add-node", lambda s: decide.add_node(node, s, given, engine or None)
-    )
+    appended = session.append(node, lambda s: decide.add_node(node, s, given, engine or None))
     return _state(appended.after)
 
 
-@verb("remove-node", requests.NodeRequest)
+@verb(requests.NodeRequest)
 def remove_node(request: requests.NodeRequest, session: Session) -> None:
     """Forget a node; its event stream stays for auditors.
 
@@ -68,10 +66,10 @@ def remove_node(request: requests.NodeRequest, session: Session) -> None:
     Removing a missing node succeeds and appends nothing.
     """
     node = check_node_name(request.nodename)
-    session.append(node, "remove-node", decide.remove_node)
+    session.append(node, decide.remove_node)
 
 
-@verb("set-node-resource-capacity", requests.SetCapacity)
+@verb(requests.SetCapacity)
 def set_node_resource_capacity(request: requests.SetCapacity, session: Session) -> BeforeAfter[Any]:
     """Change a node's volumes, disks and storage: add or subtract, or replace.
 
@@ -91,14 +89,13 @@ def set_node_resource_capacity(request: requests.SetCapacity, session: Session) 
     delta, incr = bool(request.delta), bool(request.incr)
     appended = session.append(
         node,
-        "set-node-resource-capacity",
         lambda s: decide.set_capacity(node, s, given, delta=delta, incr=incr),
     )
     before, after = _state(appended.before)["capacity"], _state(appended.after)["capacity"]
     return BeforeAfter(before=before, after=after)
 
 
-@verb("set-node-resource-usage", requests.SetUsage)
+@verb(requests.SetUsage)
 def set_node_resource_usage(request: requests.SetUsage, session: Session) -> BeforeAfter[Any]:
     """Take or give back volumes, storage and disk quota on a node.
 
@@ -117,7 +114,6 @@ def set_node_resource_usage(request: requests.SetUsage, session: Session) -> Bef
     delta, incr = bool(request.delta), bool(request.incr)
     appended = session.append(
         node,
-        "set-node-resource-usage",
         lambda s: decide.set_usage(node, s, given, workloads, delta=delta, incr=incr),
     )
     return BeforeAfter(
@@ -125,7 +121,7 @@ def set_node_resource_usage(request: requests.SetUsage, session: Session) -> Bef
     )
 
 
-@verb("set-node-resource-info", requests.SetNodeInfo)
+@verb(requests.SetNodeInfo)
 def set_node_resource_info(request: requests.SetNodeInfo, session: Session) -> None:
     """Overwrite a node's capacity and usage (stored form, as given); creates the node.
 
@@ -139,10 +135,10 @@ def set_node_resource_info(request: requests.SetNodeInfo, session: Session) -> N
     node = check_node_name(request.nodename)
     capacity = None if request.capacity is None else node_resource_of(request.capacity, "capacity")
     usage = None if request.usage is None else node_resource_of(request.usage, "usage")
-    session.append(node, "set-node-resource-info", lambda s: decide.set_info(s, capacity, usage))
+    session.append(node, lambda s: decide.set_info(s, capacity, usage))
 
 
-@verb("fix-node-resource", requests.NodeResourceInfo)
+@verb(requests.NodeResourceInfo)
 def fix_node_resource(
     request: requests.NodeResourceInfo, session: Session
 ) -> NodeResourceInfo[Any]:
@@ -157,8 +153,6 @@ def fix_node_resource(
     """
     node = check_node_name(request.nodename)
     workloads = request.workloads_resource or []
-    appended = session.append(
-        node, "fix-node-resource", lambda s: decide.rebuild_usage(node, s, workloads)
-    )
+    appended = session.append(node, lambda s: decide.rebuild_usage(node, s, workloads))
     rebuilt = [e.change for e in appended.events if isinstance(e.change, UsageRebuilt)]
     return NodeResourceInfo(**_state(appended.after), diffs=rebuilt[0].diffs if rebuilt else [])
