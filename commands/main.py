@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from resource_extend.commands.registry import CORE_VERBS, HIDDEN_VERBS, OFFLINE_VERBS
+from resource_extend.commands.registry import CORE_VERBS, HIDDEN_VERBS, OFFLINE_VERBS, load
 
 TYPE_CHECKING = False  # not typing's: every core call runs this module
 if TYPE_CHECKING:
@@ -37,7 +37,6 @@ def main(plugin: Plugin, argv: list[str] | None = None) -> None:
         if outcome.status is not None:
             raise SystemExit(outcome.status)
         from resource_extend.commands.protocol import Session
-        from resource_extend.commands.registry import load
 
         load(plugin, verb)(Session(plugin, config, resume=outcome.resume))  # a failure exits
         if verb not in OFFLINE_VERBS:  # a call that worked: its config and etcd are sound

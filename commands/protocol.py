@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from functools import cached_property
+from functools import cached_property, wraps
 from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn, TypeVar
 
 import msgspec
@@ -267,9 +267,8 @@ def answered(handler: Callable[..., Any]) -> Callable[..., None]:
     """A command for people as one function: ``handler(session, **its options)`` returns the
     answer, a string (printed as it is) or JSON; a failure is one line naming the command
     by its click name, like a core verb's."""
-    import functools
 
-    @functools.wraps(handler)
+    @wraps(handler)
     def command(**options: Any) -> None:
         import click
 
