@@ -28,7 +28,10 @@ def copy_of(plugin: Plugin) -> Path:
 
 def as_yaml(plugin: Plugin, resident: bool = False, password: str = "") -> None:
     """The plugin's config as an operator writes it: YAML, not the harness's JSON."""
-    auth = f"  auth: {{username: root, password: {password}}}\n" if password else ""
+    # allow_plain_http: etcd in containers is not on this host, and over http:// a password
+    # elsewhere is refused (the config would not parse, and no copy be written or dropped)
+    secret = f"username: root, password: {password}, allow_plain_http: true"
+    auth = f"  auth: {{{secret}}}\n" if password else ""
     plugin.config.write_text(
         "etcd:\n"
         f"  machines: [{', '.join(plugin.endpoints)}]\n"
