@@ -228,7 +228,7 @@ def drive(config: Path) -> None:
 
     print("\n# 6. the operator repairs it (eru-cli node resource --fix): usage := workload sums")
     call(config, "fix-node-resource", {"nodename": NODE, "workloads_resource": [first]})
-    print("# the diffs it found, now repaired:")
+    print("# above: the diffs the fix found, and the usage it wrote; read again:")
     call(config, "get-node-resource-info", {"nodename": NODE, "workloads_resource": [first]})
     print("# no diffs: usage is what the workload holds")
 
@@ -305,6 +305,7 @@ def drive_storage(config: Path) -> None:
         "get-node-resource-info",
         {"nodename": DISK_NODE, "workloads_resource": [realloc["workload_resource"]]},
     )
+    print("# no diffs: usage is what the workload left holds, volumes, storage and IOPS")
 
 
 if __name__ == "__main__":
