@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import msgspec
-
 from resource_extend.projections.storage.arithmetic import workloads_usage
 from resource_extend.projections.storage.disks import NO_QUOTA, Disk
 from resource_extend.projections.storage.resources import NodeResource, WorkloadResource
@@ -45,9 +43,7 @@ def usage_diffs(
         if device not in stored_disks and disk.quota != NO_QUOTA
     )
     for device in [*sorted(stored_disks), *missing]:
-        stored_disk = stored_disks.get(device) or msgspec.structs.replace(
-            held_disks[device].with_quota(NO_QUOTA), mounts=mounts.get(device)
-        )
+        stored_disk = stored_disks.get(device) or Disk(device=device, mounts=mounts.get(device))
         held_disk = held_disks.get(device)
         stored = stored_disk.text()
         should = stored_disk.with_quota(NO_QUOTA if held_disk is None else held_disk.quota).text()
