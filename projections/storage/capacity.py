@@ -7,7 +7,11 @@ from collections.abc import Iterable
 from resource_extend.projections import answers
 from resource_extend.projections.answers import DeployCapacity, NodesDeployCapacity
 from resource_extend.projections.storage.host import Classes, build_host, classify
-from resource_extend.projections.storage.plans import MAX_PLACED_BINDINGS, storage_fits
+from resource_extend.projections.storage.plans import (
+    MAX_PLACED_BINDINGS,
+    bindings_each,
+    storage_fits,
+)
 from resource_extend.projections.storage.resources import NodeResource, WorkloadRequest
 from resource_extend.projections.storage.schedule import schedule
 
@@ -29,7 +33,7 @@ def deploy_capacity(
     if request.storage_request > 0:
         by_storage = storage_fits(capacity, usage, request.storage_request)
         count = by_storage if not request.limit else min(count, by_storage)
-    if each := max(len(request.request), len(request.limit)):
+    if each := bindings_each(request):
         count = min(count, MAX_PLACED_BINDINGS // each)  # what one calculate-deploy may answer
     used, rate = _usage(capacity, usage, request, bindings.asked)
     return DeployCapacity(capacity=count, usage=used, rate=rate)

@@ -54,6 +54,11 @@ bindings): 1,000 workloads of 1,024 bindings answer in about 90 MB; ten times th
 core's 30 s and a gigabyte of memory, so it is refused up front."""
 
 
+def bindings_each(request: WorkloadRequest) -> int:
+    """How many bindings each copy of ``request`` places in a deploy answer."""
+    return max(len(request.request), len(request.limit))
+
+
 def calculate_deploy(
     capacity: NodeResource,
     usage: NodeResource,
@@ -65,10 +70,10 @@ def calculate_deploy(
     storage is checked first, then the volume plans (found with ``bound``). Workloads placed
     alike share one answer: the work is the distinct placements', not ``deploy_count`` times
     the bindings."""
-    placed = deploy_count * max(len(request.request), len(request.limit))
+    placed = deploy_count * bindings_each(request)
     if placed > MAX_PLACED_BINDINGS:
         raise InvalidRequest(
-            f"deploy_count {deploy_count} of {placed // deploy_count} bindings each is "
+            f"deploy_count {deploy_count} of {bindings_each(request)} bindings each is "
             f"{placed} bindings in one answer, more than {MAX_PLACED_BINDINGS}: deploy fewer "
             "workloads a call"
         )
