@@ -43,6 +43,19 @@ def binary(program: str = "resource-gpu") -> list[str]:
     return [found]
 
 
+def copied_code(directory: Path) -> Path:
+    """A copy of the product's code in ``directory/resource_extend``: an installation of the
+    test's own (run with ``directory`` on ``PYTHONPATH``) that it may change as an upgrade
+    would, unseen by every other test's helpers. The package it is copied into."""
+    source = Path(programs.__file__).parents[1]  # commands/program.py's: the code's root
+    package = directory / "resource_extend"
+    for folder in ("ledger", "projections", "commands"):
+        shutil.copytree(
+            source / folder, package / folder, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    return package
+
+
 @dataclass
 class Result:
     status: int

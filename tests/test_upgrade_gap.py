@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -19,8 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from resource_extend.commands.resident import client as resident
-from tests.plugin import Plugin, R
+from tests.plugin import Plugin, R, binary, copied_code
 
 pytestmark = pytest.mark.resident
 
@@ -31,13 +29,9 @@ G = "nvidia-3090"
 def installation(root: Path, release: str, ran: Path) -> Path:
     """``root``: a copy of the code and ``bin/resource-gpu``, the command that runs it (and
     notes ``release`` in ``ran`` each time)."""
-    code = root / "code" / "resource_extend"
-    for package in ("ledger", "projections", "commands"):
-        source = Path(resident.__file__).parents[2] / package
-        shutil.copytree(source, code / package, ignore=shutil.ignore_patterns("__pycache__"))
+    code = copied_code(root / "code")
     (code / "commands" / "release.py").write_text(f"RELEASE = {release!r}\n")  # two releases
-    script = Path(shutil.which("resource-gpu", path=str(Path(sys.executable).parent)) or "")
-    body = script.read_text().split("\n", 1)[1]
+    body = Path(binary()[0]).read_text().split("\n", 1)[1]
     (root / "bin").mkdir()
     (root / "bin" / "resource-gpu.py").write_text(body)
     command = root / "bin" / "resource-gpu"

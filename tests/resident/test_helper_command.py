@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import time
 from pathlib import Path
 
-from resource_extend.commands.resident import client as resident
-from tests.plugin import Plugin, R, Result
+from tests.plugin import Plugin, R, Result, copied_code
 from tests.resident.conftest import (
     alive,
     own_dir,
@@ -103,10 +101,7 @@ def test_a_helper_left_by_an_upgrade_reports_the_code_it_runs(
     when asked: after an upgrade (here, a file of an installation of its own touched), the old
     helper shows its old code, and doctor warns that it runs other code. The installation is a
     copy in the test's directory, so that no other test's helper sees the change."""
-    copy = tmp_path / "code" / "resource_extend"
-    for package in ("ledger", "projections", "commands"):
-        source = Path(resident.__file__).parents[2] / package
-        shutil.copytree(source, copy / package, ignore=shutil.ignore_patterns("__pycache__"))
+    copy = copied_code(tmp_path / "code")
     env = {"PYTHONPATH": str(tmp_path / "code")}
     resident_plugin(plugin)
     added = plugin.run("add-node", {"nodename": "n1", "resource": R({"g": 1})}, env=env)
