@@ -33,10 +33,10 @@ class LazyGroup(click.Group):
 
     def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The manual (:data:`HELP`), written once, as this program's."""
-        program = click_plugin(ctx)
+        plugin = click_plugin(ctx)
         formatter.write_paragraph()
         with formatter.indentation():
-            text = program.fill(HELP).replace("{summary}", program.summary)
+            text = plugin.fill(HELP).replace("{summary}", plugin.summary)
             formatter.write_text(inspect.cleandoc(text))
 
     def get_params(self, ctx: click.Context) -> list[click.Parameter]:
@@ -67,8 +67,8 @@ class LazyGroup(click.Group):
                 )
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        program = click_plugin(ctx)
-        loaded = load(program, cmd_name)
+        plugin = click_plugin(ctx)
+        loaded = load(plugin, cmd_name)
         command = loaded.command() if isinstance(loaded, Verb) else loaded
         if command is None:
             return None
@@ -77,9 +77,9 @@ class LazyGroup(click.Group):
         # naming {prog}, {config} and {port}, and each command takes --config after its name
         # as well; the command stays as written.
         command = copy.copy(command)
-        command.params = [*(_filled(p, program) for p in command.params), _config_after(program)]
+        command.params = [*(_filled(p, plugin) for p in command.params), _config_after(plugin)]
         if command.help:
-            command.help = program.fill(command.help)
+            command.help = plugin.fill(command.help)
         return command
 
     def resolve_command(
@@ -118,7 +118,7 @@ Core runs one verb per call ({prog} VERB < request.json); people run the rest:
 Run "{prog} --help" for every command, "{prog} COMMAND --help" for one."""
 
 
-def _filled(param: click.Parameter, program: Plugin) -> click.Parameter:
+def _filled(param: click.Parameter, plugin: Plugin) -> click.Parameter:
     """``param``, or a copy that is this program's: its help names the program's file, port
     and so on; a type the program decides (``for_program``, ``history --kind``) is decided."""
     help = getattr(param, "help", None)
@@ -127,13 +127,13 @@ def _filled(param: click.Parameter, program: Plugin) -> click.Parameter:
         return param
     param = copy.copy(param)
     if help:
-        param.help = program.fill(help)
+        param.help = plugin.fill(help)
     if decide is not None:
-        param.type = decide(program)
+        param.type = decide(plugin)
     return param
 
 
-def _config_after(program: Plugin) -> click.Option:
+def _config_after(plugin: Plugin) -> click.Option:
     """``--config`` after the command's name: ``{prog} show n1 --config gpu.yaml``."""
 
     def remember(ctx: click.Context, _: click.Parameter, value: str | None) -> None:
@@ -150,7 +150,7 @@ def _config_after(program: Plugin) -> click.Option:
         expose_value=False,
         is_eager=True,
         callback=remember,
-        help=program.fill(CONFIG_HELP),
+        help=plugin.fill(CONFIG_HELP),
     )
 
 
@@ -209,12 +209,12 @@ def _print_version(ctx: click.Context) -> None:
     ctx.exit(0)
 
 
-def main(program: Plugin, argv: list[str] | None = None) -> None:
+def main(plugin: Plugin, argv: list[str] | None = None) -> None:
     """Run the CLI as ``program``: click's usage errors become one line too, like every
     failure."""
-    prog = program.name
+    prog = plugin.name
     try:
-        status = cli.main(args=argv, prog_name=prog, standalone_mode=False, obj=program)
+        status = cli.main(args=argv, prog_name=prog, standalone_mode=False, obj=plugin)
     except click.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else prog
         message = exc.format_message().rstrip(".")

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 import msgspec
+from msgspec import Struct
 
 from resource_extend.commands.protocol import Session, answered, click_config
 from resource_extend.commands.tables import columns
@@ -55,7 +56,7 @@ class Probe(msgspec.Struct, frozen=True):
     help="Print each card's reported name and the product it counts as, then the answer.",
 )
 @answered
-def detect(session: Session, source: str, explain: bool) -> Any:
+def detect(session: Session[Struct], source: str, explain: bool) -> Any:
     """Print this host's GPUs as {"prod_count_map": {PRODUCT: COUNT}}, what add-node and
     eru-cli node add --extra-resources take.
 
@@ -99,14 +100,14 @@ def detect(session: Session, source: str, explain: bool) -> Any:
     return explanation(probe, rules.explanation(probe.cards, products), answer)
 
 
-def configured_products(program: Plugin, explicit: str | None) -> dict[str, str]:
+def configured_products(plugin: Plugin, explicit: str | None) -> dict[str, str]:
     """The config's ``products:``; none when no config is named (``--config``, the
     environment) and none lies in the working directory."""
-    path = config.config_path(explicit, program.config_file)
+    path = config.config_path(explicit, plugin.config_file)
     named = explicit or os.environ.get(config.ENV_VAR)
     if not named and not os.path.lexists(path):
         return {}
-    return config.load(path, default=program.config_file).products
+    return config.load(path, default=plugin.config_file).products
 
 
 def explanation(probe: Probe, table: list[tuple[str, ...]], answer: Any) -> str:

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from msgspec import Struct
+
 from resource_extend.commands.protocol import Session, verb
 
 
 @verb()
-def name(session: Session) -> str:
+def name(session: Session[Struct]) -> str:
     """Print the plugin's name. Core names a plugin after its file, so this is informational."""
     return session.plugin.name
 
 
 @verb()
-def verbs(session: Session) -> list[str]:
+def verbs(session: Session[Struct]) -> list[str]:
     """Print the JSON array of the verbs offered to core (asked once at load)."""
     from resource_extend.commands.registry import CORE_VERBS
 
@@ -22,14 +24,14 @@ def verbs(session: Session) -> list[str]:
 
 
 @verb()
-def get_metrics_description(session: Session) -> list[Any]:
+def get_metrics_description(session: Session[Struct]) -> list[Any]:
     """Describe the gauges get-metrics emits (resource-gpu: gpu_capacity and gpu_used, per
     product; resource-storage: storage_capacity and storage_used)."""
     return list(session.plugin.parts.metrics)
 
 
 @verb()
-def calculate_remap(session: Session) -> dict[str, None]:
+def calculate_remap(session: Session[Struct]) -> dict[str, None]:
     """Not offered (cards and volumes are never re-pinned); answers an older core with no
     remap."""
     return {"engine_params_map": None}

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
+
+from msgspec import Struct
 
 from resource_extend.commands.protocol import Session
 from resource_extend.commands.requests import Metrics
@@ -20,7 +22,11 @@ def node_names(names: list[str] | None) -> list[str]:
     return [check_node_name(name) for name in names]
 
 
-def read_state(session: Session, node: str) -> Any:
+S = TypeVar("S", bound=Struct)
+"""The kind's node state."""
+
+
+def read_state(session: Session[S], node: str) -> S:
     """The node's state; an unknown node is an error."""
     state = session.store.records.read(node).state
     if state is None:
@@ -28,7 +34,7 @@ def read_state(session: Session, node: str) -> Any:
     return state
 
 
-def read_states(session: Session, names: list[str]) -> dict[str, Any]:
+def read_states(session: Session[S], names: list[str]) -> dict[str, S]:
     """All named nodes' states, in the order given; an unknown node is an error."""
     found = session.store.records.read_many(names)
     for node in names:
@@ -37,8 +43,14 @@ def read_states(session: Session, names: list[str]) -> dict[str, Any]:
     return {node: found[node] for node in names}
 
 
+def present(state: S | None) -> S:
+    """The state of a node a verb required (it returned, so the node is there)."""
+    assert state is not None, "a verb that requires the node returned without it"
+    return state
+
+
 def resource_info_map(
-    session: Session, names: list[str] | None, shown: Callable[[Any], Any]
+    session: Session[S], names: list[str] | None, shown: Callable[[S], Any]
 ) -> dict[str, Any]:
     """get-nodes-resource-info's answer: each named node that exists, as ``shown``."""
     states = session.store.records.read_many([check_node_name(name) for name in names or []])
@@ -46,7 +58,7 @@ def resource_info_map(
 
 
 def metrics_of(
-    session: Session, request: Metrics, node_metrics: Callable[[str, str, Any], list[Metric]]
+    session: Session[S], request: Metrics, node_metrics: Callable[[str, str, S], list[Metric]]
 ) -> list[Metric]:
     """get-metrics' answer: one node's gauges (an unknown node is an error), or, in the batched
     form, those of each named node that exists."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from functools import cached_property, wraps
-from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, BinaryIO, Generic, NoReturn, TypeVar
 
 import msgspec
 
@@ -37,6 +37,9 @@ EXIT_FAILURE = 1
 EXIT_INTERNAL = 70
 
 R = TypeVar("R")
+S = TypeVar("S", bound=msgspec.Struct)
+"""A kind's node state (``projections.gpu.node.NodeState``); ``msgspec.Struct`` for a command
+written for every kind."""
 
 Decode = Callable[[bytes, type[Any]], Any]
 """A kind's request decoder: raw JSON as a request type (msgspec's errors when it is not)."""
@@ -60,9 +63,10 @@ class CallIO(msgspec.Struct):
         return cls(sys.stdin.buffer, sys.stdout.buffer, sys.stderr.buffer)
 
 
-class Session:
+class Session(Generic[S]):
     """What a verb may need beyond its request: the program it runs in, and the config and
-    etcd, opened on first use."""
+    etcd, opened on first use; ``Session[NodeState]`` for a kind whose nodes hold
+    ``NodeState``."""
 
     def __init__(
         self,
@@ -98,7 +102,7 @@ class Session:
         )
 
     @property
-    def kind(self) -> Kind[Any]:
+    def kind(self) -> Kind[S]:
         """What the ledger asks of the resource kind this program serves."""
         return self.plugin.parts.fold
 
@@ -108,13 +112,13 @@ class Session:
         return self.plugin.parts.view
 
     @cached_property
-    def store(self) -> Store[Any]:
+    def store(self) -> Store[S]:
         settings = self.config.etcd  # a config error must not cost the etcd client's import
         from resource_extend.ledger.store import Store
 
         return Store(settings, self.kind, write_hook=self._write_hook, by=self._caller)
 
-    def append(self, node: str, decide: Callable[[Any], Change | None]) -> Appended[Any]:
+    def append(self, node: str, decide: Callable[[S | None], Change | None]) -> Appended[S]:
         """``store.append`` of the running verb's change, keeping the stream within its bound
         (``ledger.upkeep.bounds``)."""
         from resource_extend.ledger.upkeep.bounds import append_bounded
@@ -227,15 +231,16 @@ def click_plugin(ctx: click.Context | None = None) -> Plugin:
     return plugin
 
 
-def click_session() -> Session:
+def click_session() -> Session[msgspec.Struct]:
     """A session for the command the click CLI runs: its program and its ``--config``."""
-    return Session(click_plugin(), click_config())
+    session: Session[msgspec.Struct] = Session(click_plugin(), click_config())
+    return session
 
 
 def run(
     verb: str,
-    handler: Callable[[Session], Any],
-    session: Session,
+    handler: Callable[[Session[msgspec.Struct]], Any],
+    session: Session[msgspec.Struct],
     *,
     text: bool | None = False,
 ) -> None:
@@ -297,11 +302,11 @@ class Verb(msgspec.Struct, frozen=True):
         """This verb under ``name``, the one ``commands.registry`` gives it."""
         return msgspec.structs.replace(self, name=name)
 
-    def __call__(self, session: Session) -> None:
+    def __call__(self, session: Session[Any]) -> None:
         session.verb = self.name
         run(self.name, self._call, session)
 
-    def _call(self, session: Session) -> Any:
+    def _call(self, session: Session[Any]) -> Any:
         if self.request_type is None:
             return self.handler(session)
         request: Any = read_request(self.decode, self.request_type, session.io)

@@ -1,10 +1,14 @@
-"""The request shapes every kind's verbs share, with core's field names. Unknown keys are
-ignored and ``null`` stands for an absent value."""
+"""The request of every core verb, written once for every kind with core's field names, generic
+over what only a kind knows: how it writes a node's resource, a workload's resource and a
+workload's request. A kind binds them (``commands.gpu.requests``: ``AddNode[Resource]``), as
+the answers are bound (``projections.answers``). Unknown keys are ignored and ``null`` stands
+for an absent value; a key that spells a field in another case is refused
+(:class:`CaseStrict`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Annotated, Any
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, Generic, TypeVar
 
 import msgspec
 
@@ -18,11 +22,26 @@ DeployCount = Annotated[int, msgspec.Meta(ge=0, le=MAX_NODES)]
 """How many workloads one calculate-deploy places on one node."""
 
 
+N = TypeVar("N")
+"""A node's resource, as a request carries it (GPU: ``Resource``)."""
+A = TypeVar("A")
+"""What the set verbs' ``resource_request`` carries (GPU: ``ResourceRequest``)."""
+W = TypeVar("W")
+"""A workload's resource (what calculate-deploy answered for it)."""
+Q = TypeVar("Q")
+"""A workload's request (what core asks calculate-deploy to place)."""
+T = TypeVar("T")
+
+
 class NodeRequest(msgspec.Struct, kw_only=True):
+    """A request about one node (``remove-node``'s whole request)."""
+
     nodename: str | None = None
 
 
 class NodesRequest(msgspec.Struct, kw_only=True):
+    """A request about many nodes (``get-nodes-resource-info``'s whole request)."""
+
     nodenames: Nodenames | None = None
 
 
@@ -39,6 +58,88 @@ class MetricsNode(msgspec.Struct, kw_only=True):
 
 class Metrics(MetricsNode, kw_only=True):
     nodes: Annotated[list[MetricsNode], msgspec.Meta(max_length=MAX_NODES)] | None = None
+
+
+class AddNode(NodeRequest, Generic[N], kw_only=True):
+    resource: N | None = None
+    info: EngineInfo | None = None
+
+
+class CalculateDeploy(NodeRequest, Generic[Q], kw_only=True):
+    deploy_count: DeployCount = 0
+    workload_resource_request: Q | None = None
+
+
+class CalculateRealloc(NodeRequest, Generic[W, Q], kw_only=True):
+    workload_resource: W | None = None
+    workload_resource_request: Q | None = None
+
+
+class DeployCapacity(NodesRequest, Generic[Q], kw_only=True):
+    workload_resource: Q | None = None
+    """The request, despite its name (core's field)."""
+
+
+class SetCapacity(NodeRequest, Generic[N, A], kw_only=True):
+    resource: N | None = None
+    resource_request: A | None = None
+    delta: bool | None = False
+    incr: bool | None = False
+
+
+class SetUsage(SetCapacity[N, A], Generic[N, A, W], kw_only=True):
+    workloads_resource: Annotated[list[W | None], msgspec.Meta(max_length=MAX_WORKLOADS)] | None = (
+        None
+    )
+
+
+class NodeWorkloads(NodeRequest, Generic[W], kw_only=True):
+    """A node and the workloads core knows on it (get-node-resource-info, fix-node-resource)."""
+
+    workloads_resource: Annotated[list[W | None], msgspec.Meta(max_length=MAX_WORKLOADS)] | None = (
+        None
+    )
+
+
+class SetNodeInfo(NodeRequest, Generic[N], kw_only=True):
+    capacity: N | None = None
+    usage: N | None = None
+
+
+class CaseStrict:
+    """A kind's request decoder (``protocol.Decode``): msgspec's, and then a refusal of any key
+    that spells one of the kind's fields in another case (:func:`refuse_miscased`)."""
+
+    __slots__ = ("_fields", "opaque", "suspect")
+
+    def __init__(
+        self,
+        fields: Callable[[], Mapping[str, str]],
+        opaque: frozenset[str],
+        suspect: Callable[[bytes], bool],
+    ) -> None:
+        self._fields = fields
+        """Every field a request may hold, by its case-folded form (made on first need)."""
+        self.opaque = opaque
+        """Fields whose values' keys are data (products, paths), never fields."""
+        self.suspect = suspect
+        """A quick look at the bytes: false when no key can be mis-cased (most requests)."""
+
+    def fields(self) -> Mapping[str, str]:
+        return self._fields()
+
+    def __call__(self, raw: bytes, request_type: type[T]) -> T:
+        """``raw`` as ``request_type``; raises msgspec's errors, and ``ValidationError`` for a
+        key spelling a field in another case anywhere."""
+        decoded = msgspec.json.decode(raw, type=request_type)
+        if self.suspect(raw):
+            refuse_miscased(raw, self.fields(), self.opaque)
+        return decoded
+
+    def miscased(self, request: Any) -> tuple[str, str] | None:
+        """Where (path, key) a decoded request spells a field in another case, if anywhere."""
+        found = miscased(request, self.fields(), self.opaque)
+        return None if found is None else found[:2]
 
 
 def spellings(*types: type[msgspec.Struct]) -> dict[str, str]:

@@ -21,13 +21,13 @@ SAMPLES = {
 ``resource_extend.samples``) and what it is."""
 
 
-def sample(program: Plugin, name: str) -> str:
+def sample(plugin: Plugin, name: str) -> str:
     """The text of the sample called ``name``, this program's own where it differs."""
     import os
 
     import resource_extend.samples
 
-    file = program.fill(SAMPLES[name][0])
+    file = plugin.fill(SAMPLES[name][0])
     # A data-only folder, so a namespace package: importlib.resources.files() fails on the
     # entries an editable install adds to its path, hence a look in each real directory.
     for directory in resource_extend.samples.__path__:
@@ -53,9 +53,9 @@ def sample_config(what: str, listing: bool) -> None:
       {prog} sample-config dashboard > resource-extend-dashboard.json
       {prog} sample-config --list
     """
-    program = click_plugin()
+    plugin = click_plugin()
     if listing:
         for name, (file, about) in SAMPLES.items():
-            click.echo(f"{name:<10} {program.fill(file):<30} {program.fill(about)}")
+            click.echo(f"{name:<10} {plugin.fill(file):<30} {plugin.fill(about)}")
         return
-    click.echo(sample(program, what), nl=False)
+    click.echo(sample(plugin, what), nl=False)

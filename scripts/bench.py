@@ -38,7 +38,13 @@ from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.etcd import wire
 from resource_extend.ledger.etcd.transport import HttpTransport
 from resource_extend.ledger.store.keys import KeyLayout
-from resource_extend.projections.gpu.events import Event, Head, NodeAdded, UsageChanged, encode
+from resource_extend.projections.gpu.events import (
+    Event,
+    NodeAdded,
+    NodeRecord,
+    UsageChanged,
+    encode,
+)
 from resource_extend.projections.gpu.resources import Resource
 from scripts.bench_storage import storage_rows
 from tests.etcd_server import Cluster, etcdctl_binary
@@ -141,7 +147,9 @@ class Bench:
     def seed_upstream_heads(self, prefix: str, count: int) -> list[str]:
         """``count`` node records as the upstream plugin writes them, alone under ``prefix``."""
         names = [f"gpu-node-{i:05d}" for i in range(count)]
-        head = encode(Head(capacity=Resource.of({PRODUCT: 8}), usage=Resource.of({PRODUCT: 2})))
+        head = encode(
+            NodeRecord(capacity=Resource.of({PRODUCT: 8}), usage=Resource.of({PRODUCT: 2}))
+        )
         self.put_all([(KeyLayout(prefix).head(name), head) for name in names])
         return names
 
@@ -158,7 +166,7 @@ class Bench:
                 Event(seq=seq, at=at, verb="seed", op=f"s{seq}", change=UsageChanged(delta=delta))
             )
         usage = {PRODUCT: 1} if length % 2 == 0 else {}
-        head = Head(capacity=Resource.of(capacity), usage=Resource.of(usage), seq=length)
+        head = NodeRecord(capacity=Resource.of(capacity), usage=Resource.of(usage), seq=length)
         items = [(self.keys.event(node, e.seq), encode(e)) for e in events]
         self.put_all([*items, (self.keys.head(node), encode(head))])
 

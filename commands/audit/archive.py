@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import click
 import msgspec
+from msgspec import Struct
 
 from resource_extend.commands.protocol import Session, answered, report_failure, respond
 from resource_extend.ledger.config import Destination
@@ -34,7 +35,7 @@ def archive_option(command: F) -> F:
     )(command)
 
 
-def archive_dir(session: Session, given: str | None) -> str:
+def archive_dir(session: Session[Struct], given: str | None) -> str:
     """``--archive``, else the config's ``streams.archive_dir`` (empty: none)."""
     return given or session.config.streams.archive_dir
 
@@ -53,7 +54,10 @@ class Pass(msgspec.Struct):
 
 
 def archive_pass(
-    session: Session, directory: str, min_age: float, stopping: threading.Event | None = None
+    session: Session[Struct],
+    directory: str,
+    min_age: float,
+    stopping: threading.Event | None = None,
 ) -> Pass:
     """Compact every stream longer than half its bound into ``directory``, longest first, each
     etcd request with etcd.timeout of its own. ``stopping`` ends the pass between two
@@ -134,7 +138,7 @@ def _checked_directory(directory: str) -> str:
 )
 @answered
 def archive(
-    session: Session, archive: str | None, every: float | None, min_age: float | None
+    session: Session[Struct], archive: str | None, every: float | None, min_age: float | None
 ) -> Any:
     """Move old events out of etcd into one archive directory, keeping every stream at half
     its bound (streams.budget over the node count, at most streams.max_events), so core's own

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import click
+from msgspec import Struct
 
 from resource_extend.commands.audit.verify import named_nodes, nodes_or_all
 from resource_extend.commands.protocol import Session, answered, respond
@@ -45,7 +46,7 @@ from resource_extend.ledger.upkeep.compaction import compact as compact_node
 )
 @answered
 def compact(
-    session: Session,
+    session: Session[Struct],
     nodes: tuple[str, ...],
     every: bool,
     keep: int,

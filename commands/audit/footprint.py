@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 import msgspec
+from msgspec import Struct
 
 from resource_extend.commands.protocol import Session, answered
 from resource_extend.commands.tables import columns
@@ -17,7 +18,7 @@ from resource_extend.ledger.upkeep.footprint import etcd_footprint, measure
 @click.option("--top", default=10, show_default=True, help="How many of the largest streams.")
 @click.option("--json", "as_json_output", is_flag=True, help="Print one JSON object.")
 @answered
-def footprint(session: Session, top: int, as_json_output: bool) -> Any:
+def footprint(session: Session[Struct], top: int, as_json_output: bool) -> Any:
     """Show the plugin's share of etcd: its keys and bytes (node records and event streams),
     its largest streams, and the size of etcd's database against what is in use.
 

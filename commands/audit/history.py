@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 import msgspec
+from msgspec import Struct
 
 from resource_extend.commands.audit.archive import archive_dir, archive_option
 from resource_extend.commands.protocol import Session, answered
@@ -74,7 +75,7 @@ NOT_ADOPTED = (
 )
 
 
-def positions_of(session: Session, node: str) -> Positions[Any]:
+def positions_of(session: Session[Struct], node: str) -> Positions[Any]:
     """The node's stream, to read by position (empty for an upstream record not adopted
     yet); an error if the plugin has never known the node."""
     session.node = check_node_name(node)
@@ -92,8 +93,8 @@ class ChangeKind(click.ParamType):  # type: ignore[type-arg]  # generic in newer
 
     name = "kind"
 
-    def for_program(self, program: Plugin) -> click.Choice[str]:
-        return click.Choice(program.parts.view.KINDS)
+    def for_program(self, plugin: Plugin) -> click.Choice[str]:
+        return click.Choice(plugin.parts.view.KINDS)
 
 
 @click.command("history")
@@ -121,7 +122,7 @@ class ChangeKind(click.ParamType):  # type: ignore[type-arg]  # generic in newer
 @click.option("--json", "as_json_output", is_flag=True, help="Print a JSON array, oldest first.")
 @answered
 def history(
-    session: Session,
+    session: Session[Struct],
     node: str,
     since: audit.Point | None,
     until: audit.Point | None,
@@ -160,7 +161,7 @@ def history(
 @click.command("export")
 @click.argument("node")
 @answered
-def export(session: Session, node: str) -> Any:
+def export(session: Session[Struct], node: str) -> Any:
     """Print NODE's whole stream as JSON lines: one event per line, exactly as stored (each
     line decodes as an event, schema version included).
 

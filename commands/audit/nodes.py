@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 import msgspec
+from msgspec import Struct
 
 from resource_extend.commands.protocol import Session, answered
 from resource_extend.commands.tables import columns
@@ -17,7 +18,7 @@ from resource_extend.projections.changes import NodeRemoved
 @click.command("nodes")
 @click.option("--json", "as_json_output", is_flag=True, help="Print a JSON array of objects.")
 @answered
-def nodes(session: Session, as_json_output: bool) -> Any:
+def nodes(session: Session[Struct], as_json_output: bool) -> Any:
     """List every node the plugin knows: its capacity, usage and event stream.
 
     \b

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import click
+from msgspec import Struct
 
 from resource_extend.commands.audit.archive import archive_dir, archive_option
 from resource_extend.commands.audit.history import (
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 )
 @answered
 def show(
-    session: Session,
+    session: Session[Struct],
     node: str,
     point: audit.Point | None,
     archive: str | None,
@@ -88,7 +89,7 @@ def show(
 
 
 def archived(
-    session: Session, first: Event, point: audit.Point, archive: str | None
+    session: Session[Struct], first: Event, point: audit.Point, archive: str | None
 ) -> tuple[Event, Any]:
     """The event at ``point``, before the stream's ``first``, and the state after it, from the
     archive (``--archive``, which must hold it, or ``streams.archive_dir``, read if it does);

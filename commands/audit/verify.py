@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 import msgspec
+from msgspec import Struct
 
 from resource_extend.commands.audit.archive import archive_dir, archive_option
 from resource_extend.commands.protocol import Session, answered, respond
@@ -249,7 +250,7 @@ def _orphans(
             found.findings.append(f"orphaned exports (their events are in etcd): {names}")
 
 
-def streams_dir(session: Session) -> str:
+def streams_dir(session: Session[Struct]) -> str:
     """Where this host's compactions write when no archive is given (``StreamsConfig``)."""
     return session.config.streams.destination.directory
 
@@ -285,7 +286,7 @@ def streams_dir(session: Session) -> str:
 )
 @answered
 def verify(
-    session: Session,
+    session: Session[Struct],
     nodes: tuple[str, ...],
     every: bool,
     archive: str | None,

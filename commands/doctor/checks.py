@@ -25,14 +25,14 @@ if TYPE_CHECKING:
 CONFIG_CHECK = "config"
 
 
-def check_config(program: Plugin, explicit: str | None) -> tuple[Config | None, Finding]:
+def check_config(plugin: Plugin, explicit: str | None) -> tuple[Config | None, Finding]:
     """The config file: found, readable and valid; the config, when it is."""
-    path = config_files.config_path(explicit, program.config_file)
+    path = config_files.config_path(explicit, plugin.config_file)
     how = "--config" if explicit else f"${config_files.ENV_VAR}"
     if not explicit and not os.environ.get(config_files.ENV_VAR):
         how = "the default, in the working directory"
     try:
-        config = config_files.load(explicit, default=program.config_file)
+        config = config_files.load(explicit, default=plugin.config_file)
     except PluginError as exc:
         return None, fail(
             CONFIG_CHECK,
@@ -56,24 +56,24 @@ def check_config(program: Plugin, explicit: str | None) -> tuple[Config | None, 
     return config, ok(CONFIG_CHECK, summary)
 
 
-def every_finding(program: Plugin, explicit: str | None) -> list[Finding]:
+def every_finding(plugin: Plugin, explicit: str | None) -> list[Finding]:
     """Every check, in order: config, etcd (each endpoint, alarms, clock), the prefix, the
     export directory, the resident helper, and (resource-gpu only) the GPU driver and the
     container runtime."""
-    config, found = check_config(program, explicit)
+    config, found = check_config(plugin, explicit)
     findings = [found]
     if config is None:
         checks = ("etcd", "prefix", "exports")
         findings += [not_checked(check, "no valid config") for check in checks]
     else:
         probed = etcd.EtcdFindings()
-        findings += guarded(program, "etcd", lambda: etcd.check_etcd(program, config, probed))
+        findings += guarded(plugin, "etcd", lambda: etcd.check_etcd(plugin, config, probed))
         if probed.reachable:
-            findings += guarded(program, "prefix", lambda: prefix.check_prefix(program, explicit))
+            findings += guarded(plugin, "prefix", lambda: prefix.check_prefix(plugin, explicit))
         else:
             findings.append(not_checked("prefix", "no etcd endpoint passed its check"))
-        findings += guarded(program, "exports", lambda: host.check_exports(config))
-    findings += guarded(program, "helper", lambda: host.check_helper(program, explicit, config))
-    if program.kind == "gpu":
-        findings += guarded(program, "gpu driver", lambda: host.check_gpu_host(program))
+        findings += guarded(plugin, "exports", lambda: host.check_exports(config))
+    findings += guarded(plugin, "helper", lambda: host.check_helper(plugin, explicit, config))
+    if plugin.kind == "gpu":
+        findings += guarded(plugin, "gpu driver", lambda: host.check_gpu_host(plugin))
     return findings

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 import msgspec
+from msgspec import Struct
 
 from resource_extend.commands.doctor.checks import every_finding
 from resource_extend.commands.protocol import Session, answered, click_config, respond
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     help='Print [{"check", "status", "message", "fix"}, ...] instead of a table.',
 )
 @answered
-def doctor(session: Session, as_json_output: bool) -> Any:
+def doctor(session: Session[Struct], as_json_output: bool) -> Any:
     """Check this host's set-up, one finding per line: ok, warn or fail, what was seen, and
     under each warn or fail the fix.
 
@@ -66,8 +67,8 @@ def doctor(session: Session, as_json_output: bool) -> Any:
       {prog} --config /etc/eru/plugins/{config} doctor --json
     """
 
-    program = session.plugin
-    findings = [found.filled(program) for found in every_finding(program, click_config())]
+    plugin = session.plugin
+    findings = [found.filled(plugin) for found in every_finding(plugin, click_config())]
     answer = _as_json(findings) if as_json_output else table(findings)
     failed = [found.check for found in findings if found.status == "fail"]
     if not failed:

@@ -92,11 +92,11 @@ class _Version(msgspec.Struct):
     etcdserver: str = ""
 
 
-def check_etcd(program: Plugin, config: Config, probed: EtcdFindings) -> list[Finding]:
+def check_etcd(plugin: Plugin, config: Config, probed: EtcdFindings) -> list[Finding]:
     """Each endpoint, then the alarms and the members (asked of the first that answered),
     then the clock."""
     settings = config.etcd
-    root = KeyLayout(settings.prefix, program.kind).root
+    root = KeyLayout(settings.prefix, plugin.kind).root
     probes = [probe(settings, index, root) for index in range(len(settings.machines))]
     answering = [p for p in probes if p.answered]
     probed.reachable = bool(answering)

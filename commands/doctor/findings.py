@@ -25,10 +25,10 @@ class Finding(msgspec.Struct, frozen=True):
     fix: str = ""
     """What to run or change; empty when the finding is ok."""
 
-    def filled(self, program: Plugin) -> Finding:
+    def filled(self, plugin: Plugin) -> Finding:
         """The finding as ``program`` says it: its ``{prog}``, ``{config}`` and so on filled
         (checks are written once for both programs)."""
-        return Finding(self.check, self.status, program.fill(self.message), program.fill(self.fix))
+        return Finding(self.check, self.status, plugin.fill(self.message), plugin.fill(self.fix))
 
 
 def ok(check: str, message: str) -> Finding:
@@ -47,14 +47,14 @@ def not_checked(check: str, because: str) -> Finding:
     return warn(check, f"not checked: {because}", "fix the failure listed above, then run again")
 
 
-def guarded(program: Plugin, check: str, run: Callable[[], list[Finding]]) -> list[Finding]:
+def guarded(plugin: Plugin, check: str, run: Callable[[], list[Finding]]) -> list[Finding]:
     """``run``'s findings; a failure it raises is a finding too, so the next check runs."""
     try:
         return run()
     except PluginError as exc:
         reason = exc.reason
     except Exception as exc:  # a bug in a check must not hide the other findings
-        if debugging(program):
+        if debugging(plugin):
             raise
         reason = f"internal error: {type(exc).__name__}: {exc}"
     return [fail(check, f"the check itself failed: {reason}", "{PROG}_DEBUG=1 shows its traceback")]

@@ -59,11 +59,11 @@ def check_exports(config: Config) -> list[Finding]:
     return [ok("exports", f"compactions write exports to {folder}{made}")]
 
 
-def check_helper(program: Plugin, explicit: str | None, config: Config | None) -> list[Finding]:
+def check_helper(plugin: Plugin, explicit: str | None, config: Config | None) -> list[Finding]:
     """The runtime directory, every socket in it, and the helper for this config."""
     check = "helper"
     try:
-        directory, path = rundir.open_private(program.name, create=False)
+        directory, path = rundir.open_private(plugin.name, create=False)
     except rundir.Untrusted as exc:
         return [
             fail(
@@ -74,11 +74,11 @@ def check_helper(program: Plugin, explicit: str | None, config: Config | None) -
             )
         ]
     except OSError:
-        if reason := rundir.unwritable(program.name):
+        if reason := rundir.unwritable(plugin.name):
             return [_unwritable(reason)]
-        wanted = _wanted(program, config)
+        wanted = _wanted(plugin, config)
         return [ok(check, f"none running ({wanted}); no runtime directory yet")]
-    if reason := rundir.unwritable(program.name):
+    if reason := rundir.unwritable(plugin.name):
         os.close(directory)
         return [_unwritable(reason)]
     findings: list[Finding] = []
@@ -88,10 +88,10 @@ def check_helper(program: Plugin, explicit: str | None, config: Config | None) -
             findings += _socket_findings(directory, os.path.join(path, name), name)
     finally:
         os.close(directory)
-    config_file = resident.config_file(program, explicit)
+    config_file = resident.config_file(plugin, explicit)
     ours = resident.socket_name(config_file) if config_file else None
     code = resident.code_identity()
-    seen = [helper.look(program.name, n) for n in names if not _is_failed(findings, n)]
+    seen = [helper.look(plugin.name, n) for n in names if not _is_failed(findings, n)]
     try:
         found = None
         for one in seen:
@@ -104,7 +104,7 @@ def check_helper(program: Plugin, explicit: str | None, config: Config | None) -
                 found = status
             elif status is not None and status.get("code") != code:
                 findings.append(_old_code(one.name, status, code))
-        findings.insert(0, _ours(program, check, found, config, config_file, code))
+        findings.insert(0, _ours(plugin, check, found, config, config_file, code))
     finally:
         for one in seen:
             if one.link is not None:
@@ -122,8 +122,8 @@ def _unwritable(reason: str) -> Finding:
     )
 
 
-def _wanted(program: Plugin, config: Config | None) -> str:
-    if resident.turned_off(program):
+def _wanted(plugin: Plugin, config: Config | None) -> str:
+    if resident.turned_off(plugin):
         return "${PROG}_RESIDENT turns it off"
     if config is None:
         return "the config is not valid"
@@ -131,7 +131,7 @@ def _wanted(program: Plugin, config: Config | None) -> str:
 
 
 def _ours(
-    program: Plugin,
+    plugin: Plugin,
     check: str,
     status: dict[str, Any] | None,
     config: Config | None,
@@ -141,7 +141,7 @@ def _ours(
     if status is None:
         starts = " (the next core call starts one)" if config and config.resident else ""
         shown = config_file or "this config"
-        return ok(check, f"none running for {shown}: {_wanted(program, config)}{starts}")
+        return ok(check, f"none running for {shown}: {_wanted(plugin, config)}{starts}")
     return ok(
         check,
         f"running for {status.get('config')}: pid {status.get('pid')}, {{prog}} "
@@ -201,7 +201,7 @@ def _who(mode: int) -> str:
     )
 
 
-def check_gpu_host(program: Plugin) -> list[Finding]:
+def check_gpu_host(plugin: Plugin) -> list[Finding]:
     """The NVIDIA driver (``nvidia-smi`` answers), then the container runtime; a host with no
     ``nvidia-smi`` is not a GPU host, and has nothing to check."""
     check = "gpu driver"
@@ -227,7 +227,7 @@ def check_gpu_host(program: Plugin) -> list[Finding]:
         f"{', '.join(drivers) or 'unknown'}",
     )
     tools = [tool for tool in RUNTIME_TOOLS if shutil.which(tool)]
-    path = os.environ.get(program.env("DOCKER_DAEMON_JSON")) or DAEMON_JSON
+    path = os.environ.get(plugin.env("DOCKER_DAEMON_JSON")) or DAEMON_JSON
     text, unreadable = _read_text(path)
     return [found, container_runtime(tools, path, text, unreadable)]
 

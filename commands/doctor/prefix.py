@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+from msgspec import Struct
 
 from resource_extend.commands.doctor.findings import Finding, fail, ok, warn
 from resource_extend.commands.protocol import Session
@@ -38,8 +39,8 @@ SHOWN = 5
 """Node names a message lists before "and N more"."""
 
 
-def check_prefix(program: Plugin, explicit: str | None) -> list[Finding]:
-    session = Session(program, explicit)
+def check_prefix(plugin: Plugin, explicit: str | None) -> list[Finding]:
+    session: Session[Struct] = Session(plugin, explicit)
     try:
         store = session.store
         store.etcd.budget_per_request()  # the listing and the folds outlast one call's budget

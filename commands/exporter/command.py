@@ -7,6 +7,7 @@ import threading
 from typing import Any
 
 import click
+from msgspec import Struct
 
 from resource_extend.commands.exporter.listen import DEFAULT_HOST, Address, parse_listen
 from resource_extend.commands.program import installed_version
@@ -66,7 +67,11 @@ def listen_address(ctx: click.Context, _: click.Parameter, value: str | None) ->
 )
 @answered
 def exporter(
-    session: Session, address: Address, every: float, stale_after: float | None, verify_every: float
+    session: Session[Struct],
+    address: Address,
+    every: float,
+    stale_after: float | None,
+    verify_every: float,
 ) -> Any:
     """Serve the ledger's metrics to Prometheus on http://HOST:PORT/metrics, until stopped
     (SIGTERM or SIGINT: the server closes, the background jobs end, exit status 0).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from resource_extend.commands.gpu import requests, verb
+from resource_extend.commands.gpu import Session, requests, verb
 from resource_extend.commands.gpu.answers import node_resources, workloads_sum
 from resource_extend.commands.nodes import (
     metrics_of,
@@ -13,27 +13,16 @@ from resource_extend.commands.nodes import (
     read_states,
     resource_info_map,
 )
-from resource_extend.commands.protocol import Session
 from resource_extend.ledger.model.names import check_node_name
 from resource_extend.projections import answers
 from resource_extend.projections.gpu import capacity, metrics
 from resource_extend.projections.gpu.diffs import usage_diffs
-from resource_extend.projections.gpu.node import NodeState
 from resource_extend.projections.gpu.resources import (
     Resource,
     held_cards,
     positive_cards,
     signed_cards,
 )
-
-
-def _state(session: Session, node: str) -> NodeState:
-    state: NodeState = read_state(session, node)
-    return state
-
-
-def _states(session: Session, names: list[str]) -> dict[str, NodeState]:
-    return read_states(session, names)
 
 
 @verb(requests.CalculateDeploy)
@@ -51,7 +40,7 @@ def calculate_deploy(
     """
     node = check_node_name(request.nodename)
     wanted = positive_cards(request.workload_resource_request, "workload_resource_request")
-    plan = capacity.plan_deploy(node, _state(session, node), wanted, request.deploy_count)
+    plan = capacity.plan_deploy(node, read_state(session, node), wanted, request.deploy_count)
     entries = [Resource.of(c) for c in plan]
     return answers.DeployPlans(engines_params=entries, workloads_resource=entries)
 
@@ -73,7 +62,7 @@ def calculate_realloc(
     node = check_node_name(request.nodename)
     current = held_cards(request.workload_resource, "workload_resource")
     change = signed_cards(request.workload_resource_request, "workload_resource_request")
-    plan = capacity.plan_realloc(node, _state(session, node), current, change)
+    plan = capacity.plan_realloc(node, read_state(session, node), current, change)
     new = Resource.of(plan.new)
     return answers.ReallocPlan(
         engine_params=new, workload_resource=new, delta_resource=Resource.of(plan.delta)
@@ -97,14 +86,14 @@ def get_nodes_deploy_capacity(
     """
     names = node_names(request.nodenames)
     wanted = positive_cards(request.workload_resource, "workload_resource")
-    states = _states(session, names).items()
+    states = read_states(session, names).items()
     return answers.nodes_deploy_capacity(
         (node, capacity.deploy_capacity(state, wanted)) for node, state in states
     )
 
 
-@verb(requests.NodeResourceInfo)
-def get_node_resource_info(request: requests.NodeResourceInfo, session: Session) -> Any:
+@verb(requests.NodeWorkloads)
+def get_node_resource_info(request: requests.NodeWorkloads, session: Session) -> Any:
     """A node's capacity and usage, with every way usage disagrees with its workloads.
 
     \b
@@ -141,7 +130,7 @@ def get_most_idle_node(request: requests.NodesRequest, session: Session) -> answ
     A node without cards counts as idle (0); on a tie the first by name wins. An unknown node
     is an error.
     """
-    states = _states(session, node_names(request.nodenames))
+    states = read_states(session, node_names(request.nodenames))
     return answers.MostIdle(nodename=capacity.most_idle(states), priority=capacity.IDLE_PRIORITY)
 
 

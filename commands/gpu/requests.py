@@ -1,23 +1,21 @@
-"""The request of every core verb, with core's field names. Unknown keys are ignored and
-``null`` stands for an absent value everywhere, with one exception: a key that spells a field
-of ``R`` in another case (``Prod_Count_Map``) is refused (:func:`decode`)."""
+"""resource-gpu's requests: the shapes of ``commands.requests`` with a GPU map, ``R``
+(``{"prod_count_map": {"<product>": <count>}}``), wherever a resource goes. A key that spells
+``prod_count_map`` in another case (``Prod_Count_Map``) is refused (:data:`decode`)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, TypeVar
-
 import msgspec
 
-from resource_extend.commands import requests as shared
+from resource_extend.commands import requests as shapes
 from resource_extend.commands.requests import (
-    MAX_WORKLOADS,
-    DeployCount,
+    CaseStrict,
     EngineInfo,
     Metrics,
     MetricsNode,
     NodeRequest,
     NodesRequest,
 )
+from resource_extend.projections.gpu.resources import Count, Product, Resource
 
 __all__ = [  # the shared shapes too: a verb finds every request of its kind here
     "AddNode",
@@ -28,45 +26,17 @@ __all__ = [  # the shared shapes too: a verb finds every request of its kind her
     "Metrics",
     "MetricsNode",
     "NodeRequest",
-    "NodeResourceInfo",
+    "NodeWorkloads",
     "NodesRequest",
     "ResourceRequest",
     "SetCapacity",
     "SetNodeInfo",
     "SetUsage",
     "decode",
-    "miscased",
 ]
-from resource_extend.projections.gpu.resources import Count, Product, Resource
 
-T = TypeVar("T")
 FIELD = "prod_count_map"
 """The one field of ``R``."""
-_FIELDS = {FIELD: FIELD}
-_FIELDS_OPAQUE = frozenset(_FIELDS)
-"""The field whose mis-casing :func:`decode` refuses, and whose values (product maps) it does
-not look into: their keys are products."""
-
-Workloads = Annotated[list[Resource | None], msgspec.Meta(max_length=MAX_WORKLOADS)]
-
-
-class CalculateDeploy(NodeRequest, kw_only=True):
-    deploy_count: DeployCount = 0
-    workload_resource_request: Resource | None = None
-
-
-class CalculateRealloc(NodeRequest, kw_only=True):
-    workload_resource: Resource | None = None
-    workload_resource_request: Resource | None = None
-
-
-class AddNode(NodeRequest, kw_only=True):
-    resource: Resource | None = None
-    info: EngineInfo | None = None
-
-
-class DeployCapacity(NodesRequest, kw_only=True):
-    workload_resource: Resource | None = None
 
 
 class ResourceRequest(msgspec.Struct):
@@ -84,43 +54,21 @@ class ResourceRequest(msgspec.Struct):
         return Resource(prod_count_map=None if cards is msgspec.UNSET else cards)
 
 
-class SetCapacity(NodeRequest, kw_only=True):
-    resource: Resource | None = None
-    resource_request: ResourceRequest | None = None
-    delta: bool | None = False
-    incr: bool | None = False
-
-
-class SetUsage(SetCapacity, kw_only=True):
-    workloads_resource: Workloads | None = None
-
-
-class NodeResourceInfo(NodeRequest, kw_only=True):
-    workloads_resource: Workloads | None = None
-
-
-class SetNodeInfo(NodeRequest, kw_only=True):
-    capacity: Resource | None = None
-    usage: Resource | None = None
-
-
-def decode(raw: bytes, request_type: type[T]) -> T:
-    """``raw`` as ``request_type``; raises msgspec's errors, and ``ValidationError`` for a key
-    that spells ``prod_count_map`` in another case anywhere (see :func:`miscased`)."""
-    decoded = msgspec.json.decode(raw, type=request_type)
-    if _may_spell_field_otherwise(raw):
-        shared.refuse_miscased(raw, _FIELDS, _FIELDS_OPAQUE)
-    return decoded
+AddNode = shapes.AddNode[Resource]
+CalculateDeploy = shapes.CalculateDeploy[Resource]
+CalculateRealloc = shapes.CalculateRealloc[Resource, Resource]
+DeployCapacity = shapes.DeployCapacity[Resource]
+SetCapacity = shapes.SetCapacity[Resource, ResourceRequest]
+SetUsage = shapes.SetUsage[Resource, ResourceRequest, Resource]
+NodeWorkloads = shapes.NodeWorkloads[Resource]
+SetNodeInfo = shapes.SetNodeInfo[Resource]
 
 
 def _may_spell_field_otherwise(raw: bytes) -> bool:
-    """A quick look at the bytes: only these requests need :func:`miscased`'s full walk."""
+    """Only these requests need the full walk: the field's letters in another case, or an
+    escape that may hide them."""
     return raw.lower().count(FIELD.encode()) != raw.count(FIELD.encode()) or b"\\u" in raw
 
 
-def miscased(request: Any) -> tuple[str, str] | None:
-    """Where (path, key) a decoded request spells ``prod_count_map`` in another case, if
-    anywhere (:func:`commands.requests.miscased`); product maps are not looked into: their
-    keys are products."""
-    found = shared.miscased(request, _FIELDS, _FIELDS_OPAQUE)
-    return None if found is None else found[:2]
+decode = CaseStrict(lambda: {FIELD: FIELD}, frozenset({FIELD}), _may_spell_field_otherwise)
+"""Reads a GPU request; product maps are not looked into: their keys are products."""

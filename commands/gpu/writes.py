@@ -6,16 +6,15 @@ from typing import Any
 
 import msgspec
 
-from resource_extend.commands.gpu import requests, verb
+from resource_extend.commands.gpu import Session, requests, verb
 from resource_extend.commands.gpu.answers import node_resources, workloads_sum
-from resource_extend.commands.protocol import Session
+from resource_extend.commands.nodes import present
 from resource_extend.ledger.model.errors import InvalidRequest
 from resource_extend.ledger.model.names import check_node_name
 from resource_extend.projections.answers import BeforeAfter, NodeResourceInfo
 from resource_extend.projections.gpu import cards, decide
 from resource_extend.projections.gpu.cards import Cards
 from resource_extend.projections.gpu.events import UsageRebuilt
-from resource_extend.projections.gpu.node import NodeState
 from resource_extend.projections.gpu.resources import (
     Resource,
     held_cards,
@@ -122,7 +121,7 @@ def set_node_resource_capacity(
         node,
         lambda s: decide.set_capacity(node, s, given, delta=delta, incr=bool(request.incr)),
     )
-    return _before_after(_existing(appended.before).capacity, _existing(appended.after).capacity)
+    return _before_after(present(appended.before).capacity, present(appended.after).capacity)
 
 
 @verb(requests.SetUsage)
@@ -161,7 +160,7 @@ def set_node_resource_usage(request: requests.SetUsage, session: Session) -> Bef
             incr=bool(request.incr),
         ),
     )
-    return _before_after(_existing(appended.before).usage, _existing(appended.after).usage)
+    return _before_after(present(appended.before).usage, present(appended.after).usage)
 
 
 @verb(requests.SetNodeInfo)
@@ -179,9 +178,9 @@ def set_node_resource_info(request: requests.SetNodeInfo, session: Session) -> d
     return {}
 
 
-@verb(requests.NodeResourceInfo)
+@verb(requests.NodeWorkloads)
 def fix_node_resource(
-    request: requests.NodeResourceInfo, session: Session
+    request: requests.NodeWorkloads, session: Session
 ) -> NodeResourceInfo[Resource]:
     """Rebuild a node's usage from the workloads core knows on it.
 
@@ -198,9 +197,4 @@ def fix_node_resource(
     appended = session.append(node, lambda s: decide.rebuild_usage(node, s, held))
     rebuilt = [e.change for e in appended.events if isinstance(e.change, UsageRebuilt)]
     diffs = rebuilt[0].diffs if rebuilt else []
-    return NodeResourceInfo(**node_resources(_existing(appended.after)), diffs=diffs)
-
-
-def _existing(state: NodeState | None) -> NodeState:
-    assert state is not None, "a verb that requires the node returned without it"
-    return state
+    return NodeResourceInfo(**node_resources(present(appended.after)), diffs=diffs)

@@ -65,16 +65,16 @@ PACKAGES = ("commands", "ledger", "projections")
 HELPER_MODULE = "resource_extend.commands.resident.daemon"
 
 
-def turned_off(program: Plugin) -> bool:
+def turned_off(plugin: Plugin) -> bool:
     """Off by the environment: ``RESOURCE_GPU_RESIDENT=0`` (``RESOURCE_STORAGE_RESIDENT=0``),
     or debugging (tracebacks belong to the process that runs the verb)."""
-    off = os.environ.get(program.env("RESIDENT"), "1") in ("0", "off", "false")
-    return off or debugging(program)
+    off = os.environ.get(plugin.env("RESIDENT"), "1") in ("0", "off", "false")
+    return off or debugging(plugin)
 
 
-def config_file(program: Plugin, explicit: str | None) -> str | None:
+def config_file(plugin: Plugin, explicit: str | None) -> str | None:
     """The config file a call would read, as an absolute path, if it is a regular file."""
-    path = explicit or os.environ.get("ERU_RESOURCE_CONFIG_PATH") or program.config_file
+    path = explicit or os.environ.get("ERU_RESOURCE_CONFIG_PATH") or plugin.config_file
     try:
         path = os.path.abspath(path)  # the working directory may be gone
         return path if os.path.isfile(path) else None
@@ -132,15 +132,15 @@ class Outcome:
         return Resume(op=self.sent[0], after=self.sent[1])
 
 
-def call(program: Plugin, verb: str, config: str | None) -> Outcome:
+def call(plugin: Plugin, verb: str, config: str | None) -> Outcome:
     """Send the call to ``program``'s resident helper, if one serves this config; relay its
     answer."""
-    if turned_off(program):
+    if turned_off(plugin):
         return Outcome(None)
-    path = config_file(program, config)
+    path = config_file(plugin, config)
     if path is None:
         return Outcome(None)
-    link = Link.connect(program.name, socket_name(path))
+    link = Link.connect(plugin.name, socket_name(path))
     if link is None:
         return Outcome(None)
     stdin = sys.stdin.buffer.read(MAX_REQUEST_BYTES + 1)
@@ -342,13 +342,13 @@ def _pidfd(pid: int) -> int | None:
         return None
 
 
-def start_if_wanted(program: Plugin, config: str | None) -> None:
+def start_if_wanted(plugin: Plugin, config: str | None) -> None:
     """After a call that worked here: start a helper if the config wants one. Never fails:
     the call has answered. A call that failed starts none, so a broken config, a wrong
     endpoint or an etcd away leaves no helper behind to idle out."""
-    if turned_off(program):
+    if turned_off(plugin):
         return
-    path = config_file(program, config)
+    path = config_file(plugin, config)
     if path is None:
         return
     try:
@@ -358,7 +358,7 @@ def start_if_wanted(program: Plugin, config: str | None) -> None:
     except Exception:
         return
     if wanted:
-        start(program.name, path)
+        start(plugin.name, path)
 
 
 def start(program: str, config_path: str) -> None:

@@ -421,7 +421,7 @@ class Helper:
                 raise PluginError("the caller went away before the write was sent", node=node)
 
         io_ = CallIO(io.BytesIO(stdin), out, err)
-        session = Session(
+        session: Session[Any] = Session(
             self.plugin, config_path, io_, write_hook=ask_to_write, caller=self._caller
         )
         try:

@@ -3,11 +3,14 @@ kind is ``projections.storage.plugin.PLUGIN``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import functools
 
 from resource_extend.commands import protocol
 from resource_extend.commands.storage import requests
+from resource_extend.projections.storage.state import NodeState
+
+Session = protocol.Session[NodeState]
+"""A session of this kind: its store holds ``NodeState``."""
 
 REQUEST_EPILOG = (
     'R is a node resource, {"volumes": {"/data0": <bytes>}, "disks": [{"device", "mounts", '
@@ -24,7 +27,6 @@ REQUEST_EPILOG = (
 )
 
 
-def verb(request_type: type[Any] | None = None) -> Callable[[Callable[..., Any]], protocol.Verb]:
-    """A storage core verb: its request read by ``requests.decode`` (a mis-cased field is
-    refused), its help ending with what R is."""
-    return protocol.verb(request_type, decode=requests.decode, epilog=REQUEST_EPILOG)
+verb = functools.partial(protocol.verb, decode=requests.decode, epilog=REQUEST_EPILOG)
+"""A core verb of this kind (``protocol.verb``): its request read by ``requests.decode``, its
+help ending with what R is."""

@@ -11,8 +11,7 @@ from resource_extend.commands.nodes import (
     read_states,
     resource_info_map,
 )
-from resource_extend.commands.protocol import Session
-from resource_extend.commands.storage import requests, verb
+from resource_extend.commands.storage import Session, requests, verb
 from resource_extend.ledger.model.names import check_node_name
 from resource_extend.projections.answers import MostIdle, NodeResourceInfo
 from resource_extend.projections.metrics import Metric
@@ -21,20 +20,10 @@ from resource_extend.projections.storage.requests import (
     workload_request,
 )
 from resource_extend.projections.storage.resources import WorkloadResource
-from resource_extend.projections.storage.state import NodeState
 
 IDLE_PRIORITY = 1
 """get-most-idle-node's priority: below cpumem's and GPU's 100, so storage never picks the
 build node (upstream's answer)."""
-
-
-def _state(session: Session, node: str) -> NodeState:
-    state: NodeState = read_state(session, node)
-    return state
-
-
-def _states(session: Session, names: list[str]) -> dict[str, NodeState]:
-    return read_states(session, names)
 
 
 def _bound(session: Session) -> int:
@@ -62,7 +51,7 @@ def calculate_deploy(request: requests.CalculateDeploy, session: Session) -> Any
 
     node = check_node_name(request.nodename)
     wanted = workload_request(request.workload_resource_request)
-    state = _state(session, node)
+    state = read_state(session, node)
     return plan(state.capacity, state.usage, wanted, request.deploy_count, _bound(session))
 
 
@@ -85,7 +74,7 @@ def calculate_realloc(request: requests.CalculateRealloc, session: Session) -> A
     node = check_node_name(request.nodename)
     asked = parse_workload_request(request.workload_resource_request)
     current = request.workload_resource or WorkloadResource()
-    state = _state(session, node)
+    state = read_state(session, node)
     return plan(state.capacity, state.usage, current, asked)
 
 
@@ -107,13 +96,13 @@ def get_nodes_deploy_capacity(request: requests.DeployCapacity, session: Session
 
     names = node_names(request.nodenames)
     wanted = workload_request(request.workload_resource)
-    states = _states(session, names)
+    states = read_states(session, names)
     nodes = ((name, state.capacity, state.usage) for name, state in states.items())
     return nodes_deploy_capacity(nodes, wanted, _bound(session))
 
 
-@verb(requests.NodeResourceInfo)
-def get_node_resource_info(request: requests.NodeResourceInfo, session: Session) -> Any:
+@verb(requests.NodeWorkloads)
+def get_node_resource_info(request: requests.NodeWorkloads, session: Session) -> Any:
     """A node's capacity and usage, with every way usage disagrees with its workloads.
 
     \b
@@ -127,7 +116,7 @@ def get_node_resource_info(request: requests.NodeResourceInfo, session: Session)
     from resource_extend.projections.storage.views import state_json
 
     node = check_node_name(request.nodename)
-    state: NodeState | None = session.store.records.read(node).state
+    state = session.store.records.read(node).state
     if state is None:
         return None
     diffs = node_diffs(node, state, request.workloads_resource or [])

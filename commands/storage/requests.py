@@ -1,28 +1,25 @@
-"""The request of every core verb as resource-storage reads it, with core's field names.
+"""resource-storage's requests: the shapes of ``commands.requests`` with storage's resources.
 
-Unknown keys are ignored and ``null`` stands for an absent value, but a key that spells a
-field in another case (``Storage_Request``) is refused (:func:`decode`). A node's resource may
-come in either of its two forms (``{"volumes": ["/data0:1T"], "storage": "1T"}`` as an
-operator types it, or the stored form core hands back), so those fields stay raw until the
-verb reads them (``projections.storage.node_requests``); everything else is typed here.
+A node's resource may come in either of its two forms (``{"volumes": ["/data0:1T"], "storage":
+"1T"}`` as an operator types it, or the stored form core hands back), so those fields stay raw
+until the verb reads them (``projections.storage.node_requests``); everything else is typed
+here. A key that spells a field in another case (``Storage_Request``) is refused
+(:data:`decode`).
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Annotated, Any, TypeVar
+from typing import Any
 
-import msgspec
-
+from resource_extend.commands import requests as shapes
 from resource_extend.commands.requests import (
-    MAX_WORKLOADS,
-    DeployCount,
+    CaseStrict,
     EngineInfo,
     Metrics,
     MetricsNode,
     NodeRequest,
     NodesRequest,
-    refuse_miscased,
     spellings,
 )
 from resource_extend.projections.storage.disks import Disk
@@ -31,51 +28,34 @@ from resource_extend.projections.storage.requests import WorkloadRequestWire
 from resource_extend.projections.storage.resources import NodeResource, WorkloadResource
 from resource_extend.projections.storage.stored import exactly_spelled
 
-T = TypeVar("T")
+__all__ = [
+    "AddNode",
+    "CalculateDeploy",
+    "CalculateRealloc",
+    "DeployCapacity",
+    "EngineInfo",
+    "Metrics",
+    "MetricsNode",
+    "NodeRequest",
+    "NodeWorkloads",
+    "NodesRequest",
+    "SetCapacity",
+    "SetNodeInfo",
+    "SetUsage",
+    "decode",
+]
 
-Workloads = Annotated[list[WorkloadResource | None], msgspec.Meta(max_length=MAX_WORKLOADS)]
 NodeForm = Any
 """A node resource in the request form or the stored form, read by the verb."""
 
-
-class AddNode(NodeRequest, kw_only=True):
-    resource: NodeForm = None
-    info: EngineInfo | None = None
-
-
-class CalculateDeploy(NodeRequest, kw_only=True):
-    deploy_count: DeployCount = 0
-    workload_resource_request: WorkloadRequestWire | None = None
-
-
-class CalculateRealloc(NodeRequest, kw_only=True):
-    workload_resource: WorkloadResource | None = None
-    workload_resource_request: WorkloadRequestWire | None = None
-
-
-class DeployCapacity(NodesRequest, kw_only=True):
-    workload_resource: WorkloadRequestWire | None = None
-    """The request, despite its name (core's field)."""
-
-
-class SetCapacity(NodeRequest, kw_only=True):
-    resource: NodeForm = None
-    resource_request: NodeForm = None
-    delta: bool | None = False
-    incr: bool | None = False
-
-
-class SetUsage(SetCapacity, kw_only=True):
-    workloads_resource: Workloads | None = None
-
-
-class NodeResourceInfo(NodeRequest, kw_only=True):
-    workloads_resource: Workloads | None = None
-
-
-class SetNodeInfo(NodeRequest, kw_only=True):
-    capacity: NodeForm = None
-    usage: NodeForm = None
+AddNode = shapes.AddNode[NodeForm]
+CalculateDeploy = shapes.CalculateDeploy[WorkloadRequestWire]
+CalculateRealloc = shapes.CalculateRealloc[WorkloadResource, WorkloadRequestWire]
+DeployCapacity = shapes.DeployCapacity[WorkloadRequestWire]
+SetCapacity = shapes.SetCapacity[NodeForm, NodeForm]
+SetUsage = shapes.SetUsage[NodeForm, NodeForm, WorkloadResource]
+NodeWorkloads = shapes.NodeWorkloads[WorkloadResource]
+SetNodeInfo = shapes.SetNodeInfo[NodeForm]
 
 
 @functools.cache
@@ -92,29 +72,5 @@ def fields() -> dict[str, str]:
 OPAQUE = frozenset({"volumes", "volume_plan_request", "volume_plan_limit", "Resources"})
 """Fields whose values' keys are data (paths, bindings, plugin names), never fields."""
 
-
-def decode(raw: bytes, request_type: type[T]) -> T:
-    """``raw`` as ``request_type``; raises msgspec's errors, and ``ValidationError`` for a key
-    spelling a field in another case anywhere (:func:`commands.requests.refuse_miscased`)."""
-    decoded = msgspec.json.decode(raw, type=request_type)
-    if not exactly_spelled(raw):
-        refuse_miscased(raw, fields(), OPAQUE)
-    return decoded
-
-
-__all__ = [
-    "AddNode",
-    "CalculateDeploy",
-    "CalculateRealloc",
-    "DeployCapacity",
-    "EngineInfo",
-    "Metrics",
-    "MetricsNode",
-    "NodeRequest",
-    "NodeResourceInfo",
-    "NodesRequest",
-    "SetCapacity",
-    "SetNodeInfo",
-    "SetUsage",
-    "decode",
-]
+decode = CaseStrict(fields, OPAQUE, lambda raw: not exactly_spelled(raw))
+"""Reads a storage request."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from resource_extend.commands.protocol import Session
-from resource_extend.commands.storage import requests, verb
+from resource_extend.commands.nodes import present
+from resource_extend.commands.storage import Session, requests, verb
 from resource_extend.ledger.model.names import check_node_name
 from resource_extend.projections.answers import BeforeAfter, NodeResourceInfo
 from resource_extend.projections.storage import decide
@@ -21,9 +21,9 @@ ENGINE_INFO_KEY = "storage"
 """Where a VM engine's node report carries its volumes and storage (stored form, base64)."""
 
 
-def _state(state: NodeState | None) -> dict[str, Any]:
-    assert state is not None, "a verb that requires the node returned without it"
-    return state_json(state)
+def _shown(state: NodeState | None) -> dict[str, Any]:
+    """A node's state a verb required, as its answers show it."""
+    return state_json(present(state))
 
 
 def _given(request: requests.SetCapacity) -> Given | None:
@@ -52,7 +52,7 @@ def add_node(request: requests.AddNode, session: Session) -> dict[str, Any]:
     resources = (request.info.resources or {}) if request.info else {}
     engine = resources.get(ENGINE_INFO_KEY)
     appended = session.append(node, lambda s: decide.add_node(node, s, given, engine or None))
-    return _state(appended.after)
+    return _shown(appended.after)
 
 
 @verb(requests.NodeRequest)
@@ -91,7 +91,7 @@ def set_node_resource_capacity(request: requests.SetCapacity, session: Session) 
         node,
         lambda s: decide.set_capacity(node, s, given, delta=delta, incr=incr),
     )
-    before, after = _state(appended.before)["capacity"], _state(appended.after)["capacity"]
+    before, after = _shown(appended.before)["capacity"], _shown(appended.after)["capacity"]
     return BeforeAfter(before=before, after=after)
 
 
@@ -117,7 +117,7 @@ def set_node_resource_usage(request: requests.SetUsage, session: Session) -> Bef
         lambda s: decide.set_usage(node, s, given, workloads, delta=delta, incr=incr),
     )
     return BeforeAfter(
-        before=_state(appended.before)["usage"], after=_state(appended.after)["usage"]
+        before=_shown(appended.before)["usage"], after=_shown(appended.after)["usage"]
     )
 
 
@@ -138,10 +138,8 @@ def set_node_resource_info(request: requests.SetNodeInfo, session: Session) -> N
     session.append(node, lambda s: decide.set_info(s, capacity, usage))
 
 
-@verb(requests.NodeResourceInfo)
-def fix_node_resource(
-    request: requests.NodeResourceInfo, session: Session
-) -> NodeResourceInfo[Any]:
+@verb(requests.NodeWorkloads)
+def fix_node_resource(request: requests.NodeWorkloads, session: Session) -> NodeResourceInfo[Any]:
     """Rebuild a node's usage from the workloads core knows on it.
 
     \b
@@ -155,4 +153,4 @@ def fix_node_resource(
     workloads = request.workloads_resource or []
     appended = session.append(node, lambda s: decide.rebuild_usage(node, s, workloads))
     rebuilt = [e.change for e in appended.events if isinstance(e.change, UsageRebuilt)]
-    return NodeResourceInfo(**_state(appended.after), diffs=rebuilt[0].diffs if rebuilt else [])
+    return NodeResourceInfo(**_shown(appended.after), diffs=rebuilt[0].diffs if rebuilt else [])

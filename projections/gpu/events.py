@@ -46,11 +46,11 @@ __all__ = [
     "Checkpoint",
     "Event",
     "GpuChange",
-    "Head",
     "HeadRepaired",
     "NewerSchema",
     "NodeAdded",
     "NodeInfoSet",
+    "NodeRecord",
     "NodeRemoved",
     "Snapshot",
     "UsageChanged",
@@ -92,7 +92,7 @@ KINDS = EVENTS.kinds
 decode_event = EVENTS.decode
 
 
-class Head(msgspec.Struct, kw_only=True, omit_defaults=True):
+class NodeRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
     """The node record at ``<prefix>/resource/gpu/<node>``.
 
     ``capacity`` and ``usage`` keep the upstream JSON shape so the Go plugin and this one can
@@ -132,10 +132,12 @@ def _cards(value: _StoredMap | None) -> Cards:
     return normalised(found) if found else {}
 
 
-def decode_head(raw: bytes) -> Head:
+def decode_head(raw: bytes) -> NodeRecord:
     stored = _head_decoder.decode(raw)
 
     def resource(value: _StoredMap | None) -> Resource | None:
         return None if value is None else Resource(prod_count_map=value.prod_count_map)
 
-    return Head(capacity=resource(stored.capacity), usage=resource(stored.usage), seq=stored.seq)
+    return NodeRecord(
+        capacity=resource(stored.capacity), usage=resource(stored.usage), seq=stored.seq
+    )

@@ -9,11 +9,11 @@ from typing import Any
 from resource_extend.ledger.model import audit
 from resource_extend.ledger.model.audit import BrokenStream
 from resource_extend.ledger.model.events import AnyEvent, EventCodec
-from resource_extend.ledger.model.kinds import Head as HeadRecord
+from resource_extend.ledger.model.kinds import Head
 from resource_extend.projections.changes import workloads_contradiction
 from resource_extend.projections.gpu import cards
 from resource_extend.projections.gpu.cards import Cards
-from resource_extend.projections.gpu.events import EVENTS, Head, encode, read_stored_head
+from resource_extend.projections.gpu.events import EVENTS, NodeRecord, encode, read_stored_head
 from resource_extend.projections.gpu.resources import Resource
 from resource_extend.projections.gpu.state import NodeState
 from resource_extend.projections.node import NodeKind
@@ -40,13 +40,13 @@ class GpuKind(NodeKind[NodeState, Cards]):
     def describe_value(self, value: Cards) -> str:
         return cards.describe(value)
 
-    def read_head(self, raw: bytes) -> HeadRecord[NodeState]:
+    def read_head(self, raw: bytes) -> Head[NodeState]:
         capacity, usage, seq = read_stored_head(raw)
-        return HeadRecord(state=NodeState(capacity=capacity, usage=usage), seq=seq)
+        return Head(state=NodeState(capacity=capacity, usage=usage), seq=seq)
 
     def write_head(self, state: NodeState, seq: int) -> bytes:
         capacity, usage = Resource.of(state.capacity), Resource.of(state.usage)
-        return encode(Head(capacity=capacity, usage=usage, seq=seq))
+        return encode(NodeRecord(capacity=capacity, usage=usage, seq=seq))
 
     def invalid(self, state: NodeState) -> str | None:
         for name, counts in (("capacity", state.capacity), ("usage", state.usage)):

@@ -28,7 +28,7 @@ from resource_extend.projections.storage.events import (
     UsageSet,
 )
 from resource_extend.projections.storage.node import STORAGE
-from resource_extend.projections.storage.node_requests import NodeRequest
+from resource_extend.projections.storage.node_requests import AskedResource
 from resource_extend.projections.storage.resources import NodeResource, WorkloadResource
 from resource_extend.projections.storage.state import NodeState
 from resource_extend.projections.storage.updates import Given
@@ -54,7 +54,7 @@ def remove_node(state: NodeState | None) -> Change | None:
 
 
 def _signed(given: Given, incr: bool) -> NodeResource:
-    resource = given.as_resource() if isinstance(given, NodeRequest) else given
+    resource = given.as_resource() if isinstance(given, AskedResource) else given
     return resource if incr else arithmetic.subtract(NodeResource(), resource)
 
 

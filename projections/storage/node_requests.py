@@ -32,7 +32,7 @@ MAX_TEXT = 10_000
 Text = Annotated[str, msgspec.Meta(max_length=MAX_TEXT)]
 
 
-class NodeRequest(msgspec.Struct, frozen=True, kw_only=True):
+class AskedResource(msgspec.Struct, frozen=True, kw_only=True):
     """The request form, parsed; ``UNSET`` where the key was absent (or ``null``): an absolute
     set-capacity keeps what is absent."""
 
@@ -72,7 +72,7 @@ class RequestForm(msgspec.Struct, kw_only=True):
     rm_disks: Text | None = msgspec.field(default=None, name="rm-disks")
 
 
-def decode_node_request(raw: bytes, what: str) -> NodeRequest | NodeResource | None:
+def decode_node_request(raw: bytes, what: str) -> AskedResource | NodeResource | None:
     """:func:`node_request_of` for JSON bytes."""
     try:
         value = msgspec.json.decode(raw)
@@ -81,8 +81,8 @@ def decode_node_request(raw: bytes, what: str) -> NodeRequest | NodeResource | N
     return node_request_of(value, what)
 
 
-def node_request_of(value: Any, what: str) -> NodeRequest | NodeResource | None:
-    """``value`` (decoded JSON) in the form it is written in: a :class:`NodeRequest`, a
+def node_request_of(value: Any, what: str) -> AskedResource | NodeResource | None:
+    """``value`` (decoded JSON) in the form it is written in: a :class:`AskedResource`, a
     stored-form :class:`NodeResource`, or ``None`` for ``null``. Raises
     :class:`InvalidRequest` naming what is wrong."""
     if value is None:
@@ -125,8 +125,8 @@ def _is_stored_form(value: dict[str, Any], what: str) -> bool:
     return not requested and type(storage) is int and {"volumes", "disks"} <= value.keys()
 
 
-def _parsed(form: RequestForm) -> NodeRequest:
-    return NodeRequest(
+def _parsed(form: RequestForm) -> AskedResource:
+    return AskedResource(
         volumes=msgspec.UNSET if form.volumes is None else _volumes(form.volumes),
         storage=msgspec.UNSET if form.storage is None else storage_bytes(form.storage, "storage"),
         disks=msgspec.UNSET if form.disks is None else _disks(form.disks),

@@ -2,7 +2,7 @@
 pure, returns the state to write (already :func:`validated`) and raises :class:`InvalidRequest`,
 :class:`NodeNotFound` or :class:`NodeExists`; the ledger writes it.
 
-Inputs come in one of three shapes: a :class:`NodeRequest` (the form an operator types), a
+Inputs come in one of three shapes: a :class:`AskedResource` (the form an operator types), a
 stored-form :class:`NodeResource` (core's ``resource``, or a ``before`` handed back as
 ``resource_request`` by a rollback), or ``None`` (absent). :func:`chosen` applies upstream's
 priority, ``resource_request`` over ``resource``.
@@ -22,13 +22,13 @@ from resource_extend.projections.storage.arithmetic import (
     workloads_usage,
 )
 from resource_extend.projections.storage.bindings import InvalidVolume
-from resource_extend.projections.storage.node_requests import NodeRequest
+from resource_extend.projections.storage.node_requests import AskedResource
 from resource_extend.projections.storage.resources import NodeResource, WorkloadResource
 from resource_extend.projections.storage.sizes import go_div
 from resource_extend.projections.storage.state import NodeState, existing, validated
 from resource_extend.projections.storage.stored import decode_node_resource
 
-Given = NodeRequest | NodeResource
+Given = AskedResource | NodeResource
 """A node verb's input: the request form or the stored form."""
 
 ENGINE_SHARE = (8, 10)
@@ -76,7 +76,7 @@ def set_capacity(
     capacity = current.capacity
     if given is None:
         return current
-    if isinstance(given, NodeRequest) and given.rm_disks:
+    if isinstance(given, AskedResource) and given.rm_disks:
         if delta:
             raise InvalidRequest("invalid engine args: rm-disks needs an absolute set")
         removed = set(given.rm_disks)
@@ -84,12 +84,12 @@ def set_capacity(
         capacity = msgspec.structs.replace(capacity, disks=kept)
     if delta:
         capacity = without_empty_volumes(add(capacity, _as_resource(given), 1 if incr else -1))
-    elif isinstance(given, NodeRequest):
+    elif isinstance(given, AskedResource):
         capacity = _kept_unless_given(capacity, given)
     else:
         capacity = given
     _refuse_removing_volumes_in_use(current, capacity)
-    if isinstance(given, NodeRequest):  # not core's rollback, which restores what was
+    if isinstance(given, AskedResource):  # not core's rollback, which restores what was
         _refuse_growing_volumes_held_whole(current, capacity)
     return validated(capacity, current.usage)
 
@@ -121,7 +121,7 @@ def _refuse_growing_volumes_held_whole(current: NodeState, capacity: NodeResourc
             )
 
 
-def _kept_unless_given(capacity: NodeResource, given: NodeRequest) -> NodeResource:
+def _kept_unless_given(capacity: NodeResource, given: AskedResource) -> NodeResource:
     volumes_given = given.volumes is not msgspec.UNSET
     if given.storage is not msgspec.UNSET:
         storage = given.total_storage()
@@ -167,4 +167,4 @@ def set_info(capacity: NodeResource | None, usage: NodeResource | None) -> NodeS
 
 
 def _as_resource(given: Given) -> NodeResource:
-    return given.as_resource() if isinstance(given, NodeRequest) else given
+    return given.as_resource() if isinstance(given, AskedResource) else given

@@ -24,7 +24,7 @@ from resource_extend.commands.gpu import requests
     ],
 )
 def test_a_miscased_field_is_found_where_it_is(request_: Any, where: tuple[str, str]) -> None:
-    assert requests.miscased(request_) == where
+    assert requests.decode.miscased(request_) == where
 
 
 @pytest.mark.parametrize(
@@ -37,14 +37,14 @@ def test_a_miscased_field_is_found_where_it_is(request_: Any, where: tuple[str, 
     ],
 )
 def test_products_values_and_other_keys_are_not_fields(request_: Any) -> None:
-    assert requests.miscased(request_) is None
+    assert requests.decode.miscased(request_) is None
 
 
 def test_a_deeply_nested_request_is_walked_without_recursion() -> None:
     deep: Any = {"Prod_Count_Map": 1}
     for _ in range(5000):
         deep = {"x": [deep]}
-    path, key = requests.miscased(deep) or ("", "")
+    path, key = requests.decode.miscased(deep) or ("", "")
     assert key == "Prod_Count_Map" and path.startswith("$.x[0].x[0]")
 
 

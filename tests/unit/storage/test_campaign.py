@@ -69,7 +69,7 @@ class Campaign(RuleBasedStateMachine):
     def call(self, verb: str, request: dict[str, Any]) -> Any:
         """The verb's answer, or None when it refused (in one line, as core sees it)."""
         stdin, out, err = io.BytesIO(json.dumps(request).encode()), io.BytesIO(), io.BytesIO()
-        session = Session(STORAGE, str(self.config), CallIO(stdin, out, err))
+        session: Session[Any] = Session(STORAGE, str(self.config), CallIO(stdin, out, err))
         session.__dict__["store"] = Store(session.config.etcd, session.kind, self.etcd)
         try:
             registry.load(STORAGE, verb)(session)

@@ -11,7 +11,7 @@ from resource_extend.ledger.model.errors import InvalidRequest
 from resource_extend.projections.storage.bindings import InvalidVolume
 from resource_extend.projections.storage.disks import Disk, InvalidDisk
 from resource_extend.projections.storage.node_requests import (
-    NodeRequest,
+    AskedResource,
     decode_node_request,
     node_request_of,
 )
@@ -21,9 +21,9 @@ from resource_extend.projections.storage.resources import NodeResource
 G, T = 2**30, 2**40
 
 
-def request(value: Any) -> NodeRequest:
+def request(value: Any) -> AskedResource:
     parsed = node_request_of(value, "resource_request")
-    assert isinstance(parsed, NodeRequest)
+    assert isinstance(parsed, AskedResource)
     return parsed
 
 
@@ -51,7 +51,7 @@ def test_resource_extend_example() -> None:
 def test_absent_and_null_keys_are_unset() -> None:
     for value in ({}, {"volumes": None, "storage": None, "disks": None, "rm-disks": None}):
         parsed = request(value)
-        assert parsed == NodeRequest()
+        assert parsed == AskedResource()
         assert parsed.volumes is msgspec.UNSET and parsed.disks is msgspec.UNSET
         assert parsed.as_resource() == NodeResource(volumes={}, disks=[], storage=0)
 
@@ -176,7 +176,7 @@ def test_stored_signs(value: dict[str, Any]) -> None:
     ],
 )
 def test_request_signs(value: dict[str, Any]) -> None:
-    assert isinstance(node_request_of(value, "r"), NodeRequest)
+    assert isinstance(node_request_of(value, "r"), AskedResource)
 
 
 @pytest.mark.parametrize(

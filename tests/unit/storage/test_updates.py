@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from resource_extend.ledger.model.errors import InvalidRequest, NodeExists, NodeNotFound
 from resource_extend.projections.storage.disks import Disk
-from resource_extend.projections.storage.node_requests import NodeRequest, node_request_of
+from resource_extend.projections.storage.node_requests import AskedResource, node_request_of
 from resource_extend.projections.storage.resources import NodeResource, WorkloadResource
 from resource_extend.projections.storage.state import InvalidDiskQuota, NodeState, validated
 from resource_extend.projections.storage.updates import (
@@ -33,9 +33,9 @@ STORED = NodeResource(volumes={"/data4": T}, storage=T)
 """Upstream's ``resource``: a stored-form value (storage includes the volume)."""
 
 
-def request(value: dict[str, Any]) -> NodeRequest:
+def request(value: dict[str, Any]) -> AskedResource:
     parsed = node_request_of(value, "resource_request")
-    assert isinstance(parsed, NodeRequest)
+    assert isinstance(parsed, AskedResource)
     return parsed
 
 
@@ -229,7 +229,7 @@ def test_rm_disks_then_the_disks_given() -> None:
 @pytest.mark.parametrize("delta", [True, False])
 def test_rollback_through_before_restores_the_capacity(change: Given, delta: bool) -> None:
     state = with_two_disks()
-    if delta and isinstance(change, NodeRequest) and change.rm_disks:
+    if delta and isinstance(change, AskedResource) and change.rm_disks:
         return  # refused (test_rm_disks_with_delta_is_refused)
     changed = set_capacity("n", state, change, delta=delta, incr=True)
     before = msgspec.json.encode(state.capacity)  # what core got back and hands back
