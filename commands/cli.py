@@ -14,6 +14,7 @@ import sys
 
 import click
 
+from resource_extend.commands.program import programs
 from resource_extend.commands.protocol import Verb, click_plugin
 from resource_extend.commands.registry import (
     AUDITOR_COMMANDS,
@@ -37,13 +38,14 @@ class LazyGroup(click.Group):
         formatter.write_paragraph()
         with formatter.indentation():
             text = plugin.fill(HELP).replace("{summary}", plugin.summary)
+            text = text.replace("{programs}", " and ".join(programs()))
             formatter.write_text(inspect.cleandoc(text))
 
     def get_params(self, ctx: click.Context) -> list[click.Parameter]:
         return [_filled(param, click_plugin(ctx)) for param in super().get_params(ctx)]
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return [*CORE_VERBS, *people_commands(click_plugin(ctx).name)]
+        return [*CORE_VERBS, *people_commands(click_plugin(ctx))]
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The commands in three sections, each line made from the command itself: its name,
@@ -51,7 +53,7 @@ class LazyGroup(click.Group):
         sections = (
             ("Core's verbs ({prog} VERB < request.json)", CORE_VERBS),
             ("Auditors", AUDITOR_COMMANDS),
-            ("Operators", operator_commands(click_plugin(ctx).name)),
+            ("Operators", operator_commands(click_plugin(ctx))),
         )
         for title, names in sections:
             rows = []
@@ -162,8 +164,8 @@ Core runs one verb per call:  {prog} VERB < request.json
 Every change to a node is an event under <prefix>/resource-events/{kind}/<node>/, appended
 with compare-and-swap; capacity and usage are their fold, kept in the node's record at
 <prefix>/resource/{kind}/<node>, where the upstream plugin keeps it. Verbs print one JSON
-answer on success and one line on stderr (exit 1) on failure. resource-gpu and
-resource-storage are one command tree over one ledger: each serves its own kind.
+answer on success and one line on stderr (exit 1) on failure. {programs} are one command
+tree over one ledger: each serves its own kind.
 
 Auditors and operators run the commands listed below; "{prog} COMMAND --help" is each
 one's manual. history, show and verify read an archive with --archive DIR (a node's life

@@ -38,10 +38,12 @@ def main(plugin: Plugin, argv: list[str] | None = None) -> None:
             raise SystemExit(outcome.status)
         from resource_extend.commands.protocol import Session
 
-        load(plugin, verb)(Session(plugin, config, resume=outcome.resume))  # a failure exits
-        if verb not in OFFLINE_VERBS:  # a call that worked: its config and etcd are sound
-            resident.start_if_wanted(plugin, config)
-        raise SystemExit(0)
+        handler = load(plugin, verb)
+        if handler is not None:  # else a verb this kind lacks: the CLI says so
+            handler(Session(plugin, config, resume=outcome.resume))  # a failure exits
+            if verb not in OFFLINE_VERBS:  # a call that worked: its config and etcd are sound
+                resident.start_if_wanted(plugin, config)
+            raise SystemExit(0)
     from resource_extend.commands.cli import main as run_cli
 
     run_cli(plugin, args)

@@ -30,9 +30,9 @@ CORE_VERBS: dict[str, str] = {
     "name": "resource_extend.commands.meta:name",
     "verbs": "resource_extend.commands.meta:verbs",
 }
-"""The verbs offered to core (the answer of ``verbs``), each written once for both programs: a
-target starting with ``.`` is in the package of the program's kind, ``commands/<kind>/``
-(``commands.gpu``, ``commands.storage``), which implements every one of them."""
+"""The verbs offered to core (the answer of ``verbs``), each written once for every program: a
+target starting with ``.`` is in the package of the program's core verbs (``Plugin.verbs``:
+``commands.gpu``, ``commands.storage``), which implements every one of them."""
 
 HIDDEN_VERBS: dict[str, str] = {
     # Not offered (nothing is ever re-pinned), but an older core may still call it.
@@ -63,35 +63,35 @@ OPERATOR_COMMANDS: dict[str, str] = {
 }
 """Commands for operators: the host's set-up, the resident helper, metrics, samples."""
 
-PROGRAM_COMMANDS: dict[str, dict[str, str]] = {
-    "resource-gpu": {"detect": "resource_extend.commands.detect:detect"},
-}
-"""Operators' commands that only one of the two programs has (``resource-gpu detect``)."""
-
 COMMANDS = {**CORE_VERBS, **HIDDEN_VERBS, **AUDITOR_COMMANDS, **OPERATOR_COMMANDS}
 
 
-def operator_commands(program: str) -> dict[str, str]:
-    """The operators' commands ``program`` offers: the shared ones, then its own."""
-    return {**OPERATOR_COMMANDS, **PROGRAM_COMMANDS.get(program, {})}
+def operator_commands(plugin: Plugin) -> dict[str, str]:
+    """The operators' commands ``plugin``'s program offers: the shared ones, then its own
+    (``Plugin.commands``: resource-gpu's ``detect``)."""
+    return {**OPERATOR_COMMANDS, **plugin.commands}
 
 
-def people_commands(program: str) -> dict[str, str]:
-    """The commands for people ``program`` offers: the auditors', then the operators'."""
-    return {**AUDITOR_COMMANDS, **operator_commands(program)}
+def people_commands(plugin: Plugin) -> dict[str, str]:
+    """The commands for people ``plugin``'s program offers: the auditors', then the
+    operators'."""
+    return {**AUDITOR_COMMANDS, **operator_commands(plugin)}
 
 
 def load(plugin: Plugin, name: str) -> Any:
     """The subcommand called ``name`` (a core verb or a click command) of ``plugin``'s program,
-    or None."""
-    target = COMMANDS.get(name) or PROGRAM_COMMANDS.get(plugin.name, {}).get(name)
+    or None when the program has none of that name."""
+    target = COMMANDS.get(name) or plugin.commands.get(name)
     if target is None:
         return None
+    found = resolve(plugin.verbs + target if target.startswith(".") else target)
+    named = getattr(found, "named", None)  # a core verb: named here, and only here
+    return found if named is None else named(name)
+
+
+def resolve(target: str) -> Any:
+    """What ``module:attribute`` names (None when the module lacks it), its module imported."""
     import importlib
 
     module, attribute = target.split(":")
-    if module.startswith("."):
-        module = f"resource_extend.commands.{plugin.kind}{module}"
-    found = getattr(importlib.import_module(module), attribute)
-    named = getattr(found, "named", None)  # a core verb: named here, and only here
-    return found if named is None else named(name)
+    return getattr(importlib.import_module(module), attribute, None)

@@ -1,8 +1,8 @@
-"""The plugin's configuration: core's ``gpu.yaml``/``storage.yaml`` format, plus optional tuning
-knobs and the bounds on event streams.
+"""The plugin's configuration: core's format for a plugin's ``<kind>.yaml``, plus optional
+tuning knobs and the bounds on event streams.
 
-Looked up in this order: an explicit path (``--config``), ``$ERU_RESOURCE_CONFIG_PATH``,
-``gpu.yaml`` (``storage.yaml`` for resource-storage) in the working directory (core runs
+Looked up in this order: an explicit path (``--config``), ``$ERU_RESOURCE_CONFIG_PATH``, the
+program's own file (``Plugin.config_file``, ``gpu.yaml``) in the working directory (core runs
 plugins from their directory). Relative paths in it are relative to the file itself, made
 absolute as it loads: the same file means the same files from core's directory, from another,
 or from the resident helper's ``/``.
@@ -20,9 +20,9 @@ from resource_extend.ledger.files import UnfitFile, read_small_file
 from resource_extend.ledger.model.errors import PluginError
 
 ENV_VAR = "ERU_RESOURCE_CONFIG_PATH"
-DEFAULT_FILE = "gpu.yaml"
 MAX_CONFIG_BYTES = 1024 * 1024
-"""A gpu.yaml is a few hundred bytes: a file past this is not one (or not the right one)."""
+"""A plugin's config is a few hundred bytes: a file past this is not one (or not the right
+one)."""
 
 
 class Auth(msgspec.Struct, kw_only=True):
@@ -253,17 +253,20 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def config_path(explicit: str | None, default: str = DEFAULT_FILE) -> str:
-    """``--config``, else ``$ERU_RESOURCE_CONFIG_PATH``, else the program's own file
-    (``gpu.yaml``, ``storage.yaml``) in the working directory."""
-    return explicit or os.environ.get(ENV_VAR) or default
+def config_path(explicit: str | None, default: str | None = None) -> str:
+    """``--config``, else ``$ERU_RESOURCE_CONFIG_PATH``, else ``default``, the program's own
+    file (``gpu.yaml``) in the working directory; a PluginError when none is given."""
+    path = explicit or os.environ.get(ENV_VAR) or default
+    if not path:
+        raise PluginError(f"no config file named: give --config or ${ENV_VAR}")
+    return path
 
 
 def load(
     explicit: str | None = None,
     *,
     copies: ParsedCopies | None = None,
-    default: str = DEFAULT_FILE,
+    default: str | None = None,
 ) -> Config:
     """The config in force, or a PluginError that says what is wrong with the file, in one
     line: nothing else escapes, whatever the file holds or is.

@@ -10,37 +10,70 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # not typing's: the thin client of every core call imports this module
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from resource_extend.projections.parts import Parts
 
 
-class Plugin:
-    """A resource kind as one of the plugin programs: its names, its help, and its parts."""
+def program_of(kind: str) -> str:
+    """The program that serves ``kind``: ``resource-gpu``."""
+    return f"resource-{kind}"
 
-    __slots__ = ("_load", "_parts", "config_file", "exporter_port", "kind", "name", "summary")
+
+class Plugin:
+    """A resource kind as one of the plugin programs: its names, its help, where its commands
+    live, and its parts. Everything the shell serves differently for a kind is here, so that a
+    new kind is a new folder and nothing else (docs/ledger.md, "Adding a kind")."""
+
+    __slots__ = (
+        "_load",
+        "_parts",
+        "commands",
+        "config_file",
+        "exporter_port",
+        "host_checks",
+        "kind",
+        "name",
+        "origin",
+        "summary",
+        "verbs",
+    )
 
     def __init__(
         self,
-        *,
-        name: str,
         kind: str,
-        config_file: str,
+        *,
+        origin: str,
+        verbs: str,
         exporter_port: int,
         summary: str,
         parts: Callable[[], Parts],
+        commands: Mapping[str, str] | None = None,
+        host_checks: Mapping[str, str] | None = None,
     ) -> None:
-        self.name = name
-        """The command, as core runs it and as every error line begins: ``resource-gpu``."""
         self.kind = kind
-        """The resource kind, the key segment ``<prefix>/resource/<kind>/``: ``gpu``. Its core
-        verbs, if it has them, are the package ``commands/<kind>/``."""
-        self.config_file = config_file
+        """The resource kind, the one name the others derive from, and the key segment
+        ``<prefix>/resource/<kind>/``: ``gpu``."""
+        self.name = program_of(kind)
+        """The command, as core runs it and as every error line begins: ``resource-gpu``."""
+        self.config_file = f"{kind}.yaml"
         """The config file read when neither ``--config`` nor the environment names one."""
+        self.origin = origin
+        """The module that defines this value as ``PLUGIN``: how the resident helper's own
+        process finds it again."""
+        self.verbs = verbs
+        """The package of its core verbs (``resource_extend.commands.gpu``); each is where
+        ``commands.registry`` says (``.writes:add_node``)."""
         self.exporter_port = exporter_port
         """The exporter's default port: one for each program, so both serve on one host."""
         self.summary = summary
         """The first line of ``--help``."""
+        self.commands: Mapping[str, str] = commands or {}
+        """Operators' commands only this program has, by name: ``module:function``
+        (resource-gpu's ``detect``)."""
+        self.host_checks: Mapping[str, str] = host_checks or {}
+        """doctor's checks of what only this kind needs on a host, by the check's name:
+        ``module:function(plugin) -> findings``."""
         self._load = parts
         self._parts: Parts | None = None
 

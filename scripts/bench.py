@@ -103,7 +103,7 @@ class Bench:
         self.resident = resident
         self.repeat = repeat
         self.config = self.config_for(PREFIX)
-        self.keys = KeyLayout(PREFIX)
+        self.keys = KeyLayout(PREFIX, "gpu")
         self.etcd = HttpTransport(EtcdConfig(machines=[endpoint]))
         self.etcdctl = [etcdctl_binary(), f"--endpoints={endpoint}"]
         self.rows: list[tuple[str, str, str, str, str]] = []
@@ -150,7 +150,7 @@ class Bench:
         head = encode(
             NodeRecord(capacity=Resource.of({PRODUCT: 8}), usage=Resource.of({PRODUCT: 2}))
         )
-        self.put_all([(KeyLayout(prefix).head(name), head) for name in names])
+        self.put_all([(KeyLayout(prefix, "gpu").head(name), head) for name in names])
         return names
 
     def seed_stream(self, node: str, length: int) -> None:
@@ -262,7 +262,7 @@ class Bench:
             ours, rss[f"{count:,} nodes"] = self.plugin(
                 "get-nodes-deploy-capacity", request, times, config
             )
-            root = KeyLayout(prefix).root.decode()
+            root = KeyLayout(prefix, "gpu").root.decode()
             theirs = self.ctl("get", "--prefix", root, times=times)
             goal = 2.0 if count >= 10_000 else None
             self.row(f"get-nodes-deploy-capacity, {count:,} nodes", ours, theirs,
@@ -283,7 +283,7 @@ class Bench:
         config = self.config_for(prefix)
         self.warm_up(config)
         ours, rss = self.plugin("get-nodes-deploy-capacity", request, 3, config)
-        theirs = self.ctl("get", "--prefix", KeyLayout(prefix).root.decode(), times=3)
+        theirs = self.ctl("get", "--prefix", KeyLayout(prefix, "gpu").root.decode(), times=3)
         self.limit_row(f"get-nodes-deploy-capacity, {count:,} nodes", ours, theirs,
                        "etcdctl get --prefix, same records", 30)  # fmt: skip
         return {f"{count:,} nodes": rss}

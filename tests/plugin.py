@@ -252,7 +252,7 @@ def _kill_helpers(serves: Callable[[Path], bool]) -> list[int]:
 
 STARTING = f"-m {HELPER_MODULE} "
 """A helper's command line before it names itself ``resource-gpu helper``: ``python [-P] -m
-<module> <program> <config>``."""
+<module> <kind's module> <config>``."""
 TITLES = tuple(f"{name} helper " for name in programs.programs())
 """A helper's title once it runs: ``<program> helper <config>``."""
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from resource_extend.commands.registry import CORE_VERBS, people_commands
+from resource_extend.projections.gpu.plugin import PLUGIN as GPU
 from tests.plugin import Plugin, Result, binary, failure_line
 
 pytestmark = pytest.mark.resident
@@ -83,7 +84,7 @@ def test_config_after_the_command_as_well_as_before(plugin: Plugin) -> None:
     assert twice.status == 2 and "--config given twice" in twice.stderr
 
 
-@pytest.mark.parametrize("command", [*CORE_VERBS, *people_commands("resource-gpu")])
+@pytest.mark.parametrize("command", [*CORE_VERBS, *people_commands(GPU)])
 def test_every_commands_help_lists_config(command: str, tmp_path: Path) -> None:
     shown = bare(command, "--help", cwd=tmp_path)
     assert shown.status == 0, shown.stderr

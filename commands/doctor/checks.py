@@ -9,17 +9,21 @@ fixing failures from the top clears the rest.
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import TYPE_CHECKING
 
 from resource_extend.commands.doctor import etcd, host, prefix
 from resource_extend.commands.doctor.findings import Finding, fail, guarded, not_checked, ok, warn
+from resource_extend.commands.registry import resolve
 from resource_extend.ledger import config as config_files
 from resource_extend.ledger.config import Config
 from resource_extend.ledger.model.errors import PluginError
 from resource_extend.ledger.model.words import plural
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from resource_extend.projections.plugin import Plugin
 
 CONFIG_CHECK = "config"
@@ -58,8 +62,8 @@ def check_config(plugin: Plugin, explicit: str | None) -> tuple[Config | None, F
 
 def every_finding(plugin: Plugin, explicit: str | None) -> list[Finding]:
     """Every check, in order: config, etcd (each endpoint, alarms, clock), the prefix, the
-    export directory, the resident helper, and (resource-gpu only) the GPU driver and the
-    container runtime."""
+    export directory, the resident helper, and the kind's own (``Plugin.host_checks``:
+    resource-gpu's GPU driver and container runtime)."""
     config, found = check_config(plugin, explicit)
     findings = [found]
     if config is None:
@@ -74,6 +78,12 @@ def every_finding(plugin: Plugin, explicit: str | None) -> list[Finding]:
             findings.append(not_checked("prefix", "no etcd endpoint passed its check"))
         findings += guarded(plugin, "exports", lambda: host.check_exports(config))
     findings += guarded(plugin, "helper", lambda: host.check_helper(plugin, explicit, config))
-    if plugin.kind == "gpu":
-        findings += guarded(plugin, "gpu driver", lambda: host.check_gpu_host(plugin))
+    for check, target in plugin.host_checks.items():  # what only this kind needs on a host
+        findings += guarded(plugin, check, functools.partial(_own_check, plugin, target))
     return findings
+
+
+def _own_check(plugin: Plugin, target: str) -> list[Finding]:
+    """The kind's own check ``target`` (``module:function``) run on this host."""
+    check: Callable[[Plugin], list[Finding]] = resolve(target)
+    return check(plugin)

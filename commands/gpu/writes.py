@@ -15,6 +15,7 @@ from resource_extend.projections.answers import BeforeAfter, NodeResourceInfo
 from resource_extend.projections.gpu import cards, decide
 from resource_extend.projections.gpu.cards import Cards
 from resource_extend.projections.gpu.events import UsageRebuilt
+from resource_extend.projections.gpu.plugin import PLUGIN
 from resource_extend.projections.gpu.resources import (
     Resource,
     held_cards,
@@ -22,7 +23,7 @@ from resource_extend.projections.gpu.resources import (
     signed_cards,
 )
 
-ENGINE_INFO_KEYS = ("resource-gpu", "gpu")
+ENGINE_INFO_KEYS = (PLUGIN.name, PLUGIN.kind)
 """Where a VM engine's node report carries its GPU cards, in order of preference."""
 
 

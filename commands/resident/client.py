@@ -358,15 +358,15 @@ def start_if_wanted(plugin: Plugin, config: str | None) -> None:
     except Exception:
         return
     if wanted:
-        start(plugin.name, path)
+        start(plugin, path)
 
 
-def start(program: str, config_path: str) -> None:
+def start(plugin: Plugin, config_path: str) -> None:
     """Start the helper for this config, detached: its own session, ``/dev/null`` for stdio,
     none of this process's descriptors, ``/`` as working directory. If one is starting or
     running already, it gives way."""
     try:
-        directory, _ = rundir.open_private(program, create=True)
+        directory, _ = rundir.open_private(plugin.name, create=True)
     except OSError:
         return
     os.close(directory)
@@ -376,7 +376,7 @@ def start(program: str, config_path: str) -> None:
     safe_path = ["-P"] if sys.version_info >= (3, 11) else []  # not the cwd on sys.path
     with contextlib.suppress(OSError):
         subprocess.Popen(
-            [sys.executable, *safe_path, "-m", HELPER_MODULE, program, config_path],
+            [sys.executable, *safe_path, "-m", HELPER_MODULE, plugin.origin, config_path],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import gc
+import importlib
 import os
 import signal
 import socket
@@ -55,9 +56,12 @@ removed)."""
 
 
 def main(argv: list[str]) -> None:
-    """``residentd PROGRAM CONFIG``: serve ``PROGRAM``'s calls for the config file CONFIG."""
-    program, config_path = argv
-    plugin = programs()[program]
+    """``residentd KIND CONFIG``: serve the calls of KIND's program for the config file CONFIG;
+    KIND is the module that defines the kind's ``PLUGIN`` (``Plugin.origin``), or, as a client
+    of 0.8 names it, one of this install's programs (``resource-gpu``)."""
+    kind, config_path = argv
+    plugin = programs().get(kind) or importlib.import_module(kind).PLUGIN
+    program = plugin.name
     _set_title(f"{program} helper {config_path}")
     name = resident.socket_name(config_path)
     try:

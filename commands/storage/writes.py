@@ -12,12 +12,13 @@ from resource_extend.projections.answers import BeforeAfter, NodeResourceInfo
 from resource_extend.projections.storage import decide
 from resource_extend.projections.storage.events import UsageRebuilt
 from resource_extend.projections.storage.node_requests import node_request_of
+from resource_extend.projections.storage.plugin import PLUGIN
 from resource_extend.projections.storage.state import NodeState
 from resource_extend.projections.storage.stored import node_resource_of
 from resource_extend.projections.storage.updates import Given, chosen
 from resource_extend.projections.storage.views import state_json
 
-ENGINE_INFO_KEY = "storage"
+ENGINE_INFO_KEY = PLUGIN.kind
 """Where a VM engine's node report carries its volumes and storage (stored form, base64)."""
 
 

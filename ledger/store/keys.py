@@ -30,7 +30,7 @@ class KeyLayout:
 
     __slots__ = ("events_root", "kind", "prefix", "root")
 
-    def __init__(self, prefix: str = "/eru", kind: str = "gpu") -> None:
+    def __init__(self, prefix: str, kind: str) -> None:
         self.prefix = prefix
         self.kind = kind
         base = prefix.rstrip("/")

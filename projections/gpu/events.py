@@ -31,9 +31,11 @@ from resource_extend.projections.changes import (
     UsageRebuilt,
     UsageSet,
 )
+from resource_extend.projections.gpu import KIND
 from resource_extend.projections.gpu.cards import Cards, normalised
 from resource_extend.projections.gpu.resources import Resource
 from resource_extend.projections.gpu.state import NodeState
+from resource_extend.projections.plugin import program_of
 
 __all__ = [
     "EVENTS",
@@ -85,7 +87,7 @@ Change = GpuChange
 Event = ledger_events.Event[GpuChange]
 """A GPU event."""
 
-EVENTS = EventCodec("resource-gpu", GpuChange)
+EVENTS = EventCodec(program_of(KIND), GpuChange)
 KINDS = EVENTS.kinds
 """Every change kind, as GPU events name them."""
 

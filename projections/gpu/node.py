@@ -11,12 +11,13 @@ from resource_extend.ledger.model.audit import BrokenStream
 from resource_extend.ledger.model.events import AnyEvent, EventCodec
 from resource_extend.ledger.model.kinds import Head
 from resource_extend.projections.changes import workloads_contradiction
-from resource_extend.projections.gpu import cards
+from resource_extend.projections.gpu import KIND, cards
 from resource_extend.projections.gpu.cards import Cards
 from resource_extend.projections.gpu.events import EVENTS, NodeRecord, encode, read_stored_head
 from resource_extend.projections.gpu.resources import Resource
 from resource_extend.projections.gpu.state import NodeState
 from resource_extend.projections.node import NodeKind
+from resource_extend.projections.plugin import program_of
 
 __all__ = ["GPU", "BrokenStream", "NodeState", "apply", "fold"]
 
@@ -24,8 +25,8 @@ __all__ = ["GPU", "BrokenStream", "NodeState", "apply", "fold"]
 class GpuKind(NodeKind[NodeState, Cards]):
     """GPUs by product model: the ``resource-gpu`` plugin's records and events."""
 
-    name = "gpu"
-    program = "resource-gpu"
+    name = KIND
+    program = program_of(KIND)
     events: EventCodec = EVENTS
 
     def state(self, capacity: Cards, usage: Cards) -> NodeState:

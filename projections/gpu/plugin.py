@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from resource_extend.projections.gpu import KIND
 from resource_extend.projections.plugin import Plugin
 
 TYPE_CHECKING = False  # not typing's: core's thin calls import this module
@@ -18,11 +19,13 @@ def _parts() -> Parts:
 
 
 PLUGIN = Plugin(
-    name="resource-gpu",
-    kind="gpu",
-    config_file="gpu.yaml",
+    KIND,
+    origin=__name__,
+    verbs="resource_extend.commands.gpu",
     exporter_port=18464,
     summary="The eru GPU resource plugin: whole cards by product model",
     parts=_parts,
+    commands={"detect": "resource_extend.commands.gpu.detect:detect"},
+    host_checks={"gpu driver": "resource_extend.commands.gpu.host:check_gpu_host"},
 )
 """resource-gpu: the plugin of this kind."""

@@ -24,6 +24,8 @@ from resource_extend.projections.changes import (
     UsageRebuilt,
     UsageSet,
 )
+from resource_extend.projections.plugin import program_of
+from resource_extend.projections.storage import KIND
 from resource_extend.projections.storage.resources import NodeResource, WorkloadResource
 from resource_extend.projections.storage.state import NodeState
 from resource_extend.projections.storage.stored import StoredRecord
@@ -47,7 +49,7 @@ Change = StorageChange
 
 Event = ledger_events.Event[StorageChange]
 
-EVENTS = EventCodec("resource-storage", StorageChange)
+EVENTS = EventCodec(program_of(KIND), StorageChange)
 KINDS = EVENTS.kinds
 """Every change kind, as storage events name them."""
 

@@ -12,7 +12,8 @@ from resource_extend.ledger.model.events import EventCodec
 from resource_extend.ledger.model.kinds import Head
 from resource_extend.projections.changes import workloads_contradiction
 from resource_extend.projections.node import NodeKind
-from resource_extend.projections.storage import arithmetic, views
+from resource_extend.projections.plugin import program_of
+from resource_extend.projections.storage import KIND, arithmetic, views
 from resource_extend.projections.storage.events import EVENTS, encode_record
 from resource_extend.projections.storage.resources import NodeResource
 from resource_extend.projections.storage.state import NodeState, validated, zero_usage
@@ -25,8 +26,8 @@ class StorageKind(NodeKind[NodeState, NodeResource]):
     """Volumes, disk quotas and storage space: the ``resource-storage`` plugin's records and
     events."""
 
-    name = "storage"
-    program = "resource-storage"
+    name = KIND
+    program = program_of(KIND)
     events: EventCodec = EVENTS
     separator = "; "
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from resource_extend.projections.plugin import Plugin
+from resource_extend.projections.storage import KIND
 
 TYPE_CHECKING = False  # not typing's: core's thin calls import this module
 if TYPE_CHECKING:
@@ -18,9 +19,9 @@ def _parts() -> Parts:
 
 
 PLUGIN = Plugin(
-    name="resource-storage",
-    kind="storage",
-    config_file="storage.yaml",
+    KIND,
+    origin=__name__,
+    verbs="resource_extend.commands.storage",
     exporter_port=18465,
     summary="The eru storage resource plugin: volumes, disk IOPS/BPS quotas and storage space",
     parts=_parts,

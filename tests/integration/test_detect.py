@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from resource_extend.commands import detect as shell
+from resource_extend.commands.gpu import detect as shell
 from resource_extend.projections.gpu.detect import DetectError
 from tests.plugin import Plugin, R, Result, binary, failure_line
 

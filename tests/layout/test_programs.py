@@ -12,7 +12,6 @@ from resource_extend.commands.registry import (
     COMMANDS,
     CORE_VERBS,
     HIDDEN_VERBS,
-    PROGRAM_COMMANDS,
     load,
     operator_commands,
     people_commands,
@@ -30,10 +29,11 @@ def test_every_verb_is_served_by_each_program(name: str) -> None:
         assert loaded.name == verb
         module = loaded.handler.__module__
         shared = module == "resource_extend.commands.meta"
-        assert shared or module.startswith(f"resource_extend.commands.{serving.kind}."), module
-    for command in people_commands(name):
+        assert shared or module.startswith(f"{serving.verbs}."), module
+    for command in people_commands(serving):
         assert load(serving, command) is not None
-    others = set().union(*PROGRAM_COMMANDS.values()) - set(people_commands(name))
+    owned = (plugin.commands for plugin in PROGRAMS.values())
+    others = set().union(*owned) - set(people_commands(serving))
     for command in others:  # another program's own (resource-storage has no detect)
         assert load(serving, command) is None, (name, command)
 
@@ -76,7 +76,7 @@ def test_each_programs_help_names_itself_and_its_own_config(
     for name in order:
         serving = PROGRAMS[name]
         (other,) = (plugin for plugin in PROGRAMS.values() if plugin is not serving)
-        for command in ((), *((c,) for c in (*CORE_VERBS, *people_commands(name)))):
+        for command in ((), *((c,) for c in (*CORE_VERBS, *people_commands(serving)))):
             _help(name, *command)
             text = capsys.readouterr().out
             assert "{prog}" not in text and "{config}" not in text, (name, command, text)
@@ -104,7 +104,7 @@ def test_the_manual_lists_every_command_in_its_section(
     sections = {
         "Core's verbs": list(CORE_VERBS),
         "Auditors": list(AUDITOR_COMMANDS),
-        "Operators": list(operator_commands(name)),
+        "Operators": list(operator_commands(PROGRAMS[name])),
     }
     lines = text.splitlines()
     for title, names in sections.items():

@@ -1,11 +1,14 @@
-"""The auditor commands on a kind the product has never heard of: apples (``tests/apples.py``),
-against real etcd, run in this process through ``commands.main`` as an installed script of
-that kind would run them. Nothing here or there touches a product file: a kind is one value
-handed to the shell, and the ledger and the auditor commands are written once for any."""
+"""Core's verbs and the auditor commands on a kind the product has never heard of: apples
+(``tests/apples/``), against real etcd, run through ``commands.main`` as an installed script
+of that kind runs them: in this process, and as a script core runs. Nothing here or there
+touches a product file: a kind is one folder whose value is handed to the shell, and the
+ledger, the verbs' plumbing and the auditor commands are written once for any."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +45,16 @@ class Orchard:
         done = self.run(*args)
         assert (done.status, done.stderr) == (0, ""), done
         return json.loads(done.stdout) if "--json" in args else done.stdout
+
+    def verb(self, verb: str, request: Any) -> Result:
+        """Core's call of ``verb`` with ``request`` on stdin, in-process."""
+        stdin = json.dumps(request).encode()
+        return in_process(PLUGIN, ["--config", str(self.config), verb], stdin)
+
+    def answer(self, verb: str, request: Any) -> Any:
+        done = self.verb(verb, request)
+        assert (done.status, done.stderr) == (0, ""), done
+        return json.loads(done.stdout)
 
 
 @pytest.fixture
@@ -128,3 +141,59 @@ def test_verify_names_a_head_that_drifted_in_the_kind_s_own_words(orchard: Orcha
     assert found.status == 1
     assert f"usage differs: head 0 apples, stream {EATERS} apples" in found.stdout, found
     assert found.stderr.startswith("resource-apples verify: 1 of 1 node disagrees"), found.stderr
+
+
+def test_core_verbs_of_the_toy_kind_write_events_the_auditor_commands_read(
+    orchard: Orchard,
+) -> None:
+    assert orchard.answer("add-node", {"nodename": "tree", "resource": 10}) == {
+        "capacity": 10,
+        "usage": 0,
+    }
+    eat = {"nodename": "tree", "resource_request": 3, "delta": True, "incr": True}
+    assert orchard.answer("set-node-resource-usage", eat) == {"before": 0, "after": 3}
+    held = {"nodename": "tree", "workloads_resource": [1, 2]}
+    assert orchard.answer("get-node-resource-info", held)["diffs"] == []
+    fixed = orchard.answer("fix-node-resource", {"nodename": "tree", "workloads_resource": [2]})
+    assert fixed == {"capacity": 10, "usage": 2, "diffs": ["3 eaten, workloads hold 2"]}
+    kinds = [event["kind"] for event in orchard.ok("history", "tree", "--json")]
+    assert kinds == ["node_added", "usage_changed", "usage_rebuilt"]
+    assert orchard.ok("show", "tree", "--json") == {"apples": 10, "eaten": 2, "seq": 3}
+    too_many = orchard.verb("set-node-resource-usage", {**eat, "resource_request": 9})
+    assert too_many.status == 1 and too_many.stdout == ""
+    assert too_many.stderr == (
+        "resource-apples set-node-resource-usage: node tree: 9 apples do not fit: 8 left\n"
+    )
+    lacking = orchard.verb("calculate-deploy", {"nodename": "tree"})  # apples has none
+    assert lacking.status == 2 and "No such command 'calculate-deploy'" in lacking.stderr
+
+
+def test_the_toy_kind_runs_as_a_script_core_runs(orchard: Orchard, tmp_path: Path) -> None:
+    """An installed script of the kind is two lines (``scripts/resource-gpu``'s): core runs
+    it with a verb and one JSON object on stdin."""
+    root = Path(__file__).parents[2]
+    script = tmp_path / "resource-apples"
+    script.write_text(
+        f"#!{sys.executable}\n"
+        f"import sys; sys.path.insert(0, {str(root)!r})\n"
+        "from resource_extend.commands.main import main\n"
+        "from tests.apples import PLUGIN\n"
+        "main(PLUGIN)\n"
+    )
+    script.chmod(0o755)
+
+    def core(verb: str, request: Any) -> subprocess.CompletedProcess[str]:
+        argv = [str(script), "--config", str(orchard.config), verb]
+        return subprocess.run(
+            argv, input=json.dumps(request), capture_output=True, text=True, timeout=60
+        )
+
+    added = core("add-node", {"nodename": "tree", "resource": 4})
+    assert (added.returncode, added.stderr) == (0, "")
+    assert json.loads(added.stdout) == {"capacity": 4, "usage": 0}
+    read = core("get-node-resource-info", {"nodename": "tree", "workloads_resource": [1]})
+    assert (read.returncode, read.stderr) == (0, "")
+    assert json.loads(read.stdout)["diffs"] == ["0 eaten, workloads hold 1"]
+    again = core("add-node", {"nodename": "tree", "resource": 4})
+    assert again.returncode == 1 and again.stdout == ""
+    assert again.stderr.startswith("resource-apples add-node: node tree: "), again.stderr

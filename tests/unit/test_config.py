@@ -14,7 +14,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from resource_extend.ledger.config import (
-    DEFAULT_FILE,
     ENV_VAR,
     MAX_CONFIG_BYTES,
     StreamsConfig,
@@ -178,15 +177,21 @@ def test_invalid_yaml_is_a_one_line_plugin_error(text: str) -> None:
 
 def test_config_path_order(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(ENV_VAR, raising=False)
-    assert config_path(None) == DEFAULT_FILE == "gpu.yaml"
+    assert config_path(None, "gpu.yaml") == "gpu.yaml"
     monkeypatch.setenv(ENV_VAR, "/from/env.yaml")
-    assert config_path(None) == "/from/env.yaml"
-    assert config_path("/explicit.yaml") == "/explicit.yaml"
+    assert config_path(None, "gpu.yaml") == "/from/env.yaml"
+    assert config_path("/explicit.yaml", "gpu.yaml") == "/explicit.yaml"
 
 
 def test_empty_env_var_falls_back_to_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(ENV_VAR, "")
-    assert config_path(None) == DEFAULT_FILE
+    assert config_path(None, "gpu.yaml") == "gpu.yaml"
+
+
+def test_without_a_default_a_config_must_be_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    with pytest.raises(PluginError, match="no config file named"):
+        config_path(None)
 
 
 def test_load_reads_the_file(tmp_path: Path) -> None:
@@ -201,7 +206,7 @@ def test_load_uses_the_env_var(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     path = tmp_path / "other.yaml"
     path.write_text(MINIMAL)
     monkeypatch.setenv(ENV_VAR, str(path))
-    assert load().etcd.machines == ["http://127.0.0.1:2379"]
+    assert load(default="gpu.yaml").etcd.machines == ["http://127.0.0.1:2379"]
 
 
 def test_load_of_a_missing_file_is_a_one_line_plugin_error(tmp_path: Path) -> None:
@@ -466,7 +471,7 @@ def test_the_default_file_in_a_deleted_working_directory_is_not_found(
     gone.rmdir()
     monkeypatch.delenv(ENV_VAR, raising=False)
     with pytest.raises(PluginError, match="not found") as info:
-        load()
+        load(default="gpu.yaml")
     assert "gpu.yaml" in str(info.value)
     assert "\n" not in str(info.value)
 

@@ -1,6 +1,6 @@
 """``resource-gpu detect``'s pure part (projections/gpu/detect.py: nvidia-smi's output, the
 product rule, MIG, the ``products:`` override), the config's ``products:``, and the NVML path
-(commands/detect.py) against a stand-in ``pynvml`` module."""
+(commands/gpu/detect.py) against a stand-in ``pynvml`` module."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from resource_extend.commands import detect as shell
+from resource_extend.commands.gpu import detect as shell
 from resource_extend.ledger.config import ENV_VAR, parse
 from resource_extend.ledger.model.errors import PluginError
 from resource_extend.projections.gpu.detect import (

@@ -18,22 +18,22 @@ SEQS = st.integers(min_value=0, max_value=10**SEQ_WIDTH - 1)
 
 
 def test_default_prefix_is_eru() -> None:
-    layout = KeyLayout()
+    layout = KeyLayout("/eru", "gpu")
     assert layout.prefix == "/eru"
     assert layout.root == b"/eru/resource/gpu/"
 
 
 def test_head_key_matches_upstream_location() -> None:
-    assert KeyLayout("/eru-gpu").head("n1") == b"/eru-gpu/resource/gpu/n1"
+    assert KeyLayout("/eru-gpu", "gpu").head("n1") == b"/eru-gpu/resource/gpu/n1"
 
 
 def test_trailing_slash_in_prefix_is_ignored() -> None:
-    assert KeyLayout("/eru/").head("n1") == KeyLayout("/eru").head("n1")
-    assert KeyLayout("/eru//").root == b"/eru/resource/gpu/"
+    assert KeyLayout("/eru/", "gpu").head("n1") == KeyLayout("/eru", "gpu").head("n1")
+    assert KeyLayout("/eru//", "gpu").root == b"/eru/resource/gpu/"
 
 
 def test_event_keys() -> None:
-    layout = KeyLayout()
+    layout = KeyLayout("/eru", "gpu")
     assert layout.events("n1") == b"/eru/resource-events/gpu/n1/"
     assert layout.event("n1", 1) == b"/eru/resource-events/gpu/n1/000000000001"
     assert layout.event("n1", 0) == b"/eru/resource-events/gpu/n1/" + b"0" * SEQ_WIDTH
@@ -41,11 +41,11 @@ def test_event_keys() -> None:
 
 
 def test_non_ascii_node_names_are_utf8_encoded() -> None:
-    assert KeyLayout().head("nœud") == "/eru/resource/gpu/nœud".encode()
+    assert KeyLayout("/eru", "gpu").head("nœud") == "/eru/resource/gpu/nœud".encode()
 
 
 def test_event_keys_start_with_the_events_prefix_and_not_with_another_nodes() -> None:
-    layout = KeyLayout()
+    layout = KeyLayout("/eru", "gpu")
     key = layout.event("n1", 5)
     assert key.startswith(layout.events("n1"))
     assert not key.startswith(layout.root), "events must stay out of the heads' prefix"
@@ -57,21 +57,21 @@ def test_event_keys_start_with_the_events_prefix_and_not_with_another_nodes() ->
 @FAST
 @given(seq=SEQS)
 def test_seq_of_inverts_event(seq: int) -> None:
-    layout = KeyLayout()
+    layout = KeyLayout("/eru", "gpu")
     assert layout.seq_of("n1", layout.event("n1", seq)) == seq
 
 
 @FAST
 @given(a=SEQS, b=SEQS)
 def test_lexical_order_of_event_keys_is_numeric_order(a: int, b: int) -> None:
-    layout = KeyLayout()
+    layout = KeyLayout("/eru", "gpu")
     ka, kb = layout.event("n", a), layout.event("n", b)
     assert (ka < kb) == (a < b)
     assert len(ka) == len(kb)
 
 
 def test_lexical_order_for_values_that_differ_in_digit_count() -> None:
-    layout = KeyLayout()
+    layout = KeyLayout("/eru", "gpu")
     keys = [layout.event("n", s) for s in (9, 10, 99, 100, 1000, 123456789)]
     assert keys == sorted(keys)
 
@@ -105,7 +105,7 @@ def test_keys_in_range_start_with_the_prefix(prefix: bytes, other: bytes) -> Non
 
 
 def test_range_end_of_events_prefix_excludes_the_next_node() -> None:
-    layout = KeyLayout()
+    layout = KeyLayout("/eru", "gpu")
     events = layout.events("n1")
     end = range_end(events)
     assert events <= layout.event("n1", 10**SEQ_WIDTH - 1) < end

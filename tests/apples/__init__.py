@@ -1,11 +1,13 @@
-"""A third resource kind, apples, defined here and nowhere in the product: a node holds
-apples, and workloads eat them.
+"""A third resource kind, apples, defined in this folder and nowhere in the product: a node
+holds apples, and workloads eat them. It follows docs/ledger.md's "Adding a kind".
 
-It has nothing of its own but what the ledger asks of a kind (``projections.node.NodeKind``:
-how its values add, how a state is said, its record's bytes) and what the shell asks of one
-(``projections.parts``: its cells and JSON for the auditor commands, its gauges), bundled as
-:data:`PLUGIN` the way ``projections.gpu.plugin`` bundles GPU's. ``tests/unit/test_toy_kind.py``
-runs the ledger on it, ``tests/ledger/test_toy_kind_commands.py`` the auditor commands.
+This module is what ``projections/<kind>/`` is for a kind of the product: what the ledger asks
+of a kind (``projections.node.NodeKind``: how its values add, how a state is said, its record's
+bytes) and what the shell asks of one (``projections.parts``: its cells and JSON for the
+auditor commands, its gauges), bundled as :data:`PLUGIN` the way ``projections.gpu.plugin``
+bundles GPU's. Its core verbs are ``writes`` and ``queries`` beside it, what
+``commands/<kind>/`` is for a kind of the product. ``tests/unit/test_toy_kind.py`` runs the
+ledger on it, ``tests/ledger/test_toy_kind_commands.py`` its verbs and the auditor commands.
 """
 
 from __future__ import annotations
@@ -15,11 +17,11 @@ from typing import Any, Union
 
 import msgspec
 
-from resource_extend.ledger.model.errors import NodeExists, NodeNotFound
+from resource_extend.ledger.model.errors import InvalidRequest, NodeExists, NodeNotFound
 from resource_extend.ledger.model.events import Change, Checkpoint, EventCodec, HeadRepaired
 from resource_extend.ledger.model.kinds import Head
 from resource_extend.projections import changes
-from resource_extend.projections.changes import NodeAdded, NodeRemoved, UsageChanged
+from resource_extend.projections.changes import NodeAdded, NodeRemoved, UsageChanged, UsageRebuilt
 from resource_extend.projections.metrics import Gauge, Sample
 from resource_extend.projections.node import NodeKind
 from resource_extend.projections.parts import Parts
@@ -40,6 +42,7 @@ class Record(msgspec.Struct, kw_only=True):
 AppleChange = Union[  # noqa: UP007 (a runtime union of generic aliases)
     NodeAdded[int],
     UsageChanged[int, int],
+    UsageRebuilt[int],
     NodeRemoved,
     Checkpoint[Apples],
     HeadRepaired[Apples],
@@ -49,7 +52,7 @@ AppleChange = Union[  # noqa: UP007 (a runtime union of generic aliases)
 class AppleKind(NodeKind[Apples, int]):
     name = "apples"
     program = "resource-apples"
-    events = EventCodec("resource-apples", AppleChange)
+    events = EventCodec(program, AppleChange)
 
     def state(self, capacity: int, usage: int) -> Apples:
         return Apples(capacity=capacity, usage=usage)
@@ -77,26 +80,38 @@ class AppleKind(NodeKind[Apples, int]):
 APPLES = AppleKind()
 NODE = "orchard"
 
-
-NODE = "orchard"
-
-Decide = Callable[[Apples | None], Change]
+Decide = Callable[[Apples | None], Change | None]
 
 
-def plant(apples: int) -> Decide:
+def plant(apples: int, node: str = NODE) -> Decide:
     def decide(state: Apples | None) -> Change:
         if state is not None:
-            raise NodeExists(NODE)
+            raise NodeExists(node)
         return NodeAdded(capacity=apples)
 
     return decide
 
 
-def eat(apples: int) -> Decide:
+def eat(apples: int, node: str = NODE) -> Decide:
     def decide(state: Apples | None) -> Change:
         if state is None:
-            raise NodeNotFound(NODE)
+            raise NodeNotFound(node)
+        if state.usage + apples > state.capacity:
+            raise InvalidRequest(f"{apples} apples do not fit: {state.capacity - state.usage} left")
         return UsageChanged(delta=apples)
+
+    return decide
+
+
+def recount(eaten: int, node: str) -> Decide:
+    """fix-node-resource: what is eaten is what the workloads hold."""
+
+    def decide(state: Apples | None) -> Change | None:
+        if state is None:
+            raise NodeNotFound(node)
+        if state.usage == eaten:
+            return None
+        return UsageRebuilt(usage=eaten, diffs=[f"{state.usage} eaten, workloads hold {eaten}"])
 
     return decide
 
@@ -143,9 +158,9 @@ class Gauges:
 
 
 PLUGIN = Plugin(
-    name="resource-apples",
-    kind="apples",
-    config_file="apples.yaml",
+    "apples",
+    origin=__name__,
+    verbs=__name__,
     exporter_port=18499,
     summary="A plugin of apples, for the tests",
     parts=lambda: Parts(fold=APPLES, view=View(), gauges=Gauges(), metrics=[]),
