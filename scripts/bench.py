@@ -40,8 +40,8 @@ from resource_extend.ledger.etcd.transport import HttpTransport
 from resource_extend.ledger.store.keys import KeyLayout
 from resource_extend.projections.gpu.events import (
     Event,
+    GpuRecord,
     NodeAdded,
-    NodeRecord,
     UsageChanged,
     encode,
 )
@@ -148,7 +148,7 @@ class Bench:
         """``count`` node records as the upstream plugin writes them, alone under ``prefix``."""
         names = [f"gpu-node-{i:05d}" for i in range(count)]
         head = encode(
-            NodeRecord(capacity=Resource.of({PRODUCT: 8}), usage=Resource.of({PRODUCT: 2}))
+            GpuRecord(capacity=Resource.of({PRODUCT: 8}), usage=Resource.of({PRODUCT: 2}))
         )
         self.put_all([(KeyLayout(prefix, "gpu").head(name), head) for name in names])
         return names
@@ -166,7 +166,7 @@ class Bench:
                 Event(seq=seq, at=at, verb="seed", op=f"s{seq}", change=UsageChanged(delta=delta))
             )
         usage = {PRODUCT: 1} if length % 2 == 0 else {}
-        head = NodeRecord(capacity=Resource.of(capacity), usage=Resource.of(usage), seq=length)
+        head = GpuRecord(capacity=Resource.of(capacity), usage=Resource.of(usage), seq=length)
         items = [(self.keys.event(node, e.seq), encode(e)) for e in events]
         self.put_all([*items, (self.keys.head(node), encode(head))])
 

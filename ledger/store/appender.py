@@ -100,96 +100,26 @@ class Appender(Generic[S]):
         also reports the stream's length and the kind's node count, as does ``admit``, which is told
         them before each decision and may refuse the write by raising. ``resume`` finishes a
         write another process sent and could not see through: if it landed, its result.
+
+        Each attempt is four steps of :class:`_Write`: find out what became of a write sent
+        before (:meth:`~_Write.landed`), decide, send, and, when etcd fails, settle or give up.
         """
-        op = resume.op if resume else new_op()
-        with_length = with_length or admit is not None
-        record = self._read_to_write(node, with_length)
-        # Where the stream ended when the first unanswered write went out, and the record read
-        # there (None when another process read it).
-        sent_after: int | None = resume.after if resume else None
-        sent_base: NodeRecord[S] | None = None
-        # The head revision the last unanswered write compared against, and whether that write
-        # is known never to land (it had not when last looked for, and the head has moved on:
-        # its compare fails for good). Another process's write is never known so.
-        pending: int | None = None
-        dead = False
-        lost = 0  # compare-and-swaps lost to other writers: the event records them
-        settling = False  # given a second budget to find out what became of a sent write
+        write = _Write(self, node, verb, decide, with_length or admit is not None, admit, resume)
         for attempt in range(self.config.max_attempts):
             try:
-                if sent_after is not None:
-                    landed = self.outcomes.landed(node, op, sent_after, sent_base)
-                    if landed is not None:
-                        return landed
-                    dead = pending is not None and record.head_revision != pending
-                if admit is not None:
-                    admit(stream_length(record.first, record.seq, record.seq), record.nodes)
-                change = decide(record.state)
+                landed = write.landed()
+                if landed is not None:
+                    return landed
+                change = write.decided()
                 if change is None:
-                    return Appended(
-                        before=record.state,
-                        after=record.state,
-                        events=[],
-                        length=stream_length(record.first, record.seq, record.seq),
-                        nodes=record.nodes,
-                    )
-                tip = self.records.tip(node, record)
-                events, after = self._events_for(record, tip, verb, op, change, lost)
-                try:
-                    txn = self.txn(
-                        node, record.head_revision, events, after, with_first=with_length
-                    )
-                    if self._write_hook is not None and attempt == 0:
-                        self._write_hook(node, record.seq, op)
-                    reply = self.etcd.txn(txn, write=True, keep=self.etcd.settle_reserve())
-                except Ambiguous:
-                    if sent_after is None:
-                        sent_after, sent_base = record.seq, record
-                    pending, dead = record.head_revision, False
-                    record = self._read_to_write(node, with_length)
-                    continue
-                if reply.succeeded:
-                    return Appended(
-                        before=record.state,
-                        after=after,
-                        events=events,
-                        length=stream_length(record.first, events[0].seq, events[-1].seq),
-                        nodes=record.nodes,
-                    )
-                fresh = self._migrated(node, self.records.record_of(node, reply), with_length)
-                if fresh.head_revision and fresh.head_revision == record.head_revision:
-                    raise self.outcomes.not_where_the_head_says(
-                        node, record.seq
-                    )  # no writer moved it
-                record = fresh
-                lost += 1
-                time.sleep(_jitter(min(0.002 * 2**attempt, 0.05)))
+                    return write.unchanged()
+                appended = write.sent(change, first=attempt == 0)
+                if appended is not None:
+                    return appended
             except OutcomeUnknown:
                 raise
             except StoreError as exc:
-                if sent_after is not None and not dead and not settling:
-                    settling = self.etcd.extend_to_settle()
-                    if settling:  # etcd may still answer: ask once more, with time to hear it
-                        try:
-                            record = self._read_to_write(node, with_length)
-                        except StoreError:
-                            pass
-                        else:
-                            continue
-                if sent_after is not None and not dead:
-                    raise OutcomeUnknown(
-                        f"write {op} was sent but its answer was lost, and etcd could not be "
-                        f"asked whether it was applied: {exc.reason}",
-                        node=node,
-                    ) from None
-                if attempt and isinstance(exc, OutOfTime):
-                    raise self.outcomes.gave_up(
-                        node,
-                        verb,
-                        f"contention: other writers changed the node first {attempt} times "
-                        f"and etcd.timeout ({self.config.timeout:g}s) ran out",
-                    ) from None
-                raise
+                write.failed(exc, attempt)  # raises, unless etcd is given time to settle
         raise self.outcomes.gave_up(
             node,
             verb,
@@ -296,6 +226,129 @@ class Appender(Generic[S]):
             ],
             failure=self.records.read_ops(node, with_first),
         )
+
+
+class _Write(Generic[S]):
+    """One append in progress: the record it decides on, and what it knows of a write it sent
+    whose answer was lost."""
+
+    def __init__(
+        self,
+        appender: Appender[S],
+        node: str,
+        verb: str,
+        decide: Callable[[S | None], Change | None],
+        with_length: bool,
+        admit: Admit | None,
+        resume: Resume | None,
+    ) -> None:
+        self.appender = appender
+        self.node = node
+        self.verb = verb
+        self.decide = decide
+        self.with_length = with_length
+        self.admit = admit
+        self.op = resume.op if resume else new_op()
+        self.record = appender._read_to_write(node, with_length)
+        self.sent_after: int | None = resume.after if resume else None
+        """Where the stream ended when the first unanswered write went out."""
+        self.sent_base: NodeRecord[S] | None = None
+        """The record read there (None when another process read it)."""
+        self.pending: int | None = None
+        """The head revision the last unanswered write compared against."""
+        self.dead = False
+        """That write is known never to land: it had not when last looked for, and the head
+        has moved on, so its compare fails for good (never so of another process's write)."""
+        self.lost = 0
+        """Compare-and-swaps lost to other writers: the event records them."""
+        self.settling = False
+        """Given a second budget to find out what became of a sent write."""
+
+    def landed(self) -> Appended[S] | None:
+        """The result of a write sent before whose answer was lost, if it landed."""
+        if self.sent_after is None:
+            return None
+        outcomes = self.appender.outcomes
+        landed = outcomes.landed(self.node, self.op, self.sent_after, self.sent_base)
+        if landed is None:
+            self.dead = self.pending is not None and self.record.head_revision != self.pending
+        return landed
+
+    def decided(self) -> Change | None:
+        """The change ``decide`` makes of the record as read (``admit`` asked first)."""
+        record = self.record
+        if self.admit is not None:
+            self.admit(stream_length(record.first, record.seq, record.seq), record.nodes)
+        return self.decide(record.state)
+
+    def unchanged(self) -> Appended[S]:
+        record = self.record
+        length = stream_length(record.first, record.seq, record.seq)
+        return Appended(
+            before=record.state, after=record.state, events=[], length=length, nodes=record.nodes
+        )
+
+    def sent(self, change: Change, *, first: bool) -> Appended[S] | None:
+        """Send ``change`` as one compare-and-swap: what it appended, or None when it must be
+        tried again (the answer was lost, or another writer moved the node: the record is
+        read again either way, the lost race's from the transaction's else branch)."""
+        appender, node, record = self.appender, self.node, self.record
+        tip = appender.records.tip(node, record)
+        events, after = appender._events_for(record, tip, self.verb, self.op, change, self.lost)
+        try:
+            txn = appender.txn(
+                node, record.head_revision, events, after, with_first=self.with_length
+            )
+            if appender._write_hook is not None and first:
+                appender._write_hook(node, record.seq, self.op)
+            reply = appender.etcd.txn(txn, write=True, keep=appender.etcd.settle_reserve())
+        except Ambiguous:
+            if self.sent_after is None:
+                self.sent_after, self.sent_base = record.seq, record
+            self.pending, self.dead = record.head_revision, False
+            self.record = appender._read_to_write(node, self.with_length)
+            return None
+        if reply.succeeded:
+            length = stream_length(record.first, events[0].seq, events[-1].seq)
+            return Appended(
+                before=record.state, after=after, events=events, length=length, nodes=record.nodes
+            )
+        fresh = appender._migrated(node, appender.records.record_of(node, reply), self.with_length)
+        if fresh.head_revision and fresh.head_revision == record.head_revision:
+            raise appender.outcomes.not_where_the_head_says(node, record.seq)  # no writer moved it
+        self.record = fresh
+        self.lost += 1
+        time.sleep(_jitter(min(0.002 * 2 ** (self.lost - 1), 0.05)))
+        return None
+
+    def failed(self, exc: StoreError, attempt: int) -> None:
+        """etcd failed: once, with a write sent that may yet land, read again within a second
+        budget (and return, to try again); otherwise raise what the caller is told."""
+        appender, node = self.appender, self.node
+        unsettled = self.sent_after is not None and not self.dead
+        if unsettled and not self.settling:
+            self.settling = appender.etcd.extend_to_settle()
+            if self.settling:  # etcd may still answer: ask once more, with time to hear it
+                try:
+                    self.record = appender._read_to_write(node, self.with_length)
+                except StoreError:
+                    pass
+                else:
+                    return
+        if unsettled:
+            raise OutcomeUnknown(
+                f"write {self.op} was sent but its answer was lost, and etcd could not be "
+                f"asked whether it was applied: {exc.reason}",
+                node=node,
+            ) from None
+        if attempt and isinstance(exc, OutOfTime):
+            raise appender.outcomes.gave_up(
+                node,
+                self.verb,
+                f"contention: other writers changed the node first {attempt} times "
+                f"and etcd.timeout ({appender.config.timeout:g}s) ran out",
+            ) from None
+        raise exc
 
 
 def new_op() -> str:

@@ -48,11 +48,11 @@ __all__ = [
     "Checkpoint",
     "Event",
     "GpuChange",
+    "GpuRecord",
     "HeadRepaired",
     "NewerSchema",
     "NodeAdded",
     "NodeInfoSet",
-    "NodeRecord",
     "NodeRemoved",
     "Snapshot",
     "UsageChanged",
@@ -94,7 +94,7 @@ KINDS = EVENTS.kinds
 decode_event = EVENTS.decode
 
 
-class NodeRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
+class GpuRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
     """The node record at ``<prefix>/resource/gpu/<node>``.
 
     ``capacity`` and ``usage`` keep the upstream JSON shape so the Go plugin and this one can
@@ -134,12 +134,12 @@ def _cards(value: _StoredMap | None) -> Cards:
     return normalised(found) if found else {}
 
 
-def decode_head(raw: bytes) -> NodeRecord:
+def decode_head(raw: bytes) -> GpuRecord:
     stored = _head_decoder.decode(raw)
 
     def resource(value: _StoredMap | None) -> Resource | None:
         return None if value is None else Resource(prod_count_map=value.prod_count_map)
 
-    return NodeRecord(
+    return GpuRecord(
         capacity=resource(stored.capacity), usage=resource(stored.usage), seq=stored.seq
     )

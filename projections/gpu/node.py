@@ -13,7 +13,7 @@ from resource_extend.ledger.model.kinds import Head
 from resource_extend.projections.changes import workloads_contradiction
 from resource_extend.projections.gpu import KIND, cards
 from resource_extend.projections.gpu.cards import Cards
-from resource_extend.projections.gpu.events import EVENTS, NodeRecord, encode, read_stored_head
+from resource_extend.projections.gpu.events import EVENTS, GpuRecord, encode, read_stored_head
 from resource_extend.projections.gpu.resources import Resource
 from resource_extend.projections.gpu.state import NodeState
 from resource_extend.projections.node import NodeKind
@@ -47,7 +47,7 @@ class GpuKind(NodeKind[NodeState, Cards]):
 
     def write_head(self, state: NodeState, seq: int) -> bytes:
         capacity, usage = Resource.of(state.capacity), Resource.of(state.usage)
-        return encode(NodeRecord(capacity=capacity, usage=usage, seq=seq))
+        return encode(GpuRecord(capacity=capacity, usage=usage, seq=seq))
 
     def invalid(self, state: NodeState) -> str | None:
         for name, counts in (("capacity", state.capacity), ("usage", state.usage)):

@@ -17,9 +17,9 @@ from resource_extend.projections.gpu.events import (
     Change,
     Checkpoint,
     Event,
+    GpuRecord,
     HeadRepaired,
     NodeAdded,
-    NodeRecord,
     NodeRemoved,
     Snapshot,
     UsageChanged,
@@ -60,7 +60,7 @@ def compacted(events: list[Event], through: int) -> list[Event]:
 
 def head(state: NodeState, seq: int | None) -> bytes:
     return encode(
-        NodeRecord(capacity=Resource.of(state.capacity), usage=Resource.of(state.usage), seq=seq)
+        GpuRecord(capacity=Resource.of(state.capacity), usage=Resource.of(state.usage), seq=seq)
     )
 
 

@@ -22,11 +22,11 @@ from resource_extend.projections.gpu.events import (
     Change,
     Checkpoint,
     Event,
+    GpuRecord,
     HeadRepaired,
     NewerSchema,
     NodeAdded,
     NodeInfoSet,
-    NodeRecord,
     NodeRemoved,
     Snapshot,
     UsageChanged,
@@ -225,11 +225,11 @@ def test_usage_changed_round_trips(seq: int, delta: Cards, workloads: list[Cards
     assert decode_event(encode(original)) == original
 
 
-# --- NodeRecord -----------------------------------------------------------------------------
+# --- GpuRecord ------------------------------------------------------------------------------
 
 
 def test_head_round_trips() -> None:
-    head = NodeRecord(
+    head = GpuRecord(
         capacity=Resource.of({"nvidia-3070": 4, "nvidia-3090": 4}),
         usage=Resource.of({"nvidia-3070": 1}),
         seq=12,
@@ -238,7 +238,7 @@ def test_head_round_trips() -> None:
 
 
 def test_head_json_keeps_the_upstream_shape_plus_seq() -> None:
-    head = NodeRecord(capacity=Resource.of({"a": 2}), usage=Resource.of({}), seq=3)
+    head = GpuRecord(capacity=Resource.of({"a": 2}), usage=Resource.of({}), seq=3)
     assert json.loads(encode(head)) == {
         "capacity": {"prod_count_map": {"a": 2}},
         "usage": {"prod_count_map": {}},
@@ -247,7 +247,7 @@ def test_head_json_keeps_the_upstream_shape_plus_seq() -> None:
 
 
 def test_head_without_seq_omits_it() -> None:
-    head = NodeRecord(capacity=Resource.of({"a": 2}), usage=Resource.of({}))
+    head = GpuRecord(capacity=Resource.of({"a": 2}), usage=Resource.of({}))
     data = json.loads(encode(head))
     assert "seq" not in data
     assert data["capacity"] == {"prod_count_map": {"a": 2}}
@@ -284,7 +284,7 @@ def test_head_rejects_invalid_counts() -> None:
 @FAST
 @given(capacity=held_maps, usage=held_maps, seq=st.none() | st.integers(0, 10**9))
 def test_head_round_trips_property(capacity: Cards, usage: Cards, seq: int | None) -> None:
-    head = NodeRecord(capacity=Resource.of(capacity), usage=Resource.of(usage), seq=seq)
+    head = GpuRecord(capacity=Resource.of(capacity), usage=Resource.of(usage), seq=seq)
     assert decode_head(encode(head)) == head
 
 
