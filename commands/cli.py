@@ -14,8 +14,9 @@ import sys
 
 import click
 
+from resource_extend.commands.people import click_plugin, verb_command
 from resource_extend.commands.program import programs
-from resource_extend.commands.protocol import Verb, click_plugin
+from resource_extend.commands.protocol import Verb
 from resource_extend.commands.registry import (
     AUDITOR_COMMANDS,
     CORE_VERBS,
@@ -71,7 +72,7 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         plugin = click_plugin(ctx)
         loaded = load(plugin, cmd_name)
-        command = loaded.command() if isinstance(loaded, Verb) else loaded
+        command = verb_command(loaded) if isinstance(loaded, Verb) else loaded
         if command is None:
             return None
         assert isinstance(command, click.Command)

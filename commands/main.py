@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from resource_extend.commands.registry import CORE_VERBS, HIDDEN_VERBS, OFFLINE_VERBS, load
+from resource_extend.commands.registry import CORE_VERBS, HIDDEN_VERBS, OFFLINE_VERBS, load_verb
 
 TYPE_CHECKING = False  # not typing's: every core call runs this module
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ def main(plugin: Plugin, argv: list[str] | None = None) -> None:
             raise SystemExit(outcome.status)
         from resource_extend.commands.protocol import Session
 
-        handler = load(plugin, verb)
+        handler = load_verb(plugin, verb)
         if handler is not None:  # else a verb this kind lacks: the CLI says so
             handler(Session(plugin, config, resume=outcome.resume))  # a failure exits
             if verb not in OFFLINE_VERBS:  # a call that worked: its config and etcd are sound

@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from msgspec import Struct
 
-from resource_extend.commands.protocol import Session
+from resource_extend.commands.protocol import Answer, Session
 from resource_extend.commands.requests import Metrics
 from resource_extend.ledger.model.errors import InvalidRequest, NodeNotFound
 from resource_extend.ledger.model.names import check_node_name
@@ -50,8 +50,8 @@ def present(state: S | None) -> S:
 
 
 def resource_info_map(
-    session: Session[S], names: list[str] | None, shown: Callable[[S], Any]
-) -> dict[str, Any]:
+    session: Session[S], names: list[str] | None, shown: Callable[[S], Answer]
+) -> dict[str, Answer]:
     """get-nodes-resource-info's answer: each named node that exists, as ``shown``."""
     states = session.store.records.read_many([check_node_name(name) for name in names or []])
     return {"node_resource_info_map": {node: shown(state) for node, state in states.items()}}

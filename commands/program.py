@@ -14,6 +14,8 @@ if TYPE_CHECKING:
 
 DISTRIBUTION = "resource-extend"
 """The package pip installs, with both commands."""
+MAX_REQUEST_BYTES = 4 * 1024 * 1024
+"""The largest request a verb reads from stdin (anything longer is refused)."""
 
 
 def programs() -> dict[str, Plugin]:

@@ -10,20 +10,17 @@ that comes last.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from functools import cached_property, wraps
-from typing import TYPE_CHECKING, Any, BinaryIO, Generic, NoReturn, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from functools import cached_property
+from typing import TYPE_CHECKING, BinaryIO, Generic, NoReturn, Protocol, TypeVar, Union
 
 import msgspec
 
-from resource_extend.commands.program import debugging
-from resource_extend.commands.registry import MAX_REQUEST_BYTES
+from resource_extend.commands.program import MAX_REQUEST_BYTES, debugging
 from resource_extend.ledger.model.errors import PluginError
 from resource_extend.ledger.model.names import MAX_NODE_NAME
 
 if TYPE_CHECKING:
-    import click
-
     from resource_extend.ledger.config import Config
     from resource_extend.ledger.model.events import Change
     from resource_extend.ledger.model.kinds import Kind
@@ -41,8 +38,16 @@ S = TypeVar("S", bound=msgspec.Struct)
 """A kind's node state (``projections.gpu.node.NodeState``); ``msgspec.Struct`` for a command
 written for every kind."""
 
-Decode = Callable[[bytes, type[Any]], Any]
-"""A kind's request decoder: raw JSON as a request type (msgspec's errors when it is not)."""
+Answer = Union[  # noqa: UP007 (a runtime alias that refers to itself)
+    None, bool, int, float, str, msgspec.Struct, Sequence["Answer"], Mapping[str, "Answer"]
+]
+"""What a command answers: JSON, as msgspec encodes it, or (for people) a string."""
+
+
+class Decode(Protocol):
+    """A kind's request decoder: raw JSON as a request type (msgspec's errors when it is not)."""
+
+    def __call__(self, raw: bytes, request_type: type[R], /) -> R: ...
 
 
 def decode_json(raw: bytes, request_type: type[R]) -> R:
@@ -189,7 +194,7 @@ def read_request(decode: Decode, request_type: type[R], io: CallIO | None = None
 
 
 class _Named(msgspec.Struct):
-    nodename: Any = None
+    nodename: object = None
 
 
 def _node_named_in(raw: bytes) -> str | None:
@@ -201,45 +206,22 @@ def _node_named_in(raw: bytes) -> str | None:
     return _named(node)
 
 
-def _named(node: Any) -> str | None:
+def _named(node: object) -> str | None:
     """A node name worth putting in an error line (not blank, whatever else is wrong)."""
     return node if isinstance(node, str) and node.strip() else None
 
 
-def respond(answer: Any, *, text: bool = False, io: CallIO | None = None) -> None:
+def respond(answer: Answer, *, text: bool = False, io: CallIO | None = None) -> None:
     """Print the answer: JSON, or (``text``) a string as it is, for people."""
-    body = answer.encode() if text else msgspec.json.encode(answer)
+    body = answer.encode() if text and isinstance(answer, str) else msgspec.json.encode(answer)
     stdout = (io or CallIO.standard()).stdout
     stdout.write(body + b"\n")
     stdout.flush()
 
 
-def click_config() -> str | None:
-    """The ``--config`` given to the click CLI, for the commands it runs."""
-    import click
-
-    config: str | None = click.get_current_context().find_root().params.get("config")
-    return config
-
-
-def click_plugin(ctx: click.Context | None = None) -> Plugin:
-    """The program the click CLI runs as (``commands.cli.main`` puts it in the root context):
-    of ``ctx``, or of the command running now."""
-    import click
-
-    plugin: Plugin = (ctx or click.get_current_context()).find_root().obj
-    return plugin
-
-
-def click_session() -> Session[msgspec.Struct]:
-    """A session for the command the click CLI runs: its program and its ``--config``."""
-    session: Session[msgspec.Struct] = Session(click_plugin(), click_config())
-    return session
-
-
 def run(
     verb: str,
-    handler: Callable[[Session[msgspec.Struct]], Any],
+    handler: Callable[[Session[msgspec.Struct]], Answer],
     session: Session[msgspec.Struct],
     *,
     text: bool | None = False,
@@ -268,31 +250,16 @@ def _usage_error(exc: Exception) -> bool:
     return click is not None and isinstance(exc, click.UsageError)
 
 
-def answered(handler: Callable[..., Any]) -> Callable[..., None]:
-    """A command for people as one function: ``handler(session, **its options)`` returns the
-    answer, a string (printed as it is) or JSON; a failure is one line naming the command
-    by its click name, like a core verb's."""
-
-    @wraps(handler)
-    def command(**options: Any) -> None:
-        import click
-
-        name = click.get_current_context().command.name or handler.__name__
-        run(name, lambda session: handler(session, **options), click_session(), text=None)
-
-    return command
-
-
 class Verb(msgspec.Struct, frozen=True):
     """A core verb: ``handler(request, session)`` (or ``handler(session)`` without a request).
 
-    Calling it runs it (``commands.main`` does, for core); :meth:`command` is the same verb as a
+    Calling it runs it (``commands.main`` does, for core); ``people.verb_command`` makes it a
     click command, for ``--help`` and the CLI.
     """
 
     name: str
-    handler: Callable[..., Any]
-    request_type: type[Any] | None
+    handler: Callable[..., Answer]
+    request_type: type[msgspec.Struct] | None
     decode: Decode
     """How its kind reads a request (``commands.gpu.requests.decode``)."""
     epilog: str | None
@@ -302,34 +269,24 @@ class Verb(msgspec.Struct, frozen=True):
         """This verb under ``name``, the one ``commands.registry`` gives it."""
         return msgspec.structs.replace(self, name=name)
 
-    def __call__(self, session: Session[Any]) -> None:
+    def __call__(self, session: Session[msgspec.Struct]) -> None:
         session.verb = self.name
         run(self.name, self._call, session)
 
-    def _call(self, session: Session[Any]) -> Any:
+    def _call(self, session: Session[msgspec.Struct]) -> Answer:
         if self.request_type is None:
             return self.handler(session)
-        request: Any = read_request(self.decode, self.request_type, session.io)
+        request = read_request(self.decode, self.request_type, session.io)
         session.node = _named(getattr(request, "nodename", None))
         return self.handler(request, session)
 
-    def command(self) -> click.Command:
-        import click
-
-        return click.Command(
-            self.name,
-            callback=lambda: self(click_session()),
-            help=self.handler.__doc__,
-            epilog=self.epilog if self.request_type is not None else None,
-        )
-
 
 def verb(
-    request_type: type[Any] | None = None,
+    request_type: type[msgspec.Struct] | None = None,
     *,
     decode: Decode = decode_json,
     epilog: str | None = None,
-) -> Callable[[Callable[..., Any]], Verb]:
+) -> Callable[[Callable[..., Answer]], Verb]:
     """Make a core verb from ``handler(request, session)`` (or ``handler(session)``).
 
     The handler's docstring is the command's help; the request is read from stdin and read
@@ -338,7 +295,7 @@ def verb(
     (``commands.gpu.verb``).
     """
 
-    def decorate(handler: Callable[..., Any]) -> Verb:
+    def decorate(handler: Callable[..., Answer]) -> Verb:
         return Verb("", handler, request_type, decode, epilog)
 
     return decorate

@@ -7,10 +7,10 @@ TYPE_CHECKING = False  # not typing's: core's thin calls import this module, and
 if TYPE_CHECKING:
     from typing import Any
 
-    from resource_extend.projections.plugin import Plugin
+    import click
 
-MAX_REQUEST_BYTES = 4 * 1024 * 1024
-"""The largest request a verb reads from stdin (anything longer is refused)."""
+    from resource_extend.commands.protocol import Verb
+    from resource_extend.projections.plugin import Plugin
 
 CORE_VERBS: dict[str, str] = {
     "add-node": ".writes:add_node",
@@ -78,7 +78,7 @@ def people_commands(plugin: Plugin) -> dict[str, str]:
     return {**AUDITOR_COMMANDS, **operator_commands(plugin)}
 
 
-def load(plugin: Plugin, name: str) -> Any:
+def load(plugin: Plugin, name: str) -> Verb | click.Command | None:
     """The subcommand called ``name`` (a core verb or a click command) of ``plugin``'s program,
     or None when the program has none of that name."""
     target = COMMANDS.get(name) or plugin.commands.get(name)
@@ -86,7 +86,16 @@ def load(plugin: Plugin, name: str) -> Any:
         return None
     found = resolve(plugin.verbs + target if target.startswith(".") else target)
     named = getattr(found, "named", None)  # a core verb: named here, and only here
-    return found if named is None else named(name)
+    loaded: Verb | click.Command | None = found if named is None else named(name)
+    return loaded
+
+
+def load_verb(plugin: Plugin, name: str) -> Verb | None:
+    """The core verb ``name`` of ``plugin``'s program, or None when it has none of that name."""
+    from resource_extend.commands.protocol import Verb
+
+    loaded = load(plugin, name)
+    return loaded if isinstance(loaded, Verb) else None
 
 
 def resolve(target: str) -> Any:

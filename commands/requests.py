@@ -8,7 +8,7 @@ for an absent value; a key that spells a field in another case is refused
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, Generic, TypeVar
+from typing import Annotated, Generic, TypeVar
 
 import msgspec
 
@@ -136,7 +136,7 @@ class CaseStrict:
             refuse_miscased(raw, self.fields(), self.opaque)
         return decoded
 
-    def miscased(self, request: Any) -> tuple[str, str] | None:
+    def miscased(self, request: object) -> tuple[str, str] | None:
         """Where (path, key) a decoded request spells a field in another case, if anywhere."""
         found = miscased(request, self.fields(), self.opaque)
         return None if found is None else found[:2]
@@ -152,13 +152,13 @@ def spellings(*types: type[msgspec.Struct]) -> dict[str, str]:
 
 
 def miscased(
-    request: Any, fields: Mapping[str, str], opaque: frozenset[str] = frozenset()
+    request: object, fields: Mapping[str, str], opaque: frozenset[str] = frozenset()
 ) -> tuple[str, str, str] | None:
     """Where (path, key, the field's spelling) a decoded request spells a field in another
     case, if anywhere. Go's decoder matched such a key to the field; read here as an unknown
     key, it would be ignored, and a verb would count nothing where core meant something. The
     values of ``opaque`` fields are not looked into: their keys are data (products, paths)."""
-    stack: list[tuple[str, Any]] = [("$", request)]
+    stack: list[tuple[str, object]] = [("$", request)]
     while stack:
         path, value = stack.pop()
         if isinstance(value, dict):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from resource_extend.commands.protocol import click_plugin
+from resource_extend.commands.people import click_plugin
 from resource_extend.ledger.model.errors import PluginError
 
 TYPE_CHECKING = False

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from resource_extend.commands.protocol import CallIO, Session
-from resource_extend.commands.registry import load
+from resource_extend.commands.registry import load_verb
 from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.etcd.connection import Connection
 from resource_extend.ledger.store import Store
@@ -92,7 +92,9 @@ class Soak:
         """One verb, in this process, as core's call runs it."""
         streams = CallIO(io.BytesIO(json.dumps(request).encode()), io.BytesIO(), io.BytesIO())
         try:
-            load(GPU, verb)(Session(GPU, str(self.config), streams))
+            found = load_verb(GPU, verb)
+            assert found is not None, verb
+            found(Session(GPU, str(self.config), streams))
         except SystemExit:
             stderr = streams.stderr
             assert isinstance(stderr, io.BytesIO)

@@ -15,7 +15,8 @@ import click
 import msgspec
 from msgspec import Struct
 
-from resource_extend.commands.protocol import Session, answered, report_failure, respond
+from resource_extend.commands.people import answered
+from resource_extend.commands.protocol import Answer, Session, report_failure, respond
 from resource_extend.ledger.config import Destination
 from resource_extend.ledger.model.errors import PluginError
 from resource_extend.ledger.upkeep.bounds import bound_for
@@ -139,7 +140,7 @@ def _checked_directory(directory: str) -> str:
 @answered
 def archive(
     session: Session[Struct], archive: str | None, every: float | None, min_age: float | None
-) -> Any:
+) -> Answer:
     """Move old events out of etcd into one archive directory, keeping every stream at half
     its bound (streams.budget over the node count, at most streams.max_events), so core's own
     calls never have to compact.

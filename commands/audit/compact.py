@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 from msgspec import Struct
 
 from resource_extend.commands.audit.verify import named_nodes, nodes_or_all
-from resource_extend.commands.protocol import Session, answered, respond
+from resource_extend.commands.people import answered
+from resource_extend.commands.protocol import Answer, Session, respond
 from resource_extend.ledger.config import Destination
 from resource_extend.ledger.model import audit
 from resource_extend.ledger.model.errors import PluginError
@@ -52,7 +51,7 @@ def compact(
     keep: int,
     min_age: float | None,
     export_dir: str | None,
-) -> Any:
+) -> Answer:
     """Bound event streams: replace all but the newest --keep events by one checkpoint.
 
     \b

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 import msgspec
 from msgspec import Struct
 
-from resource_extend.commands.protocol import Session, answered
+from resource_extend.commands.people import answered
+from resource_extend.commands.protocol import Answer, Session
 from resource_extend.commands.tables import columns
 from resource_extend.ledger.upkeep.bounds import EVENT_BYTES, bound_for
 from resource_extend.ledger.upkeep.footprint import etcd_footprint, measure
@@ -18,7 +17,7 @@ from resource_extend.ledger.upkeep.footprint import etcd_footprint, measure
 @click.option("--top", default=10, show_default=True, help="How many of the largest streams.")
 @click.option("--json", "as_json_output", is_flag=True, help="Print one JSON object.")
 @answered
-def footprint(session: Session[Struct], top: int, as_json_output: bool) -> Any:
+def footprint(session: Session[Struct], top: int, as_json_output: bool) -> Answer:
     """Show the plugin's share of etcd: its keys and bytes (node records and event streams),
     its largest streams, and the size of etcd's database against what is in use.
 

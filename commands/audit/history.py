@@ -9,7 +9,8 @@ import msgspec
 from msgspec import Struct
 
 from resource_extend.commands.audit.archive import archive_dir, archive_option
-from resource_extend.commands.protocol import Session, answered
+from resource_extend.commands.people import answered
+from resource_extend.commands.protocol import Answer, Session
 from resource_extend.commands.tables import columns
 from resource_extend.ledger.model import audit
 from resource_extend.ledger.model.errors import InvalidRequest, PluginError
@@ -58,7 +59,7 @@ def as_json(event: Event) -> dict[str, Any]:
     return {"seq": event.seq, "kind": event.kind, **data}
 
 
-def table(view: KindView, rows: list[tuple[Event, Any]]) -> str:
+def table(view: KindView, rows: list[tuple[Event, Struct | None]]) -> str:
     """Events with the state after each (``None``: no node)."""
     after = tuple(f"{header} AFTER" for header in view.STATE_HEADERS)
     lines = [("SEQ", "AT (UTC)", "VERB", "KIND", *after, "CHANGE")]
@@ -75,12 +76,12 @@ NOT_ADOPTED = (
 )
 
 
-def positions_of(session: Session[Struct], node: str) -> Positions[Any]:
+def positions_of(session: Session[Struct], node: str) -> Positions[Struct]:
     """The node's stream, to read by position (empty for an upstream record not adopted
     yet); an error if the plugin has never known the node."""
     session.node = check_node_name(node)
     session.store.etcd.budget_per_request()  # an auditor's read may be long; no request may be
-    found: Positions[Any] = Positions(session.store, node)
+    found: Positions[Struct] = Positions(session.store, node)
     if not found.first and found.head is None:
         raise PluginError("no events: the plugin has never known this node")
     return found
@@ -130,7 +131,7 @@ def history(
     limit: int | None,
     archive: str | None,
     as_json_output: bool,
-) -> Any:
+) -> Answer:
     """Print NODE's events, oldest first: when, which verb, what changed, and the capacity and
     usage after each.
 
@@ -161,7 +162,7 @@ def history(
 @click.command("export")
 @click.argument("node")
 @answered
-def export(session: Session[Struct], node: str) -> Any:
+def export(session: Session[Struct], node: str) -> Answer:
     """Print NODE's whole stream as JSON lines: one event per line, exactly as stored (each
     line decodes as an event, schema version included).
 

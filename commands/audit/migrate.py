@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 from msgspec import Struct
 
-from resource_extend.commands.protocol import Session, answered
+from resource_extend.commands.people import answered
+from resource_extend.commands.protocol import Answer, Session
 from resource_extend.ledger.store import migration
 
 
@@ -20,7 +19,7 @@ from resource_extend.ledger.store import migration
     help='Print {"nodes": {"<node>": <events moved>}, "events": N, "dry_run": B}.',
 )
 @answered
-def migrate(session: Session[Struct], dry_run: bool, as_json_output: bool) -> Any:
+def migrate(session: Session[Struct], dry_run: bool, as_json_output: bool) -> Answer:
     """Move the GPU event streams written by resource-gpu 0.1 to where this release keeps them
     (resource-storage never wrote that layout: it finds nothing to move).
 

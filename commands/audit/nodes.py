@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 import msgspec
 from msgspec import Struct
 
-from resource_extend.commands.protocol import Session, answered
+from resource_extend.commands.people import answered
+from resource_extend.commands.protocol import Answer, Session
 from resource_extend.commands.tables import columns
 from resource_extend.ledger.model.events import Checkpoint, HeadRepaired
 from resource_extend.ledger.model.kinds import Kind
@@ -18,7 +17,7 @@ from resource_extend.projections.changes import NodeRemoved
 @click.command("nodes")
 @click.option("--json", "as_json_output", is_flag=True, help="Print a JSON array of objects.")
 @answered
-def nodes(session: Session[Struct], as_json_output: bool) -> Any:
+def nodes(session: Session[Struct], as_json_output: bool) -> Answer:
     """List every node the plugin knows: its capacity, usage and event stream.
 
     \b
@@ -78,7 +77,7 @@ def nodes(session: Session[Struct], as_json_output: bool) -> Any:
     )
 
 
-def _exists_after(kind: Kind[Any], tail: bytes | None) -> bool:
+def _exists_after(kind: Kind[Struct], tail: bytes | None) -> bool:
     """Whether a stream ending with ``tail`` (its last event as stored) says the node exists;
     ``msgspec.DecodeError`` when that event cannot be read."""
     if tail is None:

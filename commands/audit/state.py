@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 from msgspec import Struct
@@ -14,7 +14,8 @@ from resource_extend.commands.audit.history import (
     point_option,
     positions_of,
 )
-from resource_extend.commands.protocol import Session, answered
+from resource_extend.commands.people import answered
+from resource_extend.commands.protocol import Answer, Session
 from resource_extend.commands.tables import columns
 from resource_extend.ledger.model import audit
 from resource_extend.ledger.model.errors import PluginError
@@ -45,7 +46,7 @@ def show(
     point: audit.Point | None,
     archive: str | None,
     as_json_output: bool,
-) -> Any:
+) -> Answer:
     """Print NODE's capacity and usage now, or as of an earlier point, folded from its events.
 
     \b
@@ -90,7 +91,7 @@ def show(
 
 def archived(
     session: Session[Struct], first: Event, point: audit.Point, archive: str | None
-) -> tuple[Event, Any]:
+) -> tuple[Event, Struct | None]:
     """The event at ``point``, before the stream's ``first``, and the state after it, from the
     archive (``--archive``, which must hold it, or ``streams.archive_dir``, read if it does);
     else the error that says where it went."""
@@ -106,7 +107,7 @@ def archived(
         raise audit.before_first(first, point) from None
 
 
-def seq_of(positions: Positions[Any], point: audit.Point | None) -> int | None:
+def seq_of(positions: Positions[Struct], point: audit.Point | None) -> int | None:
     """The seq ``point`` names in the stream (by default its last); None when it is before
     the stream's first event."""
     if point is None:

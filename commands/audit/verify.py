@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 from msgspec import Struct
 
 from resource_extend.commands.audit.archive import archive_dir, archive_option
-from resource_extend.commands.protocol import Session, answered, respond
+from resource_extend.commands.people import answered
+from resource_extend.commands.protocol import Answer, Session, respond
 from resource_extend.ledger.model.errors import PluginError
 from resource_extend.ledger.model.names import check_node_name
 from resource_extend.ledger.model.words import plural
 from resource_extend.ledger.store import Store
 from resource_extend.ledger.upkeep.verification import Trust, Verified, verify_node
-
-NodeState = Any
-"""Whichever kind's state: verify and compact are the ledger's, written once for every kind."""
 
 
 def nodes_or_all(nodes: tuple[str, ...], every: bool) -> None:
@@ -26,7 +22,7 @@ def nodes_or_all(nodes: tuple[str, ...], every: bool) -> None:
         raise click.UsageError(f"name the nodes to {ctx.info_name}, or pass --all (not both)", ctx)
 
 
-def named_nodes(store: Store[NodeState], nodes: tuple[str, ...], every: bool) -> list[str]:
+def named_nodes(store: Store[Struct], nodes: tuple[str, ...], every: bool) -> list[str]:
     """The nodes named, or with ``every`` all under the prefix (``nodes_or_all`` checked)."""
     if every:
         return sorted(store.scans.list_nodes())
@@ -76,7 +72,7 @@ def verify(
     digests: bool,
     allow_elsewhere: bool,
     repair: bool,
-) -> Any:
+) -> Answer:
     """Fold each node's events and compare the result with its head (the record core reads);
     check the exports a compacted stream's checkpoints name, back to event 1.
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 import msgspec
 from msgspec import Struct
 
 from resource_extend.commands.doctor.checks import every_finding
-from resource_extend.commands.protocol import Session, answered, click_config, respond
+from resource_extend.commands.people import answered, click_config
+from resource_extend.commands.protocol import Answer, Session, respond
 from resource_extend.ledger.model.errors import PluginError
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     help='Print [{"check", "status", "message", "fix"}, ...] instead of a table.',
 )
 @answered
-def doctor(session: Session[Struct], as_json_output: bool) -> Any:
+def doctor(session: Session[Struct], as_json_output: bool) -> Answer:
     """Check this host's set-up, one finding per line: ok, warn or fail, what was seen, and
     under each warn or fail the fix.
 

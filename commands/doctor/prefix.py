@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 from msgspec import Struct
@@ -61,7 +61,9 @@ def check_prefix(plugin: Plugin, explicit: str | None) -> list[Finding]:
         session.close()
 
 
-def _unadopted(store: Store[Any], heads: dict[str, bytes], known: dict[str, NodeKeys]) -> list[str]:
+def _unadopted(
+    store: Store[Struct], heads: dict[str, bytes], known: dict[str, NodeKeys]
+) -> list[str]:
     """The heads the upstream plugin wrote that have no stream (no ``seq``: not adopted)."""
     upstream = []
     for name, raw in sorted(heads.items()):
@@ -106,7 +108,7 @@ def _legacy_finding(legacy: list[str]) -> Finding:
     )
 
 
-def _drift_finding(store: Store[Any], candidates: list[str], records: int) -> Finding:
+def _drift_finding(store: Store[Struct], candidates: list[str], records: int) -> Finding:
     """Compare heads with their streams, on a bounded sample."""
     check = "drift"
     if not candidates:
@@ -120,7 +122,7 @@ def _drift_finding(store: Store[Any], candidates: list[str], records: int) -> Fi
             continue
         try:
             opened = store.streams.open_stream(name)
-            walk: Walk[Any] = Walk(store.kind)
+            walk: Walk[Struct] = Walk(store.kind)
             for page in opened.pages:
                 walk.feed(page.events, page.raw)
             problems = verdicts.judge(opened.head, walk).problems
@@ -159,7 +161,7 @@ def _drift_finding(store: Store[Any], candidates: list[str], records: int) -> Fi
     )
 
 
-def _times_finding(store: Store[Any], candidates: list[str]) -> Finding:
+def _times_finding(store: Store[Struct], candidates: list[str]) -> Finding:
     """The newest event of each node (at most ``TIMES_NODES``, a random sample past that),
     against this host's clock: one stamped more than ``audit.AHEAD_BOUND`` ahead was written
     by a clock ahead, or raised to such an event's time, and every event after it carries that

@@ -4,20 +4,14 @@ from __future__ import annotations
 
 import signal
 import threading
-from typing import Any
 
 import click
 from msgspec import Struct
 
 from resource_extend.commands.exporter.listen import DEFAULT_HOST, Address, parse_listen
+from resource_extend.commands.people import answered, click_plugin
 from resource_extend.commands.program import installed_version
-from resource_extend.commands.protocol import (
-    Session,
-    answered,
-    click_plugin,
-    report_failure,
-    respond,
-)
+from resource_extend.commands.protocol import Answer, Session, report_failure, respond
 from resource_extend.ledger.model.errors import PluginError
 
 INSTALL_HINT = "pip install 'resource-extend[exporter]' (or pip install prometheus-client)"
@@ -72,7 +66,7 @@ def exporter(
     every: float,
     stale_after: float | None,
     verify_every: float,
-) -> Any:
+) -> Answer:
     """Serve the ledger's metrics to Prometheus on http://HOST:PORT/metrics, until stopped
     (SIGTERM or SIGINT: the server closes, the background jobs end, exit status 0).
 

@@ -61,7 +61,7 @@ class Refresher:
     def __init__(
         self,
         etcd: EtcdConfig,
-        kind: Kind[Any],
+        kind: Kind[msgspec.Struct],
         kind_gauges: KindGauges,
         render: Render,
         report: Report,
@@ -84,7 +84,7 @@ class Refresher:
         with self._lock:
             self.status = msgspec.structs.replace(self.status, **changes)
 
-    def _store(self) -> Store[Any]:
+    def _store(self) -> Store[msgspec.Struct]:
         store = Store(self._etcd, self._kind)
         store.etcd.budget_per_request()  # a job over every node: each request has etcd.timeout
         return store
@@ -120,9 +120,9 @@ class Refresher:
         self._failing = False
         return True
 
-    def _read(self, store: Store[Any]) -> _Read:
+    def _read(self, store: Store[msgspec.Struct]) -> _Read:
         heads, _ = store.scans.all_heads()
-        states: dict[str, tuple[Any, int]] = {}
+        states: dict[str, tuple[msgspec.Struct, int]] = {}
         for node, raw in heads.items():
             try:
                 head = self._kind.read_head(raw)
@@ -146,7 +146,7 @@ class Refresher:
         return _Read(nodes, failures, counted, set(ends), tallies)
 
     def _appended(
-        self, store: Store[Any], ends: dict[str, int], starts: dict[str, int]
+        self, store: Store[msgspec.Struct], ends: dict[str, int], starts: dict[str, int]
     ) -> tuple[dict[str, int], Tallies]:
         """The stream ends to count from next time, and the tallies of the events appended
         since the last refresh: those of each node whose head moved on, and of each node

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
@@ -134,7 +134,7 @@ def tallied(stored: Iterable[bytes]) -> Tallies:
 
 
 def node_series(
-    kind_gauges: KindGauges, node: str, state: Any, events: int, at: datetime | None
+    kind_gauges: KindGauges, node: str, state: msgspec.Struct, events: int, at: datetime | None
 ) -> NodeSeries:
     """A node's series from its state (as its head holds it), its stream's length and the time
     of its last event."""

@@ -16,7 +16,8 @@ import click
 import msgspec
 from msgspec import Struct
 
-from resource_extend.commands.protocol import Session, answered, click_config
+from resource_extend.commands.people import answered, click_config
+from resource_extend.commands.protocol import Answer, Session
 from resource_extend.commands.tables import columns
 from resource_extend.ledger import config
 from resource_extend.projections.gpu import detect as rules
@@ -56,7 +57,7 @@ class Probe(msgspec.Struct, frozen=True):
     help="Print each card's reported name and the product it counts as, then the answer.",
 )
 @answered
-def detect(session: Session[Struct], source: str, explain: bool) -> Any:
+def detect(session: Session[Struct], source: str, explain: bool) -> Answer:
     """Print this host's GPUs as {"prod_count_map": {PRODUCT: COUNT}}, what add-node and
     eru-cli node add --extra-resources take.
 

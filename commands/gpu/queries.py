@@ -13,6 +13,7 @@ from resource_extend.commands.nodes import (
     read_states,
     resource_info_map,
 )
+from resource_extend.commands.requests import Metrics, NodesRequest
 from resource_extend.ledger.model.names import check_node_name
 from resource_extend.projections import answers
 from resource_extend.projections.gpu import capacity, metrics
@@ -93,7 +94,9 @@ def get_nodes_deploy_capacity(
 
 
 @verb(requests.NodeWorkloads)
-def get_node_resource_info(request: requests.NodeWorkloads, session: Session) -> Any:
+def get_node_resource_info(
+    request: requests.NodeWorkloads, session: Session
+) -> answers.NodeResourceInfo[Resource] | None:
     """A node's capacity and usage, with every way usage disagrees with its workloads.
 
     \b
@@ -108,8 +111,8 @@ def get_node_resource_info(request: requests.NodeWorkloads, session: Session) ->
     return answers.NodeResourceInfo(**node_resources(state), diffs=usage_diffs(state.usage, held))
 
 
-@verb(requests.NodesRequest)
-def get_nodes_resource_info(request: requests.NodesRequest, session: Session) -> dict[str, Any]:
+@verb(NodesRequest)
+def get_nodes_resource_info(request: NodesRequest, session: Session) -> dict[str, Any]:
     """Capacity and usage of many nodes at once (unknown nodes are left out).
 
     \b
@@ -119,8 +122,8 @@ def get_nodes_resource_info(request: requests.NodesRequest, session: Session) ->
     return resource_info_map(session, request.nodenames, node_resources)
 
 
-@verb(requests.NodesRequest)
-def get_most_idle_node(request: requests.NodesRequest, session: Session) -> answers.MostIdle:
+@verb(NodesRequest)
+def get_most_idle_node(request: NodesRequest, session: Session) -> answers.MostIdle:
     """The node with the lowest share of cards in use, for a build.
 
     \b
@@ -134,8 +137,8 @@ def get_most_idle_node(request: requests.NodesRequest, session: Session) -> answ
     return answers.MostIdle(nodename=capacity.most_idle(states), priority=capacity.IDLE_PRIORITY)
 
 
-@verb(requests.Metrics)
-def get_metrics(request: requests.Metrics, session: Session) -> list[metrics.Metric]:
+@verb(Metrics)
+def get_metrics(request: Metrics, session: Session) -> list[metrics.Metric]:
     """The gpu_capacity and gpu_used gauges of a node, per product in its capacity.
 
     \b

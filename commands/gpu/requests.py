@@ -7,33 +7,8 @@ from __future__ import annotations
 import msgspec
 
 from resource_extend.commands import requests as shapes
-from resource_extend.commands.requests import (
-    CaseStrict,
-    EngineInfo,
-    Metrics,
-    MetricsNode,
-    NodeRequest,
-    NodesRequest,
-)
+from resource_extend.commands.requests import CaseStrict
 from resource_extend.projections.gpu.resources import Count, Product, Resource
-
-__all__ = [  # the shared shapes too: a verb finds every request of its kind here
-    "AddNode",
-    "CalculateDeploy",
-    "CalculateRealloc",
-    "DeployCapacity",
-    "EngineInfo",
-    "Metrics",
-    "MetricsNode",
-    "NodeRequest",
-    "NodeWorkloads",
-    "NodesRequest",
-    "ResourceRequest",
-    "SetCapacity",
-    "SetNodeInfo",
-    "SetUsage",
-    "decode",
-]
 
 FIELD = "prod_count_map"
 """The one field of ``R``."""

@@ -9,6 +9,7 @@ import msgspec
 from resource_extend.commands.gpu import Session, requests, verb
 from resource_extend.commands.gpu.answers import node_resources, workloads_sum
 from resource_extend.commands.nodes import present
+from resource_extend.commands.requests import EngineInfo, NodeRequest
 from resource_extend.ledger.model.errors import InvalidRequest
 from resource_extend.ledger.model.names import check_node_name
 from resource_extend.projections.answers import BeforeAfter, NodeResourceInfo
@@ -27,7 +28,7 @@ ENGINE_INFO_KEYS = (PLUGIN.name, PLUGIN.kind)
 """Where a VM engine's node report carries its GPU cards, in order of preference."""
 
 
-def _capacity_from_info(info: requests.EngineInfo | None) -> Cards:
+def _capacity_from_info(info: EngineInfo | None) -> Cards:
     for key in ENGINE_INFO_KEYS:
         raw = (info.resources or {}).get(key) if info else None
         if raw:
@@ -59,8 +60,8 @@ def add_node(request: requests.AddNode, session: Session) -> dict[str, Any]:
     return node_resources(appended.after)
 
 
-@verb(requests.NodeRequest)
-def remove_node(request: requests.NodeRequest, session: Session) -> dict[str, Any]:
+@verb(NodeRequest)
+def remove_node(request: NodeRequest, session: Session) -> dict[str, Any]:
     """Forget a node; its event stream stays for auditors.
 
     \b

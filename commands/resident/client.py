@@ -39,8 +39,7 @@ from __future__ import annotations
 import os
 import sys
 
-from resource_extend.commands.program import debugging
-from resource_extend.commands.registry import MAX_REQUEST_BYTES
+from resource_extend.commands.program import MAX_REQUEST_BYTES, debugging
 from resource_extend.commands.resident import rundir
 
 TYPE_CHECKING = False  # not typing's: importing typing costs a core call ~3 ms

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from resource_extend.commands.protocol import click_config, click_plugin
+from resource_extend.commands.people import click_config, click_plugin
 from resource_extend.commands.resident import client as resident
 from resource_extend.commands.resident import rundir
 

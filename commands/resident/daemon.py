@@ -40,6 +40,8 @@ from resource_extend.commands.resident import rundir
 from resource_extend.ledger.store.appender import who
 
 if TYPE_CHECKING:
+    import msgspec
+
     from resource_extend.ledger.config import Config
     from resource_extend.projections.plugin import Plugin
 
@@ -64,6 +66,9 @@ def main(argv: list[str]) -> None:
     program = plugin.name
     _set_title(f"{program} helper {config_path}")
     name = resident.socket_name(config_path)
+    asked: list[int] = []  # a stop asked for before the helper serves: it stops at once
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda signum, _: asked.append(signum))
     try:
         directory, path = rundir.open_private(program, create=True)
     except OSError:
@@ -73,7 +78,8 @@ def main(argv: list[str]) -> None:
         return
     listener, inode = claimed
     socket_path = os.path.join(path, name)
-    Helper(plugin, listener, directory, name, inode, config_path, socket_path).serve()
+    helper = Helper(plugin, listener, directory, name, inode, config_path, socket_path)
+    helper.serve(stopped=asked)
 
 
 def _set_title(title: str) -> None:
@@ -212,9 +218,14 @@ class Helper:
             wake.settimeout(resident.CONNECT_TIMEOUT)
             wake.connect(rundir.via(self._directory, self._name))
 
-    def serve(self) -> None:
+    def serve(self, stopped: list[int] | None = None) -> None:
+        """Serve until stopped (SIGTERM, SIGINT), idle, or no longer the socket's owner;
+        ``stopped`` holds the signals that came before, while the socket was being claimed
+        (the default action would have left it behind)."""
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: self.stop())
+        if stopped:
+            self.stop()
         self._listener.settimeout(TICK)
         self._settings()  # parsed once here, the config is inherited by every call
         gc.freeze()  # what is loaded now lives as long as the helper: no collection walks it
@@ -405,12 +416,12 @@ class Helper:
     ) -> tuple[int, bytes, bytes]:
         import io
 
-        from resource_extend.commands.protocol import CallIO, Session, Verb
-        from resource_extend.commands.registry import load
+        from resource_extend.commands.protocol import CallIO, Session
+        from resource_extend.commands.registry import load_verb
         from resource_extend.ledger.model.errors import PluginError
 
-        verb = load(self.plugin, verb_name)
-        assert isinstance(verb, Verb)
+        verb = load_verb(self.plugin, verb_name)
+        assert verb is not None
         out, err = io.BytesIO(), io.BytesIO()
 
         def ask_to_write(node: str, after: int, op: str) -> None:
@@ -425,7 +436,7 @@ class Helper:
                 raise PluginError("the caller went away before the write was sent", node=node)
 
         io_ = CallIO(io.BytesIO(stdin), out, err)
-        session: Session[Any] = Session(
+        session: Session[msgspec.Struct] = Session(
             self.plugin, config_path, io_, write_hook=ask_to_write, caller=self._caller
         )
         try:

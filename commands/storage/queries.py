@@ -11,15 +11,20 @@ from resource_extend.commands.nodes import (
     read_states,
     resource_info_map,
 )
+from resource_extend.commands.requests import Metrics, NodesRequest
 from resource_extend.commands.storage import Session, requests, verb
 from resource_extend.ledger.model.names import check_node_name
-from resource_extend.projections.answers import MostIdle, NodeResourceInfo
+from resource_extend.projections.answers import MostIdle, NodeResourceInfo, NodesDeployCapacity
 from resource_extend.projections.metrics import Metric
 from resource_extend.projections.storage.requests import (
     parse_workload_request,
     workload_request,
 )
 from resource_extend.projections.storage.resources import WorkloadResource
+
+TYPE_CHECKING = False  # the plans load only with the verbs that place
+if TYPE_CHECKING:
+    from resource_extend.projections.storage.plans import DeployAnswer, ReallocAnswer
 
 IDLE_PRIORITY = 1
 """get-most-idle-node's priority: below cpumem's and GPU's 100, so storage never picks the
@@ -32,7 +37,7 @@ def _bound(session: Session) -> int:
 
 
 @verb(requests.CalculateDeploy)
-def calculate_deploy(request: requests.CalculateDeploy, session: Session) -> Any:
+def calculate_deploy(request: requests.CalculateDeploy, session: Session) -> DeployAnswer:
     """Place deploy_count workloads of one request on a node (never writes).
 
     \b
@@ -56,7 +61,7 @@ def calculate_deploy(request: requests.CalculateDeploy, session: Session) -> Any
 
 
 @verb(requests.CalculateRealloc)
-def calculate_realloc(request: requests.CalculateRealloc, session: Session) -> Any:
+def calculate_realloc(request: requests.CalculateRealloc, session: Session) -> ReallocAnswer:
     """Change a workload's bindings and storage (never writes).
 
     \b
@@ -79,7 +84,9 @@ def calculate_realloc(request: requests.CalculateRealloc, session: Session) -> A
 
 
 @verb(requests.DeployCapacity)
-def get_nodes_deploy_capacity(request: requests.DeployCapacity, session: Session) -> Any:
+def get_nodes_deploy_capacity(
+    request: requests.DeployCapacity, session: Session
+) -> NodesDeployCapacity:
     """How many workloads of a request each node can host (never writes).
 
     \b
@@ -102,7 +109,9 @@ def get_nodes_deploy_capacity(request: requests.DeployCapacity, session: Session
 
 
 @verb(requests.NodeWorkloads)
-def get_node_resource_info(request: requests.NodeWorkloads, session: Session) -> Any:
+def get_node_resource_info(
+    request: requests.NodeWorkloads, session: Session
+) -> NodeResourceInfo[Any] | None:
     """A node's capacity and usage, with every way usage disagrees with its workloads.
 
     \b
@@ -123,8 +132,8 @@ def get_node_resource_info(request: requests.NodeWorkloads, session: Session) ->
     return NodeResourceInfo(**state_json(state), diffs=diffs)
 
 
-@verb(requests.NodesRequest)
-def get_nodes_resource_info(request: requests.NodesRequest, session: Session) -> dict[str, Any]:
+@verb(NodesRequest)
+def get_nodes_resource_info(request: NodesRequest, session: Session) -> dict[str, Any]:
     """Capacity and usage of many nodes at once (unknown nodes are left out).
 
     \b
@@ -136,8 +145,8 @@ def get_nodes_resource_info(request: requests.NodesRequest, session: Session) ->
     return resource_info_map(session, request.nodenames, state_json)
 
 
-@verb(requests.NodesRequest)
-def get_most_idle_node(request: requests.NodesRequest, session: Session) -> MostIdle:
+@verb(NodesRequest)
+def get_most_idle_node(request: NodesRequest, session: Session) -> MostIdle:
     """The first node named, with priority 1: storage leaves the choice of a build node to
     the other plugins (their priority is 100). Reads nothing.
 
@@ -148,8 +157,8 @@ def get_most_idle_node(request: requests.NodesRequest, session: Session) -> Most
     return MostIdle(nodename=node_names(request.nodenames)[0], priority=IDLE_PRIORITY)
 
 
-@verb(requests.Metrics)
-def get_metrics(request: requests.Metrics, session: Session) -> list[Metric]:
+@verb(Metrics)
+def get_metrics(request: Metrics, session: Session) -> list[Metric]:
     """The storage_used and storage_capacity gauges of a node.
 
     \b

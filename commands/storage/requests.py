@@ -17,9 +17,6 @@ from resource_extend.commands.requests import (
     CaseStrict,
     EngineInfo,
     Metrics,
-    MetricsNode,
-    NodeRequest,
-    NodesRequest,
     spellings,
 )
 from resource_extend.projections.storage.disks import Disk
@@ -27,23 +24,6 @@ from resource_extend.projections.storage.node_requests import RequestForm
 from resource_extend.projections.storage.requests import WorkloadRequestWire
 from resource_extend.projections.storage.resources import NodeResource, WorkloadResource
 from resource_extend.projections.storage.stored import exactly_spelled
-
-__all__ = [
-    "AddNode",
-    "CalculateDeploy",
-    "CalculateRealloc",
-    "DeployCapacity",
-    "EngineInfo",
-    "Metrics",
-    "MetricsNode",
-    "NodeRequest",
-    "NodeWorkloads",
-    "NodesRequest",
-    "SetCapacity",
-    "SetNodeInfo",
-    "SetUsage",
-    "decode",
-]
 
 NodeForm = Any
 """A node resource in the request form or the stored form, read by the verb."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from resource_extend.commands.nodes import present
+from resource_extend.commands.requests import NodeRequest
 from resource_extend.commands.storage import Session, requests, verb
 from resource_extend.ledger.model.names import check_node_name
 from resource_extend.projections.answers import BeforeAfter, NodeResourceInfo
@@ -56,8 +57,8 @@ def add_node(request: requests.AddNode, session: Session) -> dict[str, Any]:
     return _shown(appended.after)
 
 
-@verb(requests.NodeRequest)
-def remove_node(request: requests.NodeRequest, session: Session) -> None:
+@verb(NodeRequest)
+def remove_node(request: NodeRequest, session: Session) -> None:
     """Forget a node; its event stream stays for auditors.
 
     \b

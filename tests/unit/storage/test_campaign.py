@@ -72,7 +72,9 @@ class Campaign(RuleBasedStateMachine):
         session: Session[Any] = Session(STORAGE, str(self.config), CallIO(stdin, out, err))
         session.__dict__["store"] = Store(session.config.etcd, session.kind, self.etcd)
         try:
-            registry.load(STORAGE, verb)(session)
+            found = registry.load_verb(STORAGE, verb)
+            assert found is not None, verb
+            found(session)
         except SystemExit as exc:
             assert exc.code != 0, f"{verb} exited 0 by SystemExit"
             error = err.getvalue().decode()
