@@ -15,7 +15,7 @@ import sys
 import click
 
 from resource_extend.commands.people import click_plugin, verb_command
-from resource_extend.commands.program import programs
+from resource_extend.commands.program import DISTRIBUTION, installed_version, programs
 from resource_extend.commands.protocol import Verb
 from resource_extend.commands.registry import (
     AUDITOR_COMMANDS,
@@ -206,8 +206,6 @@ def cli(config: str | None) -> None:
 
 
 def _print_version(ctx: click.Context) -> None:
-    from resource_extend.commands.program import DISTRIBUTION, installed_version
-
     click.echo(f"{click_plugin(ctx).name} {installed_version()} ({DISTRIBUTION})")
     ctx.exit(0)
 

@@ -25,6 +25,8 @@ import contextlib
 import fcntl
 import gc
 import importlib
+import io
+import json
 import os
 import signal
 import socket
@@ -34,14 +36,18 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from resource_extend.commands.program import installed_version, programs
+from resource_extend.commands.protocol import CallIO, Session
+from resource_extend.commands.registry import CORE_VERBS, HIDDEN_VERBS, load, load_verb
 from resource_extend.commands.resident import client as resident
 from resource_extend.commands.resident import rundir
+from resource_extend.ledger import config as config_files
+from resource_extend.ledger.model.errors import PluginError
 from resource_extend.ledger.store.appender import who
 
 if TYPE_CHECKING:
-    import msgspec
-
     from resource_extend.ledger.config import Config
     from resource_extend.projections.plugin import Plugin
 
@@ -150,8 +156,6 @@ def answers(directory: int, name: str) -> bool:
 
 def _warm_up(plugin: Plugin) -> None:
     """Import every verb and what it uses now, not on a client's time."""
-    from resource_extend.commands.registry import CORE_VERBS, HIDDEN_VERBS, load
-
     for verb in (*CORE_VERBS, *HIDDEN_VERBS):
         load(plugin, verb)
     plugin.parts  # noqa: B018 (loads the kind's fold, views and gauges)
@@ -163,8 +167,6 @@ def _lay_out_structs() -> None:
     """Have msgspec work out every Struct type loaded (annotations resolved, fields laid out,
     kept on the class): done lazily, by the first decode, it would cost each call's process
     about a millisecond."""
-    import msgspec
-
     pending: list[type] = [msgspec.Struct]
     while pending:
         kind = pending.pop()
@@ -377,8 +379,6 @@ class Helper:
     def _call(
         self, connection: socket.socket, reader: resident.Reader, fields: list[bytes]
     ) -> None:
-        from resource_extend.commands.registry import CORE_VERBS, HIDDEN_VERBS
-
         verb, config_path = fields[0].decode(), os.fsdecode(fields[1])
         stdin = reader.exactly(int(fields[2]))
         if stdin is None or (verb not in CORE_VERBS and verb not in HIDDEN_VERBS):
@@ -398,9 +398,6 @@ class Helper:
     def _settings(self) -> Config | None:
         """Our config, if it loads (if not, the call itself says what is wrong, word for word,
         in-process)."""
-        from resource_extend.ledger import config as config_files
-        from resource_extend.ledger.model.errors import PluginError
-
         try:
             return config_files.load(self.config_path)
         except PluginError:
@@ -414,12 +411,6 @@ class Helper:
         config_path: str,
         stdin: bytes,
     ) -> tuple[int, bytes, bytes]:
-        import io
-
-        from resource_extend.commands.protocol import CallIO, Session
-        from resource_extend.commands.registry import load_verb
-        from resource_extend.ledger.model.errors import PluginError
-
         verb = load_verb(self.plugin, verb_name)
         assert verb is not None
         out, err = io.BytesIO(), io.BytesIO()
@@ -537,8 +528,6 @@ def _running(pid: int) -> bool:
 
 
 def _framed(answer: dict[str, Any]) -> bytes:
-    import json
-
     body = json.dumps(answer).encode()
     return b"S %d\n" % len(body) + body
 
