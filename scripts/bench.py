@@ -10,6 +10,7 @@ short stream. Prints a Markdown table (docs/speed.md quotes it).
     scripts/bench --quick            # fewer repetitions, 1,000 nodes only
     scripts/bench --transport grpc   # the same, over etcd's gRPC API
     scripts/bench --resident off     # every call in its own process
+    scripts/bench --where            # where a call's milliseconds go, part by part
     scripts/bench --soak             # 200,000 writes over 1,000 nodes: etcd's size as it goes
     scripts/bench --long             # auditor commands on one stream of 1,000,000 events
 """
@@ -363,12 +364,43 @@ class Bench:
         raise RuntimeError("etcd /metrics has no etcd_server_proposals_applied_total")
 
 
+def where(repeat: int) -> None:
+    """``--where``: the parts of a read and a write of each kind, through the helper."""
+    from scripts.bench_storage import seeded
+    from scripts.bench_where import gpu_and_storage_calls, where_rows
+
+    cluster = Cluster(1).start()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            runtime = Path(tmp, "run")
+            runtime.mkdir(mode=0o700)
+            os.environ["XDG_RUNTIME_DIR"] = str(runtime)
+            bench = Bench(cluster.endpoints[0], Path(tmp), "http", True, repeat)
+            bench.seed_stream("short", 10)
+            bench.warm_up()
+            calls = gpu_and_storage_calls(bench, seeded(bench))
+            lines = where_rows(bench, calls)
+            for program in ("resource-gpu", "resource-storage"):
+                subprocess.run([program, "helper", "--all", "--stop"], capture_output=True)
+    finally:
+        cluster.stop()
+    print(
+        f"where a call's time goes: http transport, resident helper on, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}; medians of {repeat} whole processes, and of "
+        f"{repeat * 3} steps in-process\n"
+    )
+    print("\n".join(lines))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer runs; 1,000 nodes only")
     parser.add_argument("--transport", choices=["http", "grpc"], default="http")
     parser.add_argument(
         "--resident", choices=["on", "off"], default="on", help="the resident helper (default on)"
+    )
+    parser.add_argument(
+        "--where", action="store_true", help="where a call's time goes (scripts/bench_where.py)"
     )
     soak = parser.add_argument_group("soak (instead of the per-call table: scripts/soak.py)")
     soak.add_argument("--soak", action="store_true", help="writes under the default bounds")
@@ -394,6 +426,9 @@ def main() -> None:
             run_soak(Path(tmp), options.nodes, options.writes, options.min_age)
         return
     repeat = 7 if options.quick else 21
+    if options.where:
+        where(repeat)
+        return
     cluster = Cluster(1).start()
     try:
         with tempfile.TemporaryDirectory() as tmp:

@@ -6,6 +6,7 @@ each against core's 30 s call timeout (goal: under 1 s)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from resource_extend.ledger.store.keys import KeyLayout
@@ -39,21 +40,30 @@ def upstream_record(volumes: int, used: int) -> bytes:
     return json.dumps(record, separators=(",", ":")).encode()
 
 
+WORKLOAD = {"volume_plan_request": {"AUTO:/data:rw:1:0:0:0:0": {"/data0": 1}}, "storage_request": 1}
+"""A workload's resource, as the write rows take it and give it back."""
+
+
+def seeded(bench: Bench) -> Path:
+    """The config of a prefix holding node ``short`` (four volumes, two a quarter used), its
+    helper started."""
+    config = bench.config_for(PREFIX)
+    bench.put_all([(KeyLayout(PREFIX, "storage").head("short"), upstream_record(4, 2))])
+    bench.warm_up(config, PROGRAM)
+    return config
+
+
 def storage_rows(bench: Bench, counts: list[int]) -> dict[str, int | None]:
     rss: dict[str, int | None] = {}
-    config = bench.config_for(PREFIX)
+    config = seeded(bench)
     keys = KeyLayout(PREFIX, "storage")
-    bench.put_all([(keys.head("short"), upstream_record(4, 2))])
-    bench.warm_up(config, PROGRAM)
     read_goal, write_goal = bench.call_goals
     read, rss["storage read"] = bench.plugin(
         "get-node-resource-info", {"nodename": "short"}, config=config, program=PROGRAM
     )
     bench.row(f"{PROGRAM} read: get-node-resource-info", read,
               bench.ctl("get", keys.head("short").decode()), "etcdctl get", read_goal)  # fmt: skip
-    workload = {"volume_plan_request": {"AUTO:/data:rw:1:0:0:0:0": {"/data0": 1}},
-                "storage_request": 1}  # fmt: skip
-    take = {"nodename": "short", "workloads_resource": [workload], "delta": True, "incr": True}
+    take = {"nodename": "short", "workloads_resource": [WORKLOAD], "delta": True, "incr": True}
     write, rss["storage write"] = bench.plugin(
         "set-node-resource-usage", take, config=config, program=PROGRAM
     )

@@ -150,3 +150,53 @@ def test_the_grpc_transport_without_its_libraries_says_how_to_install_them(
     assert line.count("\n") == 1, line
     assert line.startswith("resource-gpu get-node-resource-info: node n1: ")
     assert "pip install 'resource-extend[grpc]'" in line and "transport: http" in line
+
+
+WARM_CALL = """
+import io, json, sys
+import msgspec
+from resource_extend.commands.protocol import CallIO, Session
+from resource_extend.commands.registry import load_verb
+from resource_extend.commands.resident import client, daemon
+from resource_extend.ledger.store.appender import who
+from resource_extend.projections.{kind}.plugin import PLUGIN
+daemon._warm_up(PLUGIN)  # what the helper does before it forks a call's process
+daemon.ready_for_calls(sys.argv[2])
+client.code_identity(), who()  # (Helper.__init__: what it runs, for whom)
+calls = json.loads(sys.argv[1])
+before = set(sys.modules)
+for verb, request in calls:
+    err = io.BytesIO()
+    streams = CallIO(io.BytesIO(json.dumps(request).encode()), io.BytesIO(), err)
+    load_verb(PLUGIN, verb)(Session(PLUGIN, sys.argv[2], streams))
+    assert not err.getvalue(), err.getvalue()
+print(json.dumps(sorted(set(sys.modules) - before)))
+"""
+
+
+@pytest.mark.parametrize("program", ["resource-gpu", "resource-storage"])
+def test_a_call_in_a_warm_helper_imports_nothing(plugin: Plugin, program: str) -> None:
+    """The resident helper's warm-up imports all that its calls import, lazily imported ones
+    included (a Session's config copies, the stream bounds of an append): each call's
+    process is forked from it, and would otherwise import them again, and forget them."""
+    kind = program.removeprefix("resource-")
+    plugin.write_config()
+    resource: Any = {"prod_count_map": {"a100": 2}} if kind == "gpu" else {"volumes": ["/d:1T"]}
+    use: Any = {"prod_count_map": {"a100": 1}} if kind == "gpu" else {"storage": "1G"}
+    take = {"nodename": "warm", "resource_request": use, "delta": True, "incr": True}
+    calls = [
+        ("add-node", {"nodename": "warm", "resource": resource}),
+        ("get-node-resource-info", {"nodename": "warm"}),
+        ("set-node-resource-usage", take),
+        ("get-nodes-deploy-capacity", {"nodenames": ["warm"]}),
+        ("fix-node-resource", {"nodename": "warm", "workloads_resource": []}),
+    ]
+    done = subprocess.run(
+        [sys.executable, "-c", WARM_CALL.format(kind=kind), json.dumps(calls), str(plugin.config)],
+        capture_output=True,
+        check=False,
+        env={**os.environ, **runtime_dir()},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert json.loads(done.stdout) == [], done.stdout.decode()

@@ -28,11 +28,13 @@ import importlib
 import io
 import json
 import os
+import pkgutil
 import signal
 import socket
 import sys
 import threading
 import time
+import types
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -40,10 +42,11 @@ import msgspec
 
 from resource_extend.commands.program import installed_version, programs
 from resource_extend.commands.protocol import CallIO, Session
-from resource_extend.commands.registry import CORE_VERBS, HIDDEN_VERBS, load, load_verb
+from resource_extend.commands.registry import CORE_VERBS, HIDDEN_VERBS, load_verb
 from resource_extend.commands.resident import client as resident
 from resource_extend.commands.resident import rundir
 from resource_extend.ledger import config as config_files
+from resource_extend.ledger.etcd.connection import open_transport
 from resource_extend.ledger.model.errors import PluginError
 from resource_extend.ledger.store.appender import who
 
@@ -155,12 +158,42 @@ def answers(directory: int, name: str) -> bool:
 
 
 def _warm_up(plugin: Plugin) -> None:
-    """Import every verb and what it uses now, not on a client's time."""
-    for verb in (*CORE_VERBS, *HIDDEN_VERBS):
-        load(plugin, verb)
+    """Import every verb and what it uses now, not on a client's time: what a Session imports
+    only when a call needs it too (a call's process would import it, and forget it, each
+    time)."""
+    importlib.import_module("resource_extend.commands.resident.copies")  # Session.config
+    importlib.import_module("resource_extend.ledger.upkeep.bounds")  # Session.append
+    for package in _kinds_packages(plugin):  # what its verbs import only when they need it
+        for module in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+            importlib.import_module(module.name)
+    for name in (*CORE_VERBS, *HIDDEN_VERBS):
+        verb = load_verb(plugin, name)
+        if verb is not None and verb.request_type is not None:
+            # A request bound to its kind (``AddNode[Resource]``) keeps its layout on itself,
+            # not on a class _lay_out_structs finds: laid out here, not in every call.
+            msgspec.json.Decoder(verb.request_type)
     plugin.parts  # noqa: B018 (loads the kind's fold, views and gauges)
 
     _lay_out_structs()
+
+
+def ready_for_calls(config_path: str) -> None:
+    """Parse the config, and load the etcd transport it names (gRPC's libraries are many):
+    once here, rather than in every call's process. Its failures are the calls' to say."""
+    with contextlib.suppress(PluginError):
+        settings = config_files.load(config_path)
+        open_transport(settings.etcd)  # opens nothing: a transport connects on first use
+
+
+def _kinds_packages(plugin: Plugin) -> list[types.ModuleType]:
+    """The kind's two folders: the package of its value and the package of its verbs."""
+    found = []
+    for name in (plugin.origin, plugin.verbs):
+        module = importlib.import_module(name)
+        if not hasattr(module, "__path__"):  # a module: its folder is its package
+            module = importlib.import_module(name.rpartition(".")[0])
+        found.append(module)
+    return found
 
 
 def _lay_out_structs() -> None:
@@ -229,7 +262,7 @@ class Helper:
         if stopped:
             self.stop()
         self._listener.settimeout(TICK)
-        self._settings()  # parsed once here, the config is inherited by every call
+        ready_for_calls(self.config_path)  # every call's process inherits what this loads
         gc.freeze()  # what is loaded now lives as long as the helper: no collection walks it
         try:
             while not self._stopping:

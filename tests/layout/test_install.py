@@ -61,7 +61,7 @@ def test_both_commands_are_installed(wheel: zipfile.ZipFile, program: str) -> No
     kind = program.removeprefix("resource-")
     text = wheel.read(script)
     assert f"from resource_extend.projections.{kind}.plugin import PLUGIN".encode() in text
-    assert b"main(PLUGIN)" in text
+    assert b"run(PLUGIN)" in text
 
 
 def test_grpc_is_an_extra(wheel: zipfile.ZipFile) -> None:

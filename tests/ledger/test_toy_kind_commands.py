@@ -176,9 +176,9 @@ def test_the_toy_kind_runs_as_a_script_core_runs(orchard: Orchard, tmp_path: Pat
     script.write_text(
         f"#!{sys.executable}\n"
         f"import sys; sys.path.insert(0, {str(root)!r})\n"
-        "from resource_extend.commands.main import main\n"
+        "from resource_extend.commands.main import run\n"
         "from tests.apples import PLUGIN\n"
-        "main(PLUGIN)\n"
+        "run(PLUGIN)\n"
     )
     script.chmod(0o755)
 
