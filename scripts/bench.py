@@ -71,6 +71,34 @@ def run(argv: Sequence[str], stdin: bytes = b"") -> Run:
     return Run(time.perf_counter() - start, done.returncode, done.stderr)
 
 
+def at_once(argv: Sequence[str], stdin: bytes, count: int, rounds: int) -> tuple[float, float]:
+    """Median and p99 seconds of ``count`` processes started together, ``rounds`` times (every
+    one must succeed)."""
+    times: list[float] = []
+    failed: list[bytes] = []
+
+    def one(start: threading.Barrier) -> None:
+        start.wait()
+        done = run(argv, stdin)
+        if done.status == 0:
+            times.append(done.seconds)
+        else:
+            failed.append(done.stderr)
+
+    for _ in range(rounds):
+        start = threading.Barrier(count)
+        threads = [threading.Thread(target=one, args=(start,)) for _ in range(count)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        time.sleep(0.5)
+    if failed:
+        sys.exit(f"bench: {' '.join(argv)} failed: {failed[0].decode().strip()}")
+    times.sort()
+    return statistics.median(times), times[min(len(times) - 1, int(len(times) * 0.99))]
+
+
 GNU_TIME = "/usr/bin/time"
 
 
@@ -355,6 +383,23 @@ class Bench:
             f"{retries} compare-and-swap retries ({retries / max(commits, 1):.2f} per commit)"
         )
 
+    def concurrent(self, callers: int, rounds: int) -> str:
+        """``callers`` reads started at once, ``rounds`` times, through one helper: the p99 of
+        their times against one read's median (goal: within 3x); and, for the floor, as many
+        bare interpreters (``python -c pass``) started at once."""
+        argv = ["resource-gpu", "--config", str(self.config), "get-node-resource-info"]
+        stdin = json.dumps({"nodename": "short"}).encode()
+        alone = statistics.median(run(argv, stdin).seconds for _ in range(self.repeat))
+        median, p99 = at_once(argv, stdin, callers, rounds)
+        _, bare = at_once([sys.executable, "-c", "pass"], b"", callers, rounds)
+        verdict = "✓" if p99 <= 3 * alone else "✗"
+        return (
+            f"{callers} reads at once through one helper ({rounds} rounds): median "
+            f"{median * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms, one read alone {alone * 1000:.1f} "
+            f"ms: p99 {p99 / alone:.1f}x a lone read {verdict} (goal ≤ 3x); {callers} bare "
+            f"interpreters at once: p99 {bare * 1000:.0f} ms"
+        )
+
     def proposals(self) -> int:
         """Write transactions etcd has applied (a lost compare-and-swap is one too)."""
         with urllib.request.urlopen(f"{self.endpoint}/metrics", timeout=5) as page:
@@ -445,6 +490,8 @@ def main() -> None:
                 rss |= bench.fleet(100_000)
             bench.long_stream(10_000 if options.quick else 100_000)
             contended = bench.contention(5 if options.quick else 15)
+            if resident:
+                contended += "\n\n" + bench.concurrent(32, 3 if options.quick else 10)
             rss |= storage_rows(bench, [1_000] if options.quick else [1_000, 10_000])
             helper = bench.helper_memory()
             for program in ("resource-gpu", "resource-storage"):
