@@ -3,8 +3,8 @@ write of each kind through the resident helper.
 
 Every part is measured, none estimated:
 
-- the whole call, and the interpreter's bare start (``python -c pass``, ``site`` included, as
-  the installed script runs), are medians of whole processes, run in turns;
+- the whole call, and the interpreter's bare start (``site`` included, as the installed script
+  runs), are medians of whole processes, run in turns;
 - the imports are the median of a process that imports what the script does before it calls
   the helper, less the bare start;
 - in this process, with the installed code, the client's steps one at a time, as far apart as
@@ -14,7 +14,7 @@ Every part is measured, none estimated:
 - the verb itself, run here as that process runs it (a session of its own, a new connection to
   etcd), and within it the time spent in etcd's round trips (the transport's ``send``, timed);
 - "the rest" is what the whole process took beyond the parts: reading stdin, relaying the
-  answer, and the exit.
+  answer, and the exit (with the interpreter's tear-down, where the script still pays it).
 """
 
 from __future__ import annotations
@@ -52,12 +52,17 @@ PARTS = (
 )
 
 
+BARE = "import os; os._exit(0)"
+"""The interpreter's start alone: it ends as the installed script does, without the tear-down
+(``commands.main.run``), so that the tear-down of what is imported is no part's."""
+
+
 def whole_process_imports(plugin: Plugin) -> str:
     """What the installed script imports before it asks the helper (``scripts/resource-gpu``
-    and ``commands.main``)."""
+    and ``commands.main``), and its exit."""
     return (
         "import resource_extend.commands.main, resource_extend.commands.resident.client, "
-        f"{plugin.origin}"
+        f"{plugin.origin}; {BARE}"
     )
 
 
@@ -167,7 +172,7 @@ def where_rows(bench: Bench, calls: list[tuple[str, Call]]) -> list[str]:
         wholes, bares, imported = [], [], []
         for i in range(times):
             wholes.append(run(argv, call.stdin(i)).seconds)
-            bares.append(run([sys.executable, "-c", "pass"]).seconds)
+            bares.append(run([sys.executable, "-c", BARE]).seconds)
             imported.append(run(imports).seconds)
         whole, bare = statistics.median(wholes), statistics.median(bares)
         loaded = statistics.median(imported)
