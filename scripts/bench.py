@@ -28,7 +28,8 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -409,26 +410,35 @@ class Bench:
         raise RuntimeError("etcd /metrics has no etcd_server_proposals_applied_total")
 
 
-def where(repeat: int) -> None:
-    """``--where``: the parts of a read and a write of each kind, through the helper."""
-    from scripts.bench_storage import seeded
-    from scripts.bench_where import gpu_and_storage_calls, where_rows
-
+@contextmanager
+def benched(transport: str, resident: bool, repeat: int) -> Iterator[Bench]:
+    """A throwaway etcd and a Bench on it. The helpers (one per config) live in a runtime
+    directory of the bench's own, and are stopped with it: nothing is left running, nothing of
+    the user's is touched."""
     cluster = Cluster(1).start()
     try:
         with tempfile.TemporaryDirectory() as tmp:
             runtime = Path(tmp, "run")
             runtime.mkdir(mode=0o700)
             os.environ["XDG_RUNTIME_DIR"] = str(runtime)
-            bench = Bench(cluster.endpoints[0], Path(tmp), "http", True, repeat)
-            bench.seed_stream("short", 10)
-            bench.warm_up()
-            calls = gpu_and_storage_calls(bench, seeded(bench))
-            lines = where_rows(bench, calls)
-            for program in ("resource-gpu", "resource-storage"):
-                subprocess.run([program, "helper", "--all", "--stop"], capture_output=True)
+            try:
+                yield Bench(cluster.endpoints[0], Path(tmp), transport, resident, repeat)
+            finally:
+                for program in ("resource-gpu", "resource-storage"):
+                    subprocess.run([program, "helper", "--all", "--stop"], capture_output=True)
     finally:
         cluster.stop()
+
+
+def where(repeat: int) -> None:
+    """``--where``: the parts of a read and a write of each kind, through the helper."""
+    from scripts.bench_storage import seeded
+    from scripts.bench_where import gpu_and_storage_calls, where_rows
+
+    with benched("http", True, repeat) as bench:
+        bench.seed_stream("short", 10)
+        bench.warm_up()
+        lines = where_rows(bench, gpu_and_storage_calls(bench, seeded(bench)))
     print(
         f"where a call's time goes: http transport, resident helper on, {os.cpu_count()} CPUs, "
         f"Python {platform.python_version()}; medians of {repeat} whole processes, and of "
@@ -474,30 +484,18 @@ def main() -> None:
     if options.where:
         where(repeat)
         return
-    cluster = Cluster(1).start()
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            # The helpers (one per config) live in a runtime directory of the bench's own, and
-            # are stopped with it: nothing is left running, nothing of the user's is touched.
-            runtime = Path(tmp, "run")
-            runtime.mkdir(mode=0o700)
-            os.environ["XDG_RUNTIME_DIR"] = str(runtime)
-            resident = options.resident == "on"
-            bench = Bench(cluster.endpoints[0], Path(tmp), options.transport, resident, repeat)
-            rss = bench.single_node()
-            rss |= bench.many_nodes([1_000] if options.quick else [1_000, 10_000])
-            if not options.quick:
-                rss |= bench.fleet(100_000)
-            bench.long_stream(10_000 if options.quick else 100_000)
-            contended = bench.contention(5 if options.quick else 15)
-            if resident:
-                contended += "\n\n" + bench.concurrent(32, 3 if options.quick else 10)
-            rss |= storage_rows(bench, [1_000] if options.quick else [1_000, 10_000])
-            helper = bench.helper_memory()
-            for program in ("resource-gpu", "resource-storage"):
-                subprocess.run([program, "helper", "--all", "--stop"], capture_output=True)
-    finally:
-        cluster.stop()
+    resident = options.resident == "on"
+    with benched(options.transport, resident, repeat) as bench:
+        rss = bench.single_node()
+        rss |= bench.many_nodes([1_000] if options.quick else [1_000, 10_000])
+        if not options.quick:
+            rss |= bench.fleet(100_000)
+        bench.long_stream(10_000 if options.quick else 100_000)
+        contended = bench.contention(5 if options.quick else 15)
+        if resident:
+            contended += "\n\n" + bench.concurrent(32, 3 if options.quick else 10)
+        rss |= storage_rows(bench, [1_000] if options.quick else [1_000, 10_000])
+        helper = bench.helper_memory()
     print(
         f"resource-gpu and resource-storage bench: {options.transport} transport, resident helper "
         f"{options.resident}, {os.cpu_count()} CPUs, "

@@ -177,12 +177,22 @@ def _warm_up(plugin: Plugin) -> None:
     _lay_out_structs()
 
 
+def config_or_none(config_path: str) -> Config | None:
+    """The config, if it loads (if not, the call itself says what is wrong, word for word,
+    in-process)."""
+    try:
+        return config_files.load(config_path)
+    except PluginError:
+        return None
+
+
 def ready_for_calls(config_path: str) -> None:
     """Parse the config, and load the etcd transport it names (gRPC's libraries are many):
     once here, rather than in every call's process. Its failures are the calls' to say."""
-    with contextlib.suppress(PluginError):
-        settings = config_files.load(config_path)
-        open_transport(settings.etcd)  # opens nothing: a transport connects on first use
+    settings = config_or_none(config_path)
+    if settings is not None:
+        with contextlib.suppress(PluginError):
+            open_transport(settings.etcd)  # opens nothing: a transport connects on first use
 
 
 def _kinds_packages(plugin: Plugin) -> list[types.ModuleType]:
@@ -429,12 +439,7 @@ class Helper:
         connection.sendall(b"R %d %d %d\n" % (status, len(out), len(err)) + out + err)
 
     def _settings(self) -> Config | None:
-        """Our config, if it loads (if not, the call itself says what is wrong, word for word,
-        in-process)."""
-        try:
-            return config_files.load(self.config_path)
-        except PluginError:
-            return None
+        return config_or_none(self.config_path)
 
     def _run(
         self,
