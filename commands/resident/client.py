@@ -9,25 +9,27 @@ This module imports nothing beyond ``os``, ``sys`` and ``_socket`` on that path.
 The conversation, one call per connection (frames are lines; bodies follow their frame)::
 
     client: RGPU3 \\0 call \\0 VERB \\0 CONFIG \\0 LENGTH \\n  then the request
-    helper: A PID            it has the call, run by its process PID (forked for this call)
+    helper: A PID            it has the call, run by its call process PID
             F                it will not serve this call: run it here
             K                the call is alive (every HEARTBEAT seconds, however long it runs)
             P AFTER OP NODE  a write is about to go out (stream end, op id, node in hex) ...
     client: G                ... and only on this go-ahead is it sent
     helper: R STATUS OUT ERR then stdout and stderr, OUT and ERR bytes long
 
-Each call runs in a process of its own, forked from the warm helper, so calls never wait for
-one another and a stuck one can be killed alone. A call is killed for silence, never for being
-slow: one that says nothing for ``SILENCE`` seconds (stopped, or hung where even its heartbeat
-cannot run) is killed, and a helper that does not take a call within ``SILENCE`` is replaced.
+Each call runs in a call process of the helper's (forked from the warm helper, it runs one call
+at a time), so calls never wait for one another and a stuck one can be killed alone. A call is
+killed for silence, never for being slow: one that says nothing for ``SILENCE`` seconds
+(stopped, or hung where even its heartbeat cannot run) is killed, and a helper that does not
+take a call within ``SILENCE`` is replaced.
 
 Why nothing is ever applied twice: the helper sends no write without the go-ahead, and the
 client gives it only while it is still waiting. A call that never gave it runs here when the
-helper fails it in any way. One that gave it runs here only once the call's process is gone (it
-hung up, or fell silent and was killed, which is waited for), and then *resumes* the write by
-its op id: if the helper's write landed, its result is the answer; if not, it is made here.
-Should the process be past reach (it cannot be confirmed dead), the call fails saying its
-outcome is unknown, as when etcd's answer is lost.
+helper fails it in any way. One that gave it runs here only once the call is over in the helper
+(its process hung up, which it does only when the call has ended, or fell silent and was
+killed, which is waited for), and then *resumes* the write by its op id: if the helper's write
+landed, its result is the answer; if not, it is made here. Should the process be past reach (it
+cannot be confirmed dead), the call fails saying its outcome is unknown, as when etcd's answer
+is lost.
 
 Why nobody else can answer: the socket lives in a directory only this user can use, checked
 all the way up and reached through a descriptor (``rundir``), and the helper must be of this

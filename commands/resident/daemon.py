@@ -2,17 +2,20 @@
 
 Started detached by a call that found none (``python -m commands.resident.daemon CONFIG``),
 it takes its socket in the runtime directory (``rundir``) unless a live helper already has it,
-imports everything a verb needs, and hands each connection to a process of its own: it reads
-the verb and the request, runs the verb exactly as ``resource-gpu VERB`` would (same
-code, the call's own stdin, stdout and stderr), beats while it runs, and sends back the answer
-and the exit status. Calls so run side by side, on every core, each warm, and a stuck one can
-be killed alone. The wire conversation is described in ``commands.resident.client``.
+imports everything a verb needs, and hands each connection to a *call process*, forked from
+it: that reads the verb and the request, runs the verb exactly as ``resource-gpu VERB`` would
+(same code, the call's own stdin, stdout and stderr), beats while it runs, and sends back the
+answer and the exit status. Calls so run side by side, on every core, each warm, and a stuck
+one can be killed alone. The wire conversation is described in ``commands.resident.client``.
 
-The process for the next call is forked ahead of it (a *spare*, waiting for a connection on a
-socket pair of its own), so a call does not wait for a fork, and the warm objects are frozen
-out of the garbage collector's reach first, so the call's process copies few of the helper's
-pages. The helper itself runs no thread, so that forking it is safe: it accepts, hands over,
-forks the next spare and reaps.
+A call process serves one call at a time, and then waits for the next (``Worker``): the
+helper keeps the idle ones, hands a connection to the one that served last, and forks one
+ahead of the next call whenever none is idle, so a call waits for no fork, and, after its
+first call, a process pays no copy-on-write faults for the pages its calls touch. The warm
+objects are frozen out of the garbage collector's reach before any fork. A process leaves
+after ``RETIRE_AFTER`` calls, or once it has grown by ``RETIRE_GROWTH``, or on any fault, and
+the next is forked fresh. The helper itself runs no thread, so that forking it is safe: it
+accepts, hands over, forks, and hears which processes are free again.
 
 It exits, removing its socket, after ``IDLE_SECONDS`` without a call, on SIGTERM or SIGINT, on
 ``resource-gpu helper --stop``, when its config says ``resident: false``, and when its socket is
@@ -29,13 +32,14 @@ import io
 import json
 import os
 import pkgutil
+import selectors
 import signal
 import socket
 import sys
 import threading
 import time
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -64,6 +68,19 @@ they finish on their own."""
 LOCK_WAIT = 10.0
 """Seconds to wait for the runtime directory's lock (held only while a socket is claimed or
 removed)."""
+MAX_IDLE = 8
+"""Idle call processes kept for the next calls (after a burst of calls at once, the rest
+leave as they finish)."""
+KEEP_IDLE = 60.0
+"""Seconds an idle call process is kept without a call, but for the last one (each holds
+about 4 MiB of its own)."""
+RETIRE_AFTER = 1000
+"""Calls a call process serves before it leaves, and a fresh one is forked."""
+RETIRE_GROWTH = 64 << 20
+"""Bytes a call process's resident memory may have grown by since its fork before it leaves
+(after the call that grew it: a large deploy's answer, say)."""
+FREE = b"r"
+"""What a call process tells the helper once it has answered: it takes the next call."""
 
 
 def main(argv: list[str]) -> None:
@@ -243,10 +260,14 @@ class Helper:
         """The version and code this helper loaded, as they were when it started: an upgrade
         changes the files on disk, not what it runs (doctor compares them)."""
         self.served = 0
-        self._calls: set[int] = set()
-        """The pids of the calls in flight."""
-        self._spare: Spare | None = None
-        """The process forked for the next call, waiting for its connection."""
+        self._selector = selectors.DefaultSelector()
+        """The listener, and each call process's end of its pair (what it says to the helper)."""
+        self._idle: list[Worker] = []
+        """Call processes waiting for a call, the one that served last at the end."""
+        self._busy: dict[int, Worker] = {}
+        """Call processes running a call, by pid."""
+        self._in_flight: set[int] = set()
+        """In a call process: the others running a call when this one's was handed over."""
         self._last_call = time.monotonic()
         self._stopping = False
         self._caller = who()
@@ -256,7 +277,7 @@ class Helper:
         """In a call's process: what tells the client it is alive."""
 
     def stop(self) -> None:
-        """Stop serving (calls in flight finish). A connection of our own wakes accept() at
+        """Stop serving (calls in flight finish). A connection of our own wakes the helper at
         once rather than at its next tick."""
         self._stopping = True
         with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX) as wake:
@@ -272,18 +293,25 @@ class Helper:
         if stopped:
             self.stop()
         self._listener.settimeout(TICK)
-        ready_for_calls(self.config_path)  # every call's process inherits what this loads
+        self._selector.register(self._listener, selectors.EVENT_READ)
+        ready_for_calls(self.config_path)  # every call process inherits what this loads
         gc.freeze()  # what is loaded now lives as long as the helper: no collection walks it
         try:
             while not self._stopping:
-                self._reap()
-                if self._spare is None:
-                    self._spare = self._fork_spare()
+                self._trim()
+                if not self._idle:
+                    self._add_worker()
+                ready = self._selector.select(TICK)
+                self._hear(ready)
+                if not ready:
+                    if self._idled_out() or not self._still_ours():
+                        break
+                    continue
+                if not any(key.fileobj is self._listener for key, _ in ready):
+                    continue
                 try:
                     connection, _ = self._listener.accept()
                 except TimeoutError:
-                    if self._idle() or not self._still_ours():
-                        break
                     continue
                 except OSError:
                     break
@@ -296,82 +324,92 @@ class Helper:
             self._shut_down()
 
     def _hand_over(self, connection: socket.socket) -> None:
-        """Give the connection to the spare, or to a process forked for it if there is none
-        (or it died waiting); then load the config, so that the next spare inherits it parsed:
-        one that turns the helper off stops it."""
-        self._reap()  # so that a status call counts the calls truly in flight
-        spare, self._spare = self._spare, None
-        if spare is None or not spare.take(connection, self._calls, self.served):
-            pid = self._fork(lambda: connection)
-            if pid is not None:
-                self._calls.add(pid)
+        """Give the connection to the idle call process that served last (its pages are the
+        warmest), or to one forked for it if none is idle (or all died waiting); then load the
+        config: one that turns the helper off stops it."""
+        self._hear(self._selector.select(0))  # so that a status call counts calls truly in flight
+        while self._idle:
+            worker = self._idle.pop()
+            if worker.take(connection, self._busy, self.served):
+                self._busy[worker.pid] = worker
+                break
+            self._lose(worker)
         else:
-            self._calls.add(spare.pid)
+            self._add_worker(connection)
         connection.close()
         settings = self._settings()
         if settings is not None and not settings.resident:
             self.stop()
 
-    def _fork_spare(self) -> Spare | None:
-        """A process for the next call, forked ahead of it: it waits for the connection."""
+    def _add_worker(self, first: socket.socket | None = None) -> None:
+        """Fork a call process: idle, for the next call, or running the call on ``first``.
+        None if there is no process to be had (a client hung up on runs the call itself)."""
         ours, theirs = socket.socketpair()
-
-        def handed_over() -> socket.socket | None:
-            ours.close()
-            return self._wait_for_call(theirs)
-
-        pid = self._fork(handed_over)
-        theirs.close()
-        if pid is None:
-            ours.close()
-            return None
-        return Spare(pid, ours)
-
-    def _fork(self, connection: Callable[[], socket.socket | None]) -> int | None:
-        """A process that serves the connection ``connection()`` gives it, and exits; ``None``
-        if there is no process to be had (the client, hung up on, runs the call itself)."""
         try:
             pid = os.fork()
         except OSError:
-            return None
-        if pid == 0:  # the call's process: it serves one connection and nothing else
+            ours.close()
+            theirs.close()
+            return
+        if pid == 0:  # a call process: it serves calls, one at a time, and nothing else
             status = 0
             try:
                 self._listener.close()
+                ours.close()
+                for worker in (*self._idle, *self._busy.values()):
+                    worker.pair.close()  # (never unregistered: the helper's epoll is shared)
                 for signum in (signal.SIGTERM, signal.SIGINT):
                     signal.signal(signum, signal.SIG_DFL)
-                call = connection()
-                if call is not None:
-                    self._serve_call(call)
+                self._work(theirs, first)
             except BaseException:
                 status = 1
             finally:
                 os._exit(status)  # never the helper's own clean-up
-        return pid
+        theirs.close()
+        worker = Worker(pid, ours)
+        self._selector.register(ours, selectors.EVENT_READ, worker)
+        if first is None:
+            self._idle.append(worker)
+        else:
+            self._busy[pid] = worker
 
-    def _wait_for_call(self, pair: socket.socket) -> socket.socket | None:
-        """In a spare: the connection the helper hands over, with the helper's counts as they
-        are then (for a status call); ``None`` when the helper stops, or is gone."""
-        counts, fds, _, _ = socket.recv_fds(pair, 65536, 1)
-        pair.close()
-        if not fds:
-            return None
-        served, *in_flight = counts.split()
-        self.served, self._calls = int(served), {int(pid) for pid in in_flight}
-        return socket.socket(fileno=fds[0])
+    def _hear(self, ready: list[tuple[selectors.SelectorKey, int]]) -> None:
+        """What call processes said: free again (the idle keep them, up to ``MAX_IDLE``), or
+        gone (it left, or was killed: its call, if any, ended with it)."""
+        for key, _ in ready:
+            worker = key.data
+            if not isinstance(worker, Worker):
+                continue
+            try:
+                said = worker.pair.recv(64)
+            except OSError:
+                said = b""
+            called = self._busy.pop(worker.pid, None) is not None
+            self.served += called
+            if said != FREE or not called:
+                self._lose(worker)
+            elif len(self._idle) < MAX_IDLE:
+                worker.free_since = time.monotonic()
+                self._idle.append(worker)
+            else:
+                self._lose(worker)
 
-    def _reap(self) -> None:
-        for pid in list(self._calls):
-            with contextlib.suppress(ChildProcessError):
-                if os.waitpid(pid, os.WNOHANG)[0] == 0:
-                    continue
-            self._calls.discard(pid)
-            self.served += 1
-        if self._spare is not None and not self._spare.waiting():
-            self._spare = None  # killed while it waited: the next call gets a fresh one
+    def _trim(self) -> None:
+        """Dismiss the idle call processes that have waited ``KEEP_IDLE`` seconds for a call
+        (the one that served last is handed the next: the others wait longest), but one."""
+        since = time.monotonic() - KEEP_IDLE
+        while len(self._idle) > 1 and self._idle[0].free_since < since:
+            self._lose(self._idle[0])
 
-    def _idle(self) -> bool:
-        return not self._calls and time.monotonic() - self._last_call > IDLE_SECONDS
+    def _lose(self, worker: Worker) -> None:
+        self._selector.unregister(worker.pair)
+        with contextlib.suppress(ValueError):
+            self._idle.remove(worker)
+        self._busy.pop(worker.pid, None)
+        worker.dismiss()
+
+    def _idled_out(self) -> bool:
+        return not self._busy and time.monotonic() - self._last_call > IDLE_SECONDS
 
     def _still_ours(self) -> bool:
         try:
@@ -387,16 +425,53 @@ class Helper:
             if held and self._still_ours():
                 os.unlink(self._name, dir_fd=self._directory)
         self._listener.close()
-        if self._spare is not None:
-            self._spare.dismiss()
-            self._spare = None
+        for worker in self._idle:
+            worker.dismiss()
+        self._idle.clear()
+        for worker in self._busy.values():
+            worker.pair.close()  # it leaves when its call is done, rather than wait for more
         deadline = time.monotonic() + SHUTDOWN_WAIT
-        while self._calls and time.monotonic() < deadline:
-            self._reap()
+        while self._busy and time.monotonic() < deadline:
+            for pid in list(self._busy):
+                with contextlib.suppress(ChildProcessError):
+                    if os.waitpid(pid, os.WNOHANG)[0] == 0:
+                        continue
+                del self._busy[pid]
             time.sleep(0.02)
+        self._selector.close()
         os.close(self._directory)
 
-    # -- one connection, in its own process ---------------------------------------------------
+    # -- calls, one at a time, in a call process ----------------------------------------------
+
+    def _work(self, pair: socket.socket, first: socket.socket | None) -> None:
+        """Serve the call on ``first``, if any, and then each call the helper hands over, until
+        the helper is gone or this process has served its share (``RETIRE_AFTER`` calls, or
+        grown by ``RETIRE_GROWTH``); after each other call, tell the helper it is free."""
+        born = _resident_bytes()
+        call = first
+        for served in range(1, RETIRE_AFTER + 1):
+            if call is None:
+                call = self._wait_for_call(pair)
+                if call is None:
+                    return
+            self._serve_call(call)
+            call = None
+            if served == RETIRE_AFTER or _resident_bytes() - born > RETIRE_GROWTH:
+                return
+            try:
+                pair.sendall(FREE)
+            except OSError:  # the helper is gone
+                return
+
+    def _wait_for_call(self, pair: socket.socket) -> socket.socket | None:
+        """The connection the helper hands over, with the helper's counts as they are then (for
+        a status call); ``None`` when the helper stops, or is gone."""
+        counts, fds, _, _ = socket.recv_fds(pair, 65536, 1)
+        if not fds:
+            return None
+        served, *in_flight = counts.split()
+        self.served, self._in_flight = int(served), {int(pid) for pid in in_flight}
+        return socket.socket(fileno=fds[0])
 
     def _serve_call(self, connection: socket.socket) -> None:
         with connection:
@@ -488,39 +563,34 @@ class Helper:
             "started": self.started,
             "uptime_s": round(time.time() - self.started, 3),
             "calls_served": self.served,
-            "calls_in_flight": sum(1 for pid in self._calls if _running(pid)),
+            "calls_in_flight": sum(1 for pid in self._in_flight if _running(pid)),
             "stopping": self._stopping,
         }
 
 
-class Spare:
-    """A process forked ahead of the next call, and the helper's end of its socket pair."""
+class Worker:
+    """A call process, and the helper's end of its socket pair: connections go to it over the
+    pair, and it says ``FREE`` on it after each call; the pair closes when it leaves."""
 
     def __init__(self, pid: int, pair: socket.socket) -> None:
         self.pid = pid
-        self._pair = pair
+        self.pair = pair
+        self.free_since = time.monotonic()
+        """When it last became free to take a call."""
 
-    def take(self, connection: socket.socket, in_flight: set[int], served: int) -> bool:
-        """Hand ``connection`` over; False if the spare is gone (the caller forks instead)."""
-        counts = b" ".join(b"%d" % n for n in (served, *in_flight))
+    def take(self, connection: socket.socket, busy: Iterable[int], served: int) -> bool:
+        """Hand ``connection`` over, with the helper's counts; False if the process is gone."""
+        counts = b" ".join(b"%d" % n for n in (served, *busy))
         try:
-            socket.send_fds(self._pair, [counts], [connection.fileno()])
+            socket.send_fds(self.pair, [counts], [connection.fileno()])
         except OSError:
-            self.dismiss()
             return False
-        self._pair.close()
         return True
 
-    def waiting(self) -> bool:
-        """Whether it still waits (reaping it if it has died)."""
-        try:
-            return os.waitpid(self.pid, os.WNOHANG)[0] == 0
-        except ChildProcessError:
-            return False
-
     def dismiss(self) -> None:
-        """No call for it: it holds nothing but its pair, so it is killed, and reaped."""
-        self._pair.close()
+        """Gone, or no call for it: the pair closes, the process is killed (if a call is
+        running there, its client runs it itself) and reaped."""
+        self.pair.close()
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError):
@@ -554,6 +624,12 @@ class Heartbeat:
                 self.send(b"K\n")
             except OSError:  # the client is gone: nobody will hear this call's answer
                 os._exit(1)
+
+
+def _resident_bytes() -> int:
+    """This process's resident memory."""
+    with open("/proc/self/statm", "rb") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def _running(pid: int) -> bool:

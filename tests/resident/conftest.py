@@ -88,18 +88,18 @@ def children(pid: int) -> list[int]:
     return found
 
 
-def the_spare(helper: int) -> int:
-    """The helper's one child once that is all it has for a while: the spare forked for the
-    next call (the process a probe's connection was handed to exits in a few milliseconds)."""
+def call_processes(helper: int) -> list[int]:
+    """The helper's children once they have been the same for a while: its call processes,
+    each waiting for a call."""
     seen: list[list[int]] = []
 
     def settled() -> bool:
-        seen.append(children(helper))
+        seen.append(sorted(children(helper)))
         time.sleep(0.1)
-        return len(seen) >= 3 and len(seen[-1]) == 1 and seen[-1] == seen[-2] == seen[-3]
+        return len(seen) >= 3 and bool(seen[-1]) and seen[-1] == seen[-2] == seen[-3]
 
-    wait_for(settled, "the helper's spare, alone")
-    return seen[-1][0]
+    wait_for(settled, "the helper's call processes, all waiting")
+    return seen[-1]
 
 
 def resident_plugin(plugin: Plugin, *, on: bool = True, **etcd: object) -> Plugin:

@@ -13,10 +13,10 @@ from pathlib import Path
 from tests.plugin import Plugin, R, Result, copied_code
 from tests.resident.conftest import (
     alive,
+    call_processes,
     own_dir,
     resident_plugin,
     started,
-    the_spare,
     wait_for,
 )
 
@@ -58,12 +58,14 @@ def test_helper_says_so_when_none_runs(plugin: Plugin, runtime: Path) -> None:
 def test_helper_stop_stops_it_and_leaves_nothing_behind(plugin: Plugin, runtime: Path) -> None:
     resident_plugin(plugin)
     pid = started(plugin)
-    spare = the_spare(pid)
+    plugin.info("n1")
+    waiting = call_processes(pid)
     stopped = helper(plugin, "--stop")
     assert stopped.status == 0, stopped.stderr
     assert f"stopped (pid {pid})" in stopped.stdout
     assert not alive(pid)
-    assert not alive(spare), "the spare forked for the next call outlived the helper"
+    left = [process for process in waiting if alive(process)]
+    assert not left, "call processes outlived the helper"
     assert list(own_dir(runtime).iterdir()) == []
     assert helper(plugin).status == 3
 

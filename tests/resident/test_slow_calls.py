@@ -1,10 +1,12 @@
-"""Calls through the helper run side by side, each in a process of its own: a slow one is
-waited for as long as it keeps beating (killed for silence, never for taking long), and runs
+"""Calls through the helper run side by side, each in a call process of its own: a slow one
+is waited for as long as it keeps beating (killed for silence, never for taking long), and runs
 once, in the helper; a fast call made meanwhile answers while it runs; a call that falls silent
-is killed alone, and the helper goes on serving."""
+is killed alone, and the helper goes on serving. Calls one after another are served by the
+processes waiting for them, with no fork."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -21,10 +23,11 @@ from tests.resident.conftest import (
     TAKE,
     G,
     alive,
+    call_processes,
     children,
     helper_pid,
     resident_plugin,
-    the_spare,
+    started,
     wait_for,
 )
 
@@ -107,24 +110,50 @@ def test_a_call_that_falls_silent_is_killed_alone_and_the_helper_serves_on(
     assert resident.SILENCE < SLOW
 
 
-def test_a_call_is_taken_by_a_process_forked_before_it_came(
+def test_a_call_is_taken_by_a_process_waiting_before_it_came(
     plugin: Plugin, slow_link: SlowLink
 ) -> None:
-    """The helper forks the process for the next call ahead of it (a spare, with no thread
-    yet), so a call never waits for a fork; once it is taken, the next spare is forked."""
+    """The helper keeps a call process waiting for the next call (the first forked ahead of
+    it), so a call never waits for a fork; once it is taken, another waits for the next."""
     helper = helper_pid(plugin)
     assert helper is not None
-    spare = the_spare(helper)
+    waiting = call_processes(helper)
     assert not _calls(helper)
     slow_link.slow_down(1)
     slow, slow_done = in_background(plugin, "get-node-resource-info", INFO)
     assert slow_link.slowed.wait(10)
     wait_for(lambda: _calls(helper), "the call's process")
-    assert _calls(helper) == [spare]
-    wait_for(lambda: len(children(helper)) == 2, "the next spare")
+    [call] = _calls(helper)
+    assert call in waiting
+    wait_for(lambda: set(children(helper)) - {call}, "a process waiting for the next call")
     slow.join(SLOW + 20)
     [answer] = slow_done
     assert (answer.status, answer.stderr) == (0, ""), answer.stderr
+
+
+def test_calls_in_turn_are_served_by_the_processes_waiting_and_fork_none(
+    plugin: Plugin, runtime: Path
+) -> None:
+    """A call process, its call answered, waits for the next: calls one after another are
+    served without a fork (after its first call, a process copies none of the helper's pages
+    again)."""
+    resident_plugin(plugin)
+    helper = started(plugin)
+    plugin.info("n1")
+    waiting = call_processes(helper)
+    before = _served(plugin)
+    for _ in range(5):
+        assert counts(plugin.ok("get-node-resource-info", INFO)["capacity"]) == {G: 8}
+    assert _served(plugin) == before + 6  # the five, and the first count's own call
+    assert call_processes(helper) == waiting
+
+
+def _served(plugin: Plugin) -> int:
+    shown = plugin.run("helper", None, "--json")
+    assert shown.status == 0, shown.stderr
+    [status] = json.loads(shown.stdout)
+    served: int = status["calls_served"]
+    return served
 
 
 def _calls(helper: int) -> list[int]:
