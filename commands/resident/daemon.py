@@ -273,8 +273,9 @@ class Helper:
         self._caller = who()
         """``user@host`` for the events of every call (the helper serves only its own user):
         looked up once, not in each call's process."""
-        self.heartbeat: Heartbeat | None = None
-        """In a call's process: what tells the client it is alive."""
+        self.heartbeat = Heartbeat()
+        """In a call process: what tells the client it is alive (its thread starts with the
+        first call)."""
 
     def stop(self) -> None:
         """Stop serving (calls in flight finish). A connection of our own wakes the helper at
@@ -355,9 +356,10 @@ class Helper:
             status = 0
             try:
                 self._listener.close()
+                self._selector.close()  # (no unregistering: the epoll is the helper's too)
                 ours.close()
                 for worker in (*self._idle, *self._busy.values()):
-                    worker.pair.close()  # (never unregistered: the helper's epoll is shared)
+                    worker.pair.close()
                 for signum in (signal.SIGTERM, signal.SIGINT):
                     signal.signal(signum, signal.SIG_DFL)
                 self._work(theirs, first)
@@ -505,8 +507,8 @@ class Helper:
         if settings is None or not settings.resident:
             connection.sendall(b"F\n")
             return
-        heartbeat = self.heartbeat = Heartbeat(connection)
-        heartbeat.send(b"A %d\n" % os.getpid())
+        heartbeat = self.heartbeat
+        heartbeat.start(connection, b"A %d\n" % os.getpid())
         try:
             status, out, err = self._run(heartbeat, reader, verb, config_path, stdin)
         finally:
@@ -600,30 +602,50 @@ class Worker:
 class Heartbeat:
     """A call's frames to its client, and a ``K`` every ``resident.HEARTBEAT`` seconds between
     them while it runs: the client kills a call for silence, never for taking long. A thread of
-    the call's process (the helper itself runs none)."""
+    the call process, started with its first call and kept for the next (the helper itself runs
+    none)."""
 
-    def __init__(self, connection: socket.socket) -> None:
-        self._connection = connection
+    def __init__(self) -> None:
+        self._connection: socket.socket | None = None
+        """The running call's connection; ``None`` between calls (no beats)."""
         self._lock = threading.Lock()
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._beat, daemon=True)
-        self._thread.start()
+        self._changed = threading.Condition(self._lock)
+        self._thread: threading.Thread | None = None
+
+    def start(self, connection: socket.socket, taken: bytes) -> None:
+        """Send ``taken`` (the call's first frame: nothing may come before it), then beat on
+        ``connection`` until stopped."""
+        with self._lock:
+            connection.sendall(taken)
+            self._connection = connection
+            self._changed.notify()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._beat, daemon=True)
+            self._thread.start()
 
     def send(self, frame: bytes) -> None:
+        """A frame of the running call (never in the middle of a beat)."""
         with self._lock:
+            assert self._connection is not None
             self._connection.sendall(frame)
 
     def stop(self) -> None:
-        """No more beats: the answer follows, or nothing will."""
-        self._done.set()
-        self._thread.join()
+        """No more beats: the answer follows, or nothing will. (The thread, asleep, finds it
+        out when it wakes.)"""
+        with self._lock:
+            self._connection = None
 
     def _beat(self) -> None:
-        while not self._done.wait(resident.HEARTBEAT):
-            try:
-                self.send(b"K\n")
-            except OSError:  # the client is gone: nobody will hear this call's answer
-                os._exit(1)
+        with self._lock:
+            while True:
+                beating = self._connection
+                if beating is None:
+                    self._changed.wait()  # for the next call
+                elif not self._changed.wait(resident.HEARTBEAT) and self._connection is beating:
+                    try:
+                        beating.sendall(b"K\n")
+                    except OSError:  # the client is gone: nobody will hear this call's answer
+                        os._exit(1)
 
 
 def _resident_bytes() -> int:

@@ -6,6 +6,7 @@ processes waiting for them, with no fork."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -40,13 +41,16 @@ INFO = {"nodename": "n1"}
 @pytest.fixture
 def slow_link(plugin: Plugin, runtime: Path) -> Iterator[SlowLink]:
     """Node n1 with 8 cards; then the helper on, reaching etcd through a link that can be
-    slowed, with an etcd.timeout past the slow answer; the helper started."""
+    slowed, with an etcd.timeout past the slow answer; the helper started, and a call served
+    (the next goes to the process that served it: its second call beats as its first did)."""
     resident_plugin(plugin, on=False)
     plugin.add("n1", {G: 8})
     link = SlowLink(plugin.endpoints[0], SLOW)
     resident_plugin(plugin, machines=[link.url], timeout=SLOW + 5)
     plugin.info("n1")  # in-process: it starts the helper
     wait_for(lambda: helper_pid(plugin), "the helper to answer")
+    plugin.info("n1")
+    time.sleep(2 * resident.HEARTBEAT)  # its heartbeat's thread now sleeps till the next call
     yield link
     link.close()
 
@@ -157,13 +161,18 @@ def _served(plugin: Plugin) -> int:
 
 
 def _calls(helper: int) -> list[int]:
-    """The helper's children running a call: those beating (a thread of their own)."""
-    return [pid for pid in children(helper) if _threads(pid) > 1]
+    """The helper's call processes running a call: those holding a connection besides their
+    pair with the helper."""
+    return [pid for pid in children(helper) if _sockets(pid) > 1]
 
 
-def _threads(pid: int) -> int:
+def _sockets(pid: int) -> int:
     try:
-        status = Path(f"/proc/{pid}/status").read_text()
+        fds = os.listdir(f"/proc/{pid}/fd")
     except OSError:
         return 0
-    return int(status.split("\nThreads:", 1)[1].split()[0])
+    held = 0
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            held += os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:")
+    return held
