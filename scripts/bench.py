@@ -33,6 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -54,6 +55,8 @@ from tests.etcd_server import Cluster, etcdctl_binary
 PRODUCT = "nvidia-3090"
 SEEDED_CARDS = 100_000
 """Cards of a seeded stream's node: the write rows take one per call and give none back."""
+SEEDED_FITS = 6
+"""Copies of a one-card request each node of a seeded fleet fits (8 cards, 2 in use)."""
 PREFIX = "/bench"
 WRITERS = 8
 
@@ -179,7 +182,7 @@ class Bench:
         names = [f"gpu-node-{i:05d}" for i in range(count)]
         head = encode(
             GpuRecord(capacity=Resource.of({PRODUCT: 8}), usage=Resource.of({PRODUCT: 2}))
-        )
+        )  # each fits SEEDED_FITS copies of one card
         self.put_all([(KeyLayout(prefix, "gpu").head(name), head) for name in names])
         return names
 
@@ -212,6 +215,14 @@ class Bench:
     ) -> tuple[float, int | None]:
         argv = [program, "--config", str(config or self.config), verb]
         return median_of(times or self.repeat, argv, json.dumps(request).encode())
+
+    def answer(self, verb: str, request: object, config: Path) -> Any:
+        """The call's answer, once: a row measures a call that did its work."""
+        argv = ["resource-gpu", "--config", str(config), verb]
+        done = subprocess.run(argv, input=json.dumps(request).encode(), capture_output=True)
+        if done.returncode != 0:
+            raise SystemExit(f"{' '.join(argv)} failed: {done.stderr.decode()}")
+        return json.loads(done.stdout)
 
     @property
     def call_goals(self) -> tuple[float, float]:
@@ -284,11 +295,14 @@ class Bench:
             names = self.seed_upstream_heads(prefix, count)
             request = {
                 "nodenames": names,
-                "resource_request": {"prod_count_map": {PRODUCT: 1}},
+                "workload_resource": {"prod_count_map": {PRODUCT: 1}},
             }
             times = max(3, self.repeat // 3)
             config = self.config_for(prefix)
             self.warm_up(config)
+            answer = self.answer("get-nodes-deploy-capacity", request, config)
+            fits = {e["Capacity"] for e in answer["nodes_deploy_capacity_map"].values()}
+            assert fits == {SEEDED_FITS}, f"each node should fit {SEEDED_FITS}: {fits}"
             ours, rss[f"{count:,} nodes"] = self.plugin(
                 "get-nodes-deploy-capacity", request, times, config
             )
@@ -309,7 +323,7 @@ class Bench:
         """The largest fleet: one call must finish inside core's 30 s call timeout."""
         prefix = f"{PREFIX}-fleet-{count}"
         names = self.seed_upstream_heads(prefix, count)
-        request = {"nodenames": names, "resource_request": {"prod_count_map": {PRODUCT: 1}}}
+        request = {"nodenames": names, "workload_resource": {"prod_count_map": {PRODUCT: 1}}}
         config = self.config_for(prefix)
         self.warm_up(config)
         ours, rss = self.plugin("get-nodes-deploy-capacity", request, 3, config)

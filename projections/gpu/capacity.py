@@ -22,8 +22,13 @@ def fits(state: NodeState, request: Cards) -> int:
     """How many copies of ``request`` the node's available cards can host."""
     if not request:
         return UNBOUNDED
-    available = state.available
-    return min(max(available.get(product, 0), 0) // count for product, count in request.items())
+    capacity, usage = state.capacity, state.usage  # (not state.available: a map per node)
+    fewest = -1  # (a loop, not min() of a generator: it runs for every node asked)
+    for product, count in request.items():
+        copies = max(capacity.get(product, 0) - usage.get(product, 0), 0) // count
+        if fewest < 0 or copies < fewest:
+            fewest = copies
+    return fewest
 
 
 def _ratio(part: int, whole: int) -> float:

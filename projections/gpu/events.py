@@ -131,7 +131,11 @@ def read_stored_head(raw: bytes) -> tuple[Cards, Cards, int | None]:
 
 def _cards(value: _StoredMap | None) -> Cards:
     found = value.prod_count_map if value is not None else None
-    return normalised(found) if found else {}
+    if not found:
+        return {}
+    if len(found) == 1 and 0 not in found.values():
+        return found  # one product (most nodes): normalised as decoded, and a map of its own
+    return normalised(found)
 
 
 def decode_head(raw: bytes) -> GpuRecord:

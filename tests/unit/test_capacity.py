@@ -66,6 +66,14 @@ def test_a_product_the_node_lacks_fits_zero() -> None:
     assert fits(EMPTY, {P70: 1}) == 0
 
 
+def test_fits_past_what_a_request_without_cards_gets() -> None:
+    """A stored head is read without a request's bounds: an upstream node of 3,000,000
+    cards fits 3,000,000 copies of one, not ``UNBOUNDED``."""
+    state = NodeState(capacity={P70: 3_000_000, P90: 4})
+    assert fits(state, {P70: 1}) == 3_000_000
+    assert fits(state, {P70: 1, P90: 1}) == 4
+
+
 def test_capacity_shrunk_below_usage_fits_zero() -> None:
     state = NodeState(capacity={P70: 1}, usage={P70: 3})
     assert fits(state, {P70: 1}) == 0

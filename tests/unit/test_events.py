@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from resource_extend.ledger.model.events import EventCodec
+from resource_extend.projections.gpu import cards
 from resource_extend.projections.gpu.cards import Cards
 from resource_extend.projections.gpu.events import (
     KINDS,
@@ -35,6 +36,7 @@ from resource_extend.projections.gpu.events import (
     decode_event,
     decode_head,
     encode,
+    read_stored_head,
 )
 from resource_extend.projections.gpu.resources import Resource
 from tests.unit.strategies import FAST, held_maps, signed_maps
@@ -274,6 +276,33 @@ def test_head_reads_an_upstream_record_with_missing_or_null_parts() -> None:
     assert head.capacity is not None
     assert head.capacity.prod_count_map == {"a": 1}
     assert head.usage is None
+
+
+@pytest.mark.parametrize(
+    ("stored", "cards"),
+    [
+        (b'{"nvidia-3090":8}', {"nvidia-3090": 8}),
+        (b'{"nvidia-3090":0}', {}),
+        (b'{"b":1,"a":2}', {"a": 2, "b": 1}),
+        (b'{"b":0,"a":2}', {"a": 2}),
+        (b"null", {}),
+        (b"{}", {}),
+    ],
+)
+def test_a_stored_heads_maps_read_normalised(stored: bytes, cards: Cards) -> None:
+    """What many-node reads take (``read_stored_head``, the fast path): no zero counts,
+    products in order, whatever an upstream record held; one product is taken as decoded."""
+    raw = b'{"capacity":{"prod_count_map":%s},"usage":{"prod_count_map":%s},"seq":4}'
+    capacity, usage, seq = read_stored_head(raw % (stored, stored))
+    assert capacity == usage == cards and list(capacity) == list(cards)
+    assert capacity is not usage and seq == 4
+
+
+@FAST
+@given(capacity=signed_maps, usage=signed_maps)
+def test_a_stored_head_reads_as_its_record_normalised(capacity: Cards, usage: Cards) -> None:
+    raw = encode(GpuRecord(capacity=Resource(capacity), usage=Resource(usage)))
+    assert read_stored_head(raw) == (cards.normalised(capacity), cards.normalised(usage), None)
 
 
 def test_head_rejects_invalid_counts() -> None:
