@@ -48,20 +48,23 @@ class MonoCount:
     def __init__(self, host: Host, unused: Sequence[str], classes: Classes) -> None:
         self.host = host
         self.size, self.quota = classes.mono_size, classes.mono_quota
+        self.by_disk = any(self.quota)
+        """Whether the group charges quota: counted per disk, else all under ``None``."""
         self.holding: dict[str | None, int] = {}
+        free, size = host.free, self.size
         for path in unused:
-            if host.free[path] >= self.size:
-                device = host.disk_of(path) if any(self.quota) else None
+            if free[path] >= size:
+                device = host.disk_of(path) if self.by_disk else None
                 self.holding[device] = self.holding.get(device, 0) + 1
 
     def remove(self, path: str) -> None:
         if self.host.free[path] >= self.size:
-            device = self.host.disk_of(path) if any(self.quota) else None
+            device = self.host.disk_of(path) if self.by_disk else None
             self.holding[device] -= 1
 
     def count(self, spent: Quota) -> int:
         """The count once each disk has lost ``spent`` more (never below zero)."""
-        if not any(self.quota):
+        if not self.by_disk:
             return sum(self.holding.values())
         total = 0
         for device, holding in self.holding.items():

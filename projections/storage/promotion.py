@@ -151,16 +151,18 @@ class _Ceiling:
         self.normal = classes.profile.ceiling
         self.count = len(classes.normal)
         self.slots = [0] * len(self.normal)
-        self.smallest = min((b.size for b in classes.normal), default=0)
+        self.smallest = classes.normal[0].size if classes.normal else 0  # (sorted by size)
         self.shared = 0  # bindings of any size the used volumes could hold in all
-        total = NO_QUOTA
-        for left in host.left.values():
-            total = add(total, left)
+        bounds = []
         need = classes.pass_quota
-        bounds = [have // want for have, want in zip(total, need, strict=True) if want > 0]
-        if any(host.disk_of(b.source) is None for b in classes.mounts):
+        if any(need):  # (per node: most requests charge no quota, and skip the disks' sum)
+            total = NO_QUOTA
+            for left in host.left.values():
+                total = add(total, left)
+            bounds = [have // want for have, want in zip(total, need, strict=True) if want > 0]
+        if classes.mounts and any(host.disk_of(b.source) is None for b in classes.mounts):
             bounds.append(0)  # a mount with quota on no disk fails every pass
-        self.fixed = min(bounds, default=None)
+        self.fixed = min(bounds) if bounds else None
 
     def add(self, path: str) -> None:
         free = max(self.host.free[path], 0)
