@@ -43,7 +43,11 @@ from resource_extend.ledger.etcd.transport import (
     Reply,
     Request,
     Unavailable,
+    forget_token,
+    keep_token,
+    kept_token,
     refused,
+    token_key,
 )
 
 _TRANSIENT = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
@@ -89,18 +93,38 @@ class GrpcTransport:
     ) -> Reply:
         stub, method, message = _MESSAGES[type(request)]
         fields = msgspec.to_builtins(request, builtin_types=(bytes,))
+        answer = self._ask(endpoint, stub, method, message(**fields), timeout)
+        as_json = json_format.MessageToJson(answer, preserving_proto_field_name=True, indent=None)
+        return msgspec.json.decode(as_json, type=reply, strict=False)
+
+    def _ask(
+        self,
+        endpoint: int,
+        stub: str,
+        method: str,
+        message: Any,
+        timeout: float,
+        *,
+        fresh: bool = False,
+    ) -> Any:
         client = self._client(endpoint, timeout)
         try:
-            answer = getattr(getattr(client, stub), method)(
-                message(**fields), timeout, metadata=client.metadata
+            return getattr(getattr(client, stub), method)(
+                message, timeout, metadata=client.metadata
             )
         except grpc.RpcError as exc:
+            if (
+                exc.code() == grpc.StatusCode.UNAUTHENTICATED
+                and client.metadata is not None
+                and not fresh
+            ):  # the token kept is one etcd forgot: authenticate once more
+                forget_token(token_key(self._config, self._endpoints[endpoint]))
+                self.drop(endpoint)
+                return self._ask(endpoint, stub, method, message, timeout, fresh=True)
             failure = _failure(exc, tls=self._endpoints[endpoint].tls, cert=self._config.cert)
             if isinstance(failure, Unavailable):
                 self.drop(endpoint)
             raise failure from None
-        as_json = json_format.MessageToJson(answer, preserving_proto_field_name=True, indent=None)
-        return msgspec.json.decode(as_json, type=reply, strict=False)
 
     def drop(self, endpoint: int) -> None:
         client = self._clients.pop(endpoint, None)
@@ -121,21 +145,30 @@ class GrpcTransport:
             else:
                 channel = grpc.insecure_channel(where.address, options=_GRPC_OPTIONS)
             try:
-                metadata = self._authenticate(channel, timeout)
+                metadata = self._metadata(endpoint, channel, timeout)
             except grpc.RpcError as exc:
                 channel.close()
                 raise _failure(exc, tls=where.tls, cert=self._config.cert) from None
             client = self._clients[endpoint] = _Client(channel, metadata)
         return client
 
-    def _authenticate(self, channel: grpc.Channel, timeout: float) -> Metadata | None:
-        """The token to send with each request, when etcd.auth names a user."""
-        auth = self._config.auth
-        if not auth.username:
+    def _metadata(self, endpoint: int, channel: grpc.Channel, timeout: float) -> Metadata | None:
+        """The token to send with each request, when etcd.auth names a user: the one kept
+        (``transport.kept_token``), or one had now."""
+        if not self._config.auth.username:
             return None
+        key = token_key(self._config, self._endpoints[endpoint])
+        token = kept_token(key)
+        if token is None:
+            token = self._authenticate(channel, timeout)
+            keep_token(key, token)
+        return (("token", token),)
+
+    def _authenticate(self, channel: grpc.Channel, timeout: float) -> str:
+        auth = self._config.auth
         request = etcdrpc.AuthenticateRequest(name=auth.username, password=auth.password)
-        reply = etcdrpc.AuthStub(channel).Authenticate(request, timeout)
-        return (("token", reply.token),)
+        token: str = etcdrpc.AuthStub(channel).Authenticate(request, timeout).token
+        return token
 
     def _tls_credentials(self) -> grpc.ChannelCredentials:
         """Verify the server against ``etcd.ca``, else the system's CAs; present

@@ -21,6 +21,7 @@ import msgspec
 from resource_extend.ledger.endpoints import (
     REFUSED_CERTIFICATE_SIGNS,
     UNVERIFIED,
+    Endpoint,
     certificate_refused,
     parse_endpoint,
     read_tls_file,
@@ -151,6 +152,37 @@ class _Token(msgspec.Struct):
     token: str = ""
 
 
+TokenKey = tuple[Endpoint, str, str, str, str, str]
+"""An auth token's endpoint, user and password, and the TLS files it was had through."""
+
+_tokens: dict[TokenKey, str] = {}
+MAX_TOKENS = 64
+"""Tokens kept at most (a config edited over and over): past that, all are forgotten."""
+
+
+def token_key(config: EtcdConfig, where: Endpoint) -> TokenKey:
+    auth = config.auth
+    return where, auth.username, auth.password, config.ca, config.cert, config.key
+
+
+def kept_token(key: TokenKey) -> str | None:
+    """The auth token had with these credentials, kept for the life of the process: etcd
+    checks a password with bcrypt (about 60 ms a time), so a call process of the resident
+    helper, or the exporter, authenticates once rather than on every call. Each transport asks
+    for a token afresh when etcd no longer takes the one kept (``unauthenticated``)."""
+    return _tokens.get(key)
+
+
+def keep_token(key: TokenKey, token: str) -> None:
+    if len(_tokens) >= MAX_TOKENS:
+        _tokens.clear()
+    _tokens[key] = token
+
+
+def forget_token(key: TokenKey) -> None:
+    _tokens.pop(key, None)
+
+
 _decoders: dict[type, msgspec.json.Decoder] = {}  # type: ignore[type-arg]
 _encoder = msgspec.json.Encoder()
 
@@ -178,7 +210,6 @@ class HttpTransport:
         self._config = config
         self._endpoints = config.endpoints
         self._connections: dict[int, http11.Connection] = {}
-        self._tokens: dict[int, str] = {}
         self._tls: ssl.SSLContext | None = None
 
     def send(
@@ -205,7 +236,6 @@ class HttpTransport:
 
     def drop(self, endpoint: int) -> None:
         connection = self._connections.pop(endpoint, None)
-        self._tokens.pop(endpoint, None)
         if connection is not None:
             connection.close()
 
@@ -296,7 +326,7 @@ class HttpTransport:
             self.drop(endpoint)
             raise Unavailable(detail)
         if code == "unauthenticated" and authenticated and not fresh_token:
-            self._tokens.pop(endpoint, None)  # the token expired: authenticate once more
+            forget_token(self._token_key(endpoint))  # etcd forgot it: authenticate once more
             return self._post(endpoint, path, body, timeout, fresh_token=True)
         raise refused(detail)
 
@@ -309,13 +339,18 @@ class HttpTransport:
         return reply.status == 200 and b'"etcdserver"' in reply.body
 
     def _token(self, endpoint: int, timeout: float) -> str:
-        token = self._tokens.get(endpoint)
+        key = self._token_key(endpoint)
+        token = kept_token(key)
         if token is None:
             auth = self._config.auth
             body = _encoder.encode({"name": auth.username, "password": auth.password})
             raw = self._post(endpoint, "/v3/auth/authenticate", body, timeout, authenticated=False)
-            token = self._tokens[endpoint] = msgspec.json.decode(raw, type=_Token).token
+            token = msgspec.json.decode(raw, type=_Token).token
+            keep_token(key, token)
         return token
+
+    def _token_key(self, endpoint: int) -> TokenKey:
+        return token_key(self._config, self._endpoints[endpoint])
 
 
 def _failure(

@@ -1,0 +1,109 @@
+"""etcd checks a password with bcrypt (about 60 ms a time), so a process that makes call after
+call (a call process of the resident helper, the exporter) keeps its auth token, and asks for
+a new one only when etcd no longer takes it. Both transports, against a real etcd with auth
+on."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+
+from resource_extend.ledger.config import Auth, EtcdConfig
+from resource_extend.ledger.etcd import transport, wire
+from resource_extend.ledger.etcd.connection import open_transport
+from resource_extend.ledger.etcd.transport import HttpTransport, Transport
+from tests.etcd_server import Member, etcdctl_binary
+from tests.test_security import start_auth_member
+
+Over = Literal["http", "grpc"]
+
+
+@pytest.fixture
+def member(tmp_path: Path) -> Iterator[Member]:
+    started = start_auth_member(tmp_path)
+    yield started
+    started.kill()
+
+
+@pytest.fixture(params=["http", "grpc"])
+def over(request: pytest.FixtureRequest) -> Over:
+    """The transport the test's calls take."""
+    kind: Over = request.param
+    return kind
+
+
+@pytest.fixture
+def asked(over: Over, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The authentications this process asks etcd for, from now on."""
+    seen: list[str] = []
+    if over == "http":
+        post = HttpTransport._post
+
+        def counted(self: HttpTransport, endpoint: int, path: str, *args: Any, **kw: Any) -> bytes:
+            if path == "/v3/auth/authenticate":
+                seen.append(path)
+            return post(self, endpoint, path, *args, **kw)
+
+        monkeypatch.setattr(HttpTransport, "_post", counted)
+    else:
+        from resource_extend.ledger.etcd.grpc_transport import GrpcTransport
+
+        authenticate = GrpcTransport._authenticate
+
+        def counted_rpc(self: GrpcTransport, *args: Any) -> str:
+            seen.append("Authenticate")
+            return authenticate(self, *args)
+
+        monkeypatch.setattr(GrpcTransport, "_authenticate", counted_rpc)
+    monkeypatch.setattr(transport, "_tokens", {})
+    return seen
+
+
+def call(member: Member, over: Over, password: str = "eru-secret") -> int:
+    """One call's read: a transport of its own, closed after."""
+    auth = Auth(username="eru", password=password)
+    settings = EtcdConfig(machines=[member.client_url], auth=auth, transport=over)
+    etcd: Transport = open_transport(settings)
+    try:
+        return etcd.send(0, wire.RangeRequest(key=b"/test-x"), wire.RangeResponse, 5).count
+    finally:
+        etcd.close()
+
+
+def set_password(member: Member, password: str) -> None:
+    ctl = [etcdctl_binary(), f"--endpoints={member.client_url}", "--user=root:root-secret"]
+    argv = [*ctl, "user", "passwd", "eru", "--interactive=false"]
+    subprocess.run(argv, input=f"{password}\n".encode(), check=True, capture_output=True)
+
+
+def test_calls_in_one_process_authenticate_once(
+    member: Member, over: Over, asked: list[str]
+) -> None:
+    for _ in range(3):
+        assert call(member, over) == 0
+    assert len(asked) == 1
+
+
+def test_a_token_etcd_no_longer_takes_is_asked_for_again(
+    member: Member, over: Over, asked: list[str]
+) -> None:
+    """A password set again (even to the same) voids the user's tokens: the next call is
+    refused its token, authenticates afresh, and answers."""
+    call(member, over)
+    set_password(member, "other")
+    set_password(member, "eru-secret")
+    assert call(member, over) == 0
+    assert len(asked) == 2
+
+
+def test_another_password_is_another_token(member: Member, over: Over, asked: list[str]) -> None:
+    """A token is kept for the credentials it was had with: a config whose password is
+    wrong never rides on a token the right one got."""
+    call(member, over)
+    with pytest.raises(transport.Refused, match="authentication failed"):
+        call(member, over, password="wrong")
+    assert len(asked) == 2
