@@ -14,6 +14,7 @@ member; a write's outcome is then unknown) and :class:`Refused` (etcd answered n
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar
 
 import msgspec
@@ -183,6 +184,28 @@ def forget_token(key: TokenKey) -> None:
     _tokens.pop(key, None)
 
 
+_contexts: dict[tuple[bytes | tuple[object, ...], bytes, bytes], ssl.SSLContext] = {}
+"""TLS contexts by what they were made of (the CA's bytes, or the system CAs' files as they are
+now; the client certificate's and key's bytes), for the life of the process, as tokens are:
+the system's CAs take about 20 ms to load, a CA file and a client certificate about 1 ms."""
+
+
+def _system_cas() -> tuple[object, ...]:
+    """Where the system's CAs are, and each file's size and time: a context made of them is
+    made again once they change."""
+    import ssl
+
+    paths = ssl.get_default_verify_paths()
+    seen: list[object] = []
+    for path in (paths.cafile, paths.capath):
+        try:
+            stat = os.stat(path) if path else None
+        except OSError:
+            stat = None
+        seen.append((path, stat and (stat.st_size, stat.st_mtime_ns, stat.st_ino)))
+    return tuple(seen)
+
+
 _decoders: dict[type, msgspec.json.Decoder] = {}  # type: ignore[type-arg]
 _encoder = msgspec.json.Encoder()
 
@@ -255,36 +278,48 @@ class HttpTransport:
 
     def _tls_context(self) -> ssl.SSLContext:
         """Verifies the server's certificate and host name, against ``etcd.ca`` or else the
-        system's CAs; presents ``etcd.cert``/``key`` when they are set."""
+        system's CAs; presents ``etcd.cert``/``key`` when they are set. Made once for the
+        files' contents as they are now (``_contexts``)."""
         if self._tls is None:
-            import ssl
-
             settings = self._config
-            cadata: str | bytes | None = None  # none: the system's CAs
-            if settings.ca:
-                data = read_tls_file(settings.ca, "ca")
-                cadata = data.decode("latin-1") if b"-----BEGIN" in data else data  # PEM, DER
-            try:
-                if cadata is not None and not cadata:
-                    raise ValueError("the file is empty")
-                context = ssl.create_default_context(cadata=cadata)
-            except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
-                raise StoreError(
-                    f"etcd.ca file {settings.ca!r} holds no usable CA certificate: {exc}"
-                ) from None
-            if settings.cert:
-                read_tls_file(settings.cert, "cert")
-                read_tls_file(settings.key, "key")
-                try:
-                    # No password: an encrypted key fails here, never prompts on a tty.
-                    context.load_cert_chain(settings.cert, settings.key, password="")
-                except (OSError, ValueError) as exc:
-                    raise StoreError(
-                        f"etcd.cert {settings.cert!r} and etcd.key {settings.key!r} are not a "
-                        f"usable certificate and key: {exc}"
-                    ) from None
+            ca = read_tls_file(settings.ca, "ca") if settings.ca else None
+            cert = read_tls_file(settings.cert, "cert") if settings.cert else b""
+            key = read_tls_file(settings.key, "key") if settings.cert else b""
+            made_of = (ca if ca is not None else _system_cas(), cert, key)
+            context = _contexts.get(made_of)
+            if context is None:
+                context = self._new_tls_context(ca)
+                if len(_contexts) >= MAX_TOKENS:
+                    _contexts.clear()
+                _contexts[made_of] = context
             self._tls = context
         return self._tls
+
+    def _new_tls_context(self, ca: bytes | None) -> ssl.SSLContext:
+        import ssl
+
+        settings = self._config
+        cadata: str | bytes | None = None  # none: the system's CAs
+        if ca is not None:
+            cadata = ca.decode("latin-1") if b"-----BEGIN" in ca else ca  # PEM, DER
+        try:
+            if cadata is not None and not cadata:
+                raise ValueError("the file is empty")
+            context = ssl.create_default_context(cadata=cadata)
+        except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+            raise StoreError(
+                f"etcd.ca file {settings.ca!r} holds no usable CA certificate: {exc}"
+            ) from None
+        if settings.cert:
+            try:
+                # No password: an encrypted key fails here, never prompts on a tty.
+                context.load_cert_chain(settings.cert, settings.key, password="")
+            except (OSError, ValueError) as exc:
+                raise StoreError(
+                    f"etcd.cert {settings.cert!r} and etcd.key {settings.key!r} are not a "
+                    f"usable certificate and key: {exc}"
+                ) from None
+        return context
 
     def _post(
         self,

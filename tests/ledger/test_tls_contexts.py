@@ -1,0 +1,98 @@
+"""A process makes a TLS context once for the files it is made of, as they are: a call process
+of the resident helper (or the exporter) does not load its CAs on every call (the system's take
+about 20 ms), and a CA or client certificate changed on disk is used from the next call on.
+Against a real etcd that asks for client certificates."""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from resource_extend.ledger.config import EtcdConfig
+from resource_extend.ledger.etcd import transport, wire
+from resource_extend.ledger.etcd.transport import HttpTransport
+from tests.etcd_server import Member
+from tests.test_security import TLSFiles, start_member
+
+
+@pytest.fixture
+def tls_etcd(tmp_path: Path) -> Iterator[tuple[Member, TLSFiles]]:
+    files = TLSFiles(tmp_path)
+    member = start_member(
+        tmp_path,
+        scheme="https",
+        health_context=files.client_context(),
+        extra_args=[
+            "--cert-file", files.server_cert, "--key-file", files.server_key,
+            "--trusted-ca-file", files.ca_file, "--client-cert-auth",
+        ],
+    )  # fmt: skip
+    yield member, files
+    member.kill()
+
+
+@pytest.fixture
+def made(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The TLS contexts this process makes from now on."""
+    seen: list[object] = []
+    create = ssl.create_default_context
+
+    def counted(*args: Any, **kwargs: Any) -> ssl.SSLContext:
+        seen.append(kwargs.get("cadata"))
+        return create(*args, **kwargs)
+
+    monkeypatch.setattr(ssl, "create_default_context", counted)
+    monkeypatch.setattr(transport, "_contexts", {})
+    return seen
+
+
+def call(member: Member, files: TLSFiles) -> int:
+    """One call's read: a transport of its own, closed after."""
+    settings = EtcdConfig(
+        machines=[member.client_url], ca=files.ca_file, cert=files.client_cert,
+        key=files.client_key,
+    )  # fmt: skip
+    etcd = HttpTransport(settings)
+    try:
+        return etcd.send(0, wire.RangeRequest(key=b"/x"), wire.RangeResponse, 5).count
+    finally:
+        etcd.close()
+
+
+def test_calls_in_one_process_make_one_context(
+    tls_etcd: tuple[Member, TLSFiles], made: list[object]
+) -> None:
+    member, files = tls_etcd
+    for _ in range(3):
+        assert call(member, files) == 0
+    assert len(made) == 1
+
+
+def test_a_ca_or_certificate_changed_on_disk_makes_a_new_context(
+    tls_etcd: tuple[Member, TLSFiles], made: list[object]
+) -> None:
+    member, files = tls_etcd
+    call(member, files)
+    ca = Path(files.ca_file)
+    ca.write_bytes(ca.read_bytes() + b"\n")  # the same CA, other bytes
+    assert call(member, files) == 0
+    client = Path(files.client_cert)
+    client.write_bytes(client.read_bytes() + b"\n")
+    assert call(member, files) == 0
+    assert len(made) == 3
+
+
+def test_the_system_cas_are_known_by_their_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = tmp_path / "cas.pem"
+    bundle.write_bytes(TLSFiles(tmp_path).ca.cert_pem.bytes())
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    before = transport._system_cas()
+    assert transport._system_cas() == before
+    bundle.write_bytes(bundle.read_bytes() + b"\n")
+    assert transport._system_cas() != before
