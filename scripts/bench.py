@@ -49,6 +49,7 @@ from resource_extend.projections.gpu.events import (
     encode,
 )
 from resource_extend.projections.gpu.resources import Resource
+from scripts.bench_secured import secured_rows
 from scripts.bench_storage import storage_rows
 from tests.etcd_server import Cluster, etcdctl_binary
 
@@ -510,6 +511,7 @@ def main() -> None:
             contended += "\n\n" + bench.concurrent(32, 3 if options.quick else 10)
         rss |= storage_rows(bench, [1_000] if options.quick else [1_000, 10_000])
         helper = bench.helper_memory()
+        secured_rows(bench)
     print(
         f"resource-gpu and resource-storage bench: {options.transport} transport, resident helper "
         f"{options.resident}, {os.cpu_count()} CPUs, "
