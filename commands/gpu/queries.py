@@ -87,10 +87,7 @@ def get_nodes_deploy_capacity(
     """
     names = node_names(request.nodenames)
     wanted = positive_cards(request.workload_resource, "workload_resource")
-    states = read_states(session, names).items()
-    return answers.nodes_deploy_capacity(
-        (node, capacity.deploy_capacity(state, wanted)) for node, state in states
-    )
+    return capacity.nodes_deploy_capacity(read_states(session, names).items(), wanted)
 
 
 @verb(requests.NodeWorkloads)

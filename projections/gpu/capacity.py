@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import msgspec
 
 from resource_extend.ledger.model.errors import NotEnoughResource
-from resource_extend.projections.answers import DeployCapacity
+from resource_extend.projections import answers
+from resource_extend.projections.answers import DeployCapacity, NodesDeployCapacity
 from resource_extend.projections.gpu import cards
 from resource_extend.projections.gpu.cards import Cards
 from resource_extend.projections.gpu.node import NodeState
@@ -36,11 +37,26 @@ def _ratio(part: int, whole: int) -> float:
 
 
 def deploy_capacity(state: NodeState, request: Cards) -> DeployCapacity:
-    total_cards = cards.total(state.capacity)
+    return _deploy_capacity(state, request, cards.total(request))
+
+
+def nodes_deploy_capacity(
+    states: Iterable[tuple[str, NodeState]], request: Cards
+) -> NodesDeployCapacity:
+    """Every node's entry, in the order given; nodes that host none are left out. The
+    request's total is worked out once, not for each node."""
+    requested = cards.total(request)
+    return answers.nodes_deploy_capacity(
+        (node, _deploy_capacity(state, request, requested)) for node, state in states
+    )
+
+
+def _deploy_capacity(state: NodeState, request: Cards, requested: int) -> DeployCapacity:
+    total_cards = sum(state.capacity.values())  # (cards.total inlined: it runs for every node)
     return DeployCapacity(
         capacity=fits(state, request),
-        usage=_ratio(cards.total(state.usage), total_cards),
-        rate=_ratio(cards.total(request), total_cards),
+        usage=_ratio(sum(state.usage.values()), total_cards),
+        rate=_ratio(requested, total_cards),
     )
 
 

@@ -20,6 +20,7 @@ from resource_extend.projections.gpu.capacity import (
     fits,
     idleness,
     most_idle,
+    nodes_deploy_capacity,
     plan_deploy,
     plan_realloc,
 )
@@ -112,13 +113,28 @@ def test_fits_times_request_never_exceeds_available(
     ],
 )
 def test_upstream_deploy_capacity_table(request_: Cards, per_node: int) -> None:
-    nodes = {"n1": EIGHT, "n2": EIGHT}
-    entries = {node: deploy_capacity(state, request_) for node, state in nodes.items()}
+    nodes = [("n1", EIGHT), ("n2", EIGHT)]
+    entries = {node: deploy_capacity(state, request_) for node, state in nodes}
     assert all(entry.capacity == per_node for entry in entries.values())
     # Nodes that fit nothing are left out; the total is the sum of the rest.
-    kept = {node: entry for node, entry in entries.items() if entry.capacity > 0}
-    assert sum(entry.capacity for entry in kept.values()) == 2 * per_node
-    assert len(kept) == (2 if per_node else 0)
+    answer = nodes_deploy_capacity(nodes, request_)
+    assert answer.nodes_deploy_capacity_map == (entries if per_node else {})
+    assert answer.total == 2 * per_node
+
+
+@FAST
+@given(states=st.lists(st.tuples(held_maps, held_maps), max_size=5), request=nonempty_positive_maps)
+def test_nodes_deploy_capacity_is_each_nodes_entry(
+    states: list[tuple[Cards, Cards]], request: Cards
+) -> None:
+    nodes = [
+        (f"n{i}", NodeState(capacity=cards.normalised(c), usage=cards.normalised(u)))
+        for i, (c, u) in enumerate(states)
+    ]
+    entries = {node: deploy_capacity(state, request) for node, state in nodes}
+    answer = nodes_deploy_capacity(nodes, request)
+    assert answer.nodes_deploy_capacity_map == {n: e for n, e in entries.items() if e.capacity}
+    assert list(answer.nodes_deploy_capacity_map) == [n for n, e in entries.items() if e.capacity]
 
 
 def test_deploy_capacity_without_cards_on_empty_nodes() -> None:
