@@ -344,7 +344,7 @@ class Helper:
 
     def _add_worker(self, first: socket.socket | None = None) -> None:
         """Fork a call process: idle, for the next call, or running the call on ``first``.
-        None if there is no process to be had (a client hung up on runs the call itself)."""
+        If no process is to be had, none: a client hung up on runs the call itself."""
         ours, theirs = socket.socketpair()
         try:
             pid = os.fork()
