@@ -37,6 +37,7 @@ from resource_extend.ledger.endpoints import (
 )
 from resource_extend.ledger.etcd import wire
 from resource_extend.ledger.etcd.transport import (
+    MAX_TOKENS,
     PLAIN_HINT,
     TLS_HINT,
     Refused,
@@ -172,17 +173,30 @@ class GrpcTransport:
 
     def _tls_credentials(self) -> grpc.ChannelCredentials:
         """Verify the server against ``etcd.ca``, else the system's CAs; present
-        ``etcd.cert``/``key`` when they are set."""
+        ``etcd.cert``/``key`` when they are set. Made once for the files' contents as they
+        are now (``_credentials``), as the HTTP transport's TLS context is."""
         if self._credentials is None:
             settings = self._config
-            self._credentials = grpc.ssl_channel_credentials(
-                root_certificates=read_tls_file(settings.ca, "ca")
-                if settings.ca
-                else _system_cas(),
-                private_key=read_tls_file(settings.key, "key") if settings.key else None,
-                certificate_chain=read_tls_file(settings.cert, "cert") if settings.cert else None,
+            made_of = (
+                read_tls_file(settings.ca, "ca") if settings.ca else _system_cas(),
+                read_tls_file(settings.key, "key") if settings.key else None,
+                read_tls_file(settings.cert, "cert") if settings.cert else None,
             )
+            credentials = _credentials.get(made_of)
+            if credentials is None:
+                root, key, chain = made_of
+                credentials = grpc.ssl_channel_credentials(
+                    root_certificates=root, private_key=key, certificate_chain=chain
+                )
+                if len(_credentials) >= MAX_TOKENS:
+                    _credentials.clear()
+                _credentials[made_of] = credentials
+            self._credentials = credentials
         return self._credentials
+
+
+_credentials: dict[tuple[bytes | None, bytes | None, bytes | None], grpc.ChannelCredentials] = {}
+"""Channel credentials by the bytes they were made of, for the life of the process."""
 
 
 def _system_cas() -> bytes | None:

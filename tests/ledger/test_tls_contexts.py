@@ -1,22 +1,24 @@
-"""A process makes a TLS context once for the files it is made of, as they are: a call process
-of the resident helper (or the exporter) does not load its CAs on every call (the system's take
-about 20 ms), and a CA or client certificate changed on disk is used from the next call on.
-Against a real etcd that asks for client certificates."""
+"""A process makes a TLS context (gRPC: channel credentials) once for the files it is made of, as
+they are: a call process of the resident helper (or the exporter) does not load its CAs on
+every call (the system's take about 20 ms), and a CA or client certificate changed on disk is
+used from the next call on. Against a real etcd that asks for client certificates."""
 
 from __future__ import annotations
 
 import ssl
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
 from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.etcd import transport, wire
-from resource_extend.ledger.etcd.transport import HttpTransport
+from resource_extend.ledger.etcd.connection import open_transport
 from tests.etcd_server import Member
 from tests.test_security import TLSFiles, start_member
+
+Over = Literal["http", "grpc"]
 
 
 @pytest.fixture
@@ -35,28 +37,49 @@ def tls_etcd(tmp_path: Path) -> Iterator[tuple[Member, TLSFiles]]:
     member.kill()
 
 
+@pytest.fixture(params=["http", "grpc"])
+def over(request: pytest.FixtureRequest) -> Over:
+    """The transport the test's calls take."""
+    kind: Over = request.param
+    return kind
+
+
 @pytest.fixture
-def made(monkeypatch: pytest.MonkeyPatch) -> list[object]:
-    """The TLS contexts this process makes from now on."""
+def made(over: Over, monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The TLS contexts (gRPC: channel credentials) this process makes from now on."""
     seen: list[object] = []
-    create = ssl.create_default_context
+    if over == "http":
+        create = ssl.create_default_context
 
-    def counted(*args: Any, **kwargs: Any) -> ssl.SSLContext:
-        seen.append(kwargs.get("cadata"))
-        return create(*args, **kwargs)
+        def counted(*args: Any, **kwargs: Any) -> ssl.SSLContext:
+            seen.append(kwargs.get("cadata"))
+            return create(*args, **kwargs)
 
-    monkeypatch.setattr(ssl, "create_default_context", counted)
-    monkeypatch.setattr(transport, "_contexts", {})
+        monkeypatch.setattr(ssl, "create_default_context", counted)
+        monkeypatch.setattr(transport, "_contexts", {})
+    else:
+        import grpc
+
+        from resource_extend.ledger.etcd import grpc_transport
+
+        credentials = grpc.ssl_channel_credentials
+
+        def counted_credentials(*args: Any, **kwargs: Any) -> grpc.ChannelCredentials:
+            seen.append(kwargs.get("root_certificates"))
+            return credentials(*args, **kwargs)
+
+        monkeypatch.setattr(grpc, "ssl_channel_credentials", counted_credentials)
+        monkeypatch.setattr(grpc_transport, "_credentials", {})
     return seen
 
 
-def call(member: Member, files: TLSFiles) -> int:
+def call(member: Member, files: TLSFiles, over: Over) -> int:
     """One call's read: a transport of its own, closed after."""
     settings = EtcdConfig(
         machines=[member.client_url], ca=files.ca_file, cert=files.client_cert,
-        key=files.client_key,
+        key=files.client_key, transport=over,
     )  # fmt: skip
-    etcd = HttpTransport(settings)
+    etcd = open_transport(settings)
     try:
         return etcd.send(0, wire.RangeRequest(key=b"/x"), wire.RangeResponse, 5).count
     finally:
@@ -64,25 +87,25 @@ def call(member: Member, files: TLSFiles) -> int:
 
 
 def test_calls_in_one_process_make_one_context(
-    tls_etcd: tuple[Member, TLSFiles], made: list[object]
+    tls_etcd: tuple[Member, TLSFiles], over: Over, made: list[object]
 ) -> None:
     member, files = tls_etcd
     for _ in range(3):
-        assert call(member, files) == 0
+        assert call(member, files, over) == 0
     assert len(made) == 1
 
 
 def test_a_ca_or_certificate_changed_on_disk_makes_a_new_context(
-    tls_etcd: tuple[Member, TLSFiles], made: list[object]
+    tls_etcd: tuple[Member, TLSFiles], over: Over, made: list[object]
 ) -> None:
     member, files = tls_etcd
-    call(member, files)
+    call(member, files, over)
     ca = Path(files.ca_file)
     ca.write_bytes(ca.read_bytes() + b"\n")  # the same CA, other bytes
-    assert call(member, files) == 0
+    assert call(member, files, over) == 0
     client = Path(files.client_cert)
     client.write_bytes(client.read_bytes() + b"\n")
-    assert call(member, files) == 0
+    assert call(member, files, over) == 0
     assert len(made) == 3
 
 
