@@ -35,20 +35,16 @@ from resource_extend.ledger.endpoints import (
     certificate_refused,
     read_tls_file,
 )
-from resource_extend.ledger.etcd import wire
+from resource_extend.ledger.etcd import kept, wire
+from resource_extend.ledger.etcd.kept import Kept, token_key
 from resource_extend.ledger.etcd.transport import (
-    MAX_TOKENS,
     PLAIN_HINT,
     TLS_HINT,
     Refused,
     Reply,
     Request,
     Unavailable,
-    forget_token,
-    keep_token,
-    kept_token,
     refused,
-    token_key,
 )
 
 _TRANSIENT = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
@@ -119,7 +115,7 @@ class GrpcTransport:
                 and client.metadata is not None
                 and not fresh
             ):  # the token kept is one etcd forgot: authenticate once more
-                forget_token(token_key(self._config, self._endpoints[endpoint]))
+                kept.TOKENS.forget(token_key(self._config, self._endpoints[endpoint]))
                 self.drop(endpoint)
                 return self._ask(endpoint, stub, method, message, timeout, fresh=True)
             failure = _failure(exc, tls=self._endpoints[endpoint].tls, cert=self._config.cert)
@@ -155,14 +151,14 @@ class GrpcTransport:
 
     def _metadata(self, endpoint: int, channel: grpc.Channel, timeout: float) -> Metadata | None:
         """The token to send with each request, when etcd.auth names a user: the one kept
-        (``transport.kept_token``), or one had now."""
+        (``ledger.etcd.kept``), or one had now."""
         if not self._config.auth.username:
             return None
         key = token_key(self._config, self._endpoints[endpoint])
-        token = kept_token(key)
+        token = kept.TOKENS.get(key)
         if token is None:
             token = self._authenticate(channel, timeout)
-            keep_token(key, token)
+            kept.TOKENS.keep(key, token)
         return (("token", token),)
 
     def _authenticate(self, channel: grpc.Channel, timeout: float) -> str:
@@ -174,7 +170,7 @@ class GrpcTransport:
     def _tls_credentials(self) -> grpc.ChannelCredentials:
         """Verify the server against ``etcd.ca``, else the system's CAs; present
         ``etcd.cert``/``key`` when they are set. Made once for the files' contents as they
-        are now (``_credentials``), as the HTTP transport's TLS context is."""
+        are now (``ledger.etcd.kept``), as the HTTP transport's TLS context is."""
         if self._credentials is None:
             settings = self._config
             made_of = (
@@ -188,15 +184,15 @@ class GrpcTransport:
                 credentials = grpc.ssl_channel_credentials(
                     root_certificates=root, private_key=key, certificate_chain=chain
                 )
-                if len(_credentials) >= MAX_TOKENS:
-                    _credentials.clear()
-                _credentials[made_of] = credentials
+                _credentials.keep(made_of, credentials)
             self._credentials = credentials
         return self._credentials
 
 
-_credentials: dict[tuple[bytes | None, bytes | None, bytes | None], grpc.ChannelCredentials] = {}
-"""Channel credentials by the bytes they were made of, for the life of the process."""
+_credentials: Kept[tuple[bytes | None, bytes | None, bytes | None], grpc.ChannelCredentials] = (
+    Kept()
+)
+"""Channel credentials by the bytes they were made of."""
 
 
 def _system_cas() -> bytes | None:

@@ -22,12 +22,12 @@ import msgspec
 from resource_extend.ledger.endpoints import (
     REFUSED_CERTIFICATE_SIGNS,
     UNVERIFIED,
-    Endpoint,
     certificate_refused,
     parse_endpoint,
     read_tls_file,
 )
-from resource_extend.ledger.etcd import http11, wire
+from resource_extend.ledger.etcd import http11, kept, wire
+from resource_extend.ledger.etcd.kept import Kept, TokenKey, token_key
 from resource_extend.ledger.model.errors import StoreError
 
 if TYPE_CHECKING:
@@ -153,44 +153,12 @@ class _Token(msgspec.Struct):
     token: str = ""
 
 
-TokenKey = tuple[Endpoint, str, str, str, str, str]
-"""An auth token's endpoint, user and password, and the TLS files it was had through."""
-
-_tokens: dict[TokenKey, str] = {}
-MAX_TOKENS = 64
-"""Tokens kept at most (a config edited over and over): past that, all are forgotten."""
+_contexts: Kept[tuple[bytes | tuple[object, ...], bytes, bytes], ssl.SSLContext] = Kept()
+"""TLS contexts by what they were made of: the CA's bytes (or the system CAs' files as they
+are now), the client certificate's and key's bytes."""
 
 
-def token_key(config: EtcdConfig, where: Endpoint) -> TokenKey:
-    auth = config.auth
-    return where, auth.username, auth.password, config.ca, config.cert, config.key
-
-
-def kept_token(key: TokenKey) -> str | None:
-    """The auth token had with these credentials, kept for the life of the process: etcd
-    checks a password with bcrypt (about 60 ms a time), so a call process of the resident
-    helper, or the exporter, authenticates once rather than on every call. Each transport asks
-    for a token afresh when etcd no longer takes the one kept (``unauthenticated``)."""
-    return _tokens.get(key)
-
-
-def keep_token(key: TokenKey, token: str) -> None:
-    if len(_tokens) >= MAX_TOKENS:
-        _tokens.clear()
-    _tokens[key] = token
-
-
-def forget_token(key: TokenKey) -> None:
-    _tokens.pop(key, None)
-
-
-_contexts: dict[tuple[bytes | tuple[object, ...], bytes, bytes], ssl.SSLContext] = {}
-"""TLS contexts by what they were made of (the CA's bytes, or the system CAs' files as they are
-now; the client certificate's and key's bytes), for the life of the process, as tokens are:
-the system's CAs take about 20 ms to load, a CA file and a client certificate about 1 ms."""
-
-
-def _system_cas() -> tuple[object, ...]:
+def _system_cas_files() -> tuple[object, ...]:
     """Where the system's CAs are, and each file's size and time: a context made of them is
     made again once they change."""
     import ssl
@@ -279,19 +247,17 @@ class HttpTransport:
     def _tls_context(self) -> ssl.SSLContext:
         """Verifies the server's certificate and host name, against ``etcd.ca`` or else the
         system's CAs; presents ``etcd.cert``/``key`` when they are set. Made once for the
-        files' contents as they are now (``_contexts``)."""
+        files' contents as they are now (``ledger.etcd.kept``)."""
         if self._tls is None:
             settings = self._config
             ca = read_tls_file(settings.ca, "ca") if settings.ca else None
             cert = read_tls_file(settings.cert, "cert") if settings.cert else b""
             key = read_tls_file(settings.key, "key") if settings.cert else b""
-            made_of = (ca if ca is not None else _system_cas(), cert, key)
+            made_of = (ca if ca is not None else _system_cas_files(), cert, key)
             context = _contexts.get(made_of)
             if context is None:
                 context = self._new_tls_context(ca)
-                if len(_contexts) >= MAX_TOKENS:
-                    _contexts.clear()
-                _contexts[made_of] = context
+                _contexts.keep(made_of, context)
             self._tls = context
         return self._tls
 
@@ -361,7 +327,7 @@ class HttpTransport:
             self.drop(endpoint)
             raise Unavailable(detail)
         if code == "unauthenticated" and authenticated and not fresh_token:
-            forget_token(self._token_key(endpoint))  # etcd forgot it: authenticate once more
+            kept.TOKENS.forget(self._token_key(endpoint))  # etcd forgot it: authenticate once more
             return self._post(endpoint, path, body, timeout, fresh_token=True)
         raise refused(detail)
 
@@ -375,13 +341,13 @@ class HttpTransport:
 
     def _token(self, endpoint: int, timeout: float) -> str:
         key = self._token_key(endpoint)
-        token = kept_token(key)
+        token = kept.TOKENS.get(key)
         if token is None:
             auth = self._config.auth
             body = _encoder.encode({"name": auth.username, "password": auth.password})
             raw = self._post(endpoint, "/v3/auth/authenticate", body, timeout, authenticated=False)
             token = msgspec.json.decode(raw, type=_Token).token
-            keep_token(key, token)
+            kept.TOKENS.keep(key, token)
         return token
 
     def _token_key(self, endpoint: int) -> TokenKey:

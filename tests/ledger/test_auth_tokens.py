@@ -13,7 +13,7 @@ from typing import Any, Literal
 import pytest
 
 from resource_extend.ledger.config import Auth, EtcdConfig
-from resource_extend.ledger.etcd import transport, wire
+from resource_extend.ledger.etcd import kept, transport, wire
 from resource_extend.ledger.etcd.connection import open_transport
 from resource_extend.ledger.etcd.transport import HttpTransport, Transport
 from tests.etcd_server import Member, etcdctl_binary
@@ -59,7 +59,7 @@ def asked(over: Over, monkeypatch: pytest.MonkeyPatch) -> list[str]:
             return authenticate(self, *args)
 
         monkeypatch.setattr(GrpcTransport, "_authenticate", counted_rpc)
-    monkeypatch.setattr(transport, "_tokens", {})
+    monkeypatch.setattr(kept, "TOKENS", kept.Kept())
     return seen
 
 

@@ -15,6 +15,7 @@ import pytest
 from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.etcd import transport, wire
 from resource_extend.ledger.etcd.connection import open_transport
+from resource_extend.ledger.etcd.kept import Kept
 from tests.etcd_server import Member
 from tests.test_security import TLSFiles, start_member
 
@@ -56,7 +57,7 @@ def made(over: Over, monkeypatch: pytest.MonkeyPatch) -> list[object]:
             return create(*args, **kwargs)
 
         monkeypatch.setattr(ssl, "create_default_context", counted)
-        monkeypatch.setattr(transport, "_contexts", {})
+        monkeypatch.setattr(transport, "_contexts", Kept())
     else:
         import grpc
 
@@ -69,7 +70,7 @@ def made(over: Over, monkeypatch: pytest.MonkeyPatch) -> list[object]:
             return credentials(*args, **kwargs)
 
         monkeypatch.setattr(grpc, "ssl_channel_credentials", counted_credentials)
-        monkeypatch.setattr(grpc_transport, "_credentials", {})
+        monkeypatch.setattr(grpc_transport, "_credentials", Kept())
     return seen
 
 
@@ -115,7 +116,7 @@ def test_the_system_cas_are_known_by_their_files(
     bundle = tmp_path / "cas.pem"
     bundle.write_bytes(TLSFiles(tmp_path).ca.cert_pem.bytes())
     monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
-    before = transport._system_cas()
-    assert transport._system_cas() == before
+    before = transport._system_cas_files()
+    assert transport._system_cas_files() == before
     bundle.write_bytes(bundle.read_bytes() + b"\n")
-    assert transport._system_cas() != before
+    assert transport._system_cas_files() != before

@@ -1,0 +1,54 @@
+"""What a process keeps from one call to the next: etcd auth tokens, and TLS contexts (gRPC's
+channel credentials), each by what it was had with.
+
+etcd checks a password with bcrypt (about 60 ms of its CPU a time) and the system's CAs take
+about 20 ms to load, so a process that makes call after call (a call process of the resident
+helper, the exporter) pays them once, not on every call. A key is everything the value was had
+with (a token: the endpoint, user, password and TLS files; a context: the bytes of its files),
+so a value is never used past a change of them; a token etcd no longer takes is forgotten by
+the transport that found it out, and asked for afresh.
+"""
+
+from __future__ import annotations
+
+from typing import Generic, TypeVar
+
+from resource_extend.ledger.config import EtcdConfig
+from resource_extend.ledger.endpoints import Endpoint
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+MAX_KEPT = 64
+"""Values of one kind kept at most (a config edited over and over): past that, all are
+forgotten."""
+
+
+class Kept(Generic[K, V]):
+    """Values by what they were had with, for the life of the process."""
+
+    def __init__(self) -> None:
+        self._values: dict[K, V] = {}
+
+    def get(self, key: K) -> V | None:
+        return self._values.get(key)
+
+    def keep(self, key: K, value: V) -> None:
+        if len(self._values) >= MAX_KEPT:
+            self._values.clear()
+        self._values[key] = value
+
+    def forget(self, key: K) -> None:
+        self._values.pop(key, None)
+
+
+TokenKey = tuple[Endpoint, str, str, str, str, str]
+"""An auth token's endpoint, user and password, and the TLS files it was had through."""
+
+TOKENS: Kept[TokenKey, str] = Kept()
+"""etcd auth tokens, for either transport (a token is etcd's, not the transport's)."""
+
+
+def token_key(config: EtcdConfig, where: Endpoint) -> TokenKey:
+    auth = config.auth
+    return where, auth.username, auth.password, config.ca, config.cert, config.key
