@@ -387,7 +387,8 @@ class Helper:
             except OSError:
                 said = b""
             called = self._busy.pop(worker.pid, None) is not None
-            self.served += called
+            if called:
+                self.served += 1  # its call is over, answered or not
             if said != FREE or not called:
                 self._lose(worker)
             elif len(self._idle) < MAX_IDLE:
