@@ -63,11 +63,12 @@ def start_member(
     return member
 
 
-@pytest.fixture
-def tls_etcd(tmp_path: Path) -> Iterator[tuple[Member, TLSFiles]]:
-    files = TLSFiles(tmp_path)
+def start_tls_member(directory: Path) -> tuple[Member, TLSFiles]:
+    """A member serving TLS with certificates made in ``directory``, asking for client
+    certificates."""
+    files = TLSFiles(directory)
     member = start_member(
-        tmp_path,
+        directory,
         scheme="https",
         health_context=files.client_context(),
         extra_args=[
@@ -75,6 +76,12 @@ def tls_etcd(tmp_path: Path) -> Iterator[tuple[Member, TLSFiles]]:
             "--trusted-ca-file", files.ca_file, "--client-cert-auth",
         ],
     )  # fmt: skip
+    return member, files
+
+
+@pytest.fixture
+def tls_etcd(tmp_path: Path) -> Iterator[tuple[Member, TLSFiles]]:
+    member, files = start_tls_member(tmp_path)
     yield member, files
     member.kill()
 

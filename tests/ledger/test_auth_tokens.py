@@ -8,7 +8,7 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import pytest
 
@@ -17,9 +17,10 @@ from resource_extend.ledger.etcd import kept, transport, wire
 from resource_extend.ledger.etcd.connection import open_transport
 from resource_extend.ledger.etcd.transport import HttpTransport, Transport
 from tests.etcd_server import Member, etcdctl_binary
+from tests.ledger.transports import Calls, Over, Recorded
 from tests.test_security import start_auth_member
 
-Over = Literal["http", "grpc"]
+AUTHENTICATE = "/v3/auth/authenticate"
 
 
 @pytest.fixture
@@ -29,38 +30,19 @@ def member(tmp_path: Path) -> Iterator[Member]:
     started.kill()
 
 
-@pytest.fixture(params=["http", "grpc"])
-def over(request: pytest.FixtureRequest) -> Over:
-    """The transport the test's calls take."""
-    kind: Over = request.param
-    return kind
-
-
 @pytest.fixture
-def asked(over: Over, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def asked(over: Over, monkeypatch: pytest.MonkeyPatch) -> Recorded:
     """The authentications this process asks etcd for, from now on."""
-    seen: list[str] = []
-    if over == "http":
-        post = HttpTransport._post
-
-        def counted(self: HttpTransport, endpoint: int, path: str, *args: Any, **kw: Any) -> bytes:
-            if path == "/v3/auth/authenticate":
-                seen.append(path)
-            return post(self, endpoint, path, *args, **kw)
-
-        monkeypatch.setattr(HttpTransport, "_post", counted)
-    else:
-        from resource_extend.ledger.etcd.grpc_transport import GrpcTransport
-
-        authenticate = GrpcTransport._authenticate
-
-        def counted_rpc(self: GrpcTransport, *args: Any) -> str:
-            seen.append("Authenticate")
-            return authenticate(self, *args)
-
-        monkeypatch.setattr(GrpcTransport, "_authenticate", counted_rpc)
     monkeypatch.setattr(kept, "TOKENS", kept.Kept())
-    return seen
+    if over == "http":
+        return Calls(monkeypatch, HttpTransport, "_post", when=_authenticates).made
+    from resource_extend.ledger.etcd.grpc_transport import GrpcTransport
+
+    return Calls(monkeypatch, GrpcTransport, "_authenticate").made
+
+
+def _authenticates(_: HttpTransport, endpoint: int, path: str, *args: Any, **kw: Any) -> bool:
+    return path == AUTHENTICATE
 
 
 def call(member: Member, over: Over, password: str = "eru-secret") -> int:
@@ -81,7 +63,7 @@ def set_password(member: Member, password: str) -> None:
 
 
 def test_calls_in_one_process_authenticate_once(
-    member: Member, over: Over, asked: list[str]
+    member: Member, over: Over, asked: Recorded
 ) -> None:
     for _ in range(3):
         assert call(member, over) == 0
@@ -89,7 +71,7 @@ def test_calls_in_one_process_authenticate_once(
 
 
 def test_a_token_etcd_no_longer_takes_is_asked_for_again(
-    member: Member, over: Over, asked: list[str]
+    member: Member, over: Over, asked: Recorded
 ) -> None:
     """A password set again (even to the same) voids the user's tokens: the next call is
     refused its token, authenticates afresh, and answers."""
@@ -100,7 +82,7 @@ def test_a_token_etcd_no_longer_takes_is_asked_for_again(
     assert len(asked) == 2
 
 
-def test_another_password_is_another_token(member: Member, over: Over, asked: list[str]) -> None:
+def test_another_password_is_another_token(member: Member, over: Over, asked: Recorded) -> None:
     """A token is kept for the credentials it was had with: a config whose password is
     wrong never rides on a token the right one got."""
     call(member, over)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import ssl
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
 
 import pytest
 
@@ -17,61 +16,29 @@ from resource_extend.ledger.etcd import transport, wire
 from resource_extend.ledger.etcd.connection import open_transport
 from resource_extend.ledger.etcd.kept import Kept
 from tests.etcd_server import Member
-from tests.test_security import TLSFiles, start_member
-
-Over = Literal["http", "grpc"]
+from tests.ledger.transports import Calls, Over, Recorded
+from tests.test_security import TLSFiles, start_tls_member
 
 
 @pytest.fixture
 def tls_etcd(tmp_path: Path) -> Iterator[tuple[Member, TLSFiles]]:
-    files = TLSFiles(tmp_path)
-    member = start_member(
-        tmp_path,
-        scheme="https",
-        health_context=files.client_context(),
-        extra_args=[
-            "--cert-file", files.server_cert, "--key-file", files.server_key,
-            "--trusted-ca-file", files.ca_file, "--client-cert-auth",
-        ],
-    )  # fmt: skip
+    member, files = start_tls_member(tmp_path)
     yield member, files
     member.kill()
 
 
-@pytest.fixture(params=["http", "grpc"])
-def over(request: pytest.FixtureRequest) -> Over:
-    """The transport the test's calls take."""
-    kind: Over = request.param
-    return kind
-
-
 @pytest.fixture
-def made(over: Over, monkeypatch: pytest.MonkeyPatch) -> list[object]:
+def made(over: Over, monkeypatch: pytest.MonkeyPatch) -> Recorded:
     """The TLS contexts (gRPC: channel credentials) this process makes from now on."""
-    seen: list[object] = []
     if over == "http":
-        create = ssl.create_default_context
-
-        def counted(*args: Any, **kwargs: Any) -> ssl.SSLContext:
-            seen.append(kwargs.get("cadata"))
-            return create(*args, **kwargs)
-
-        monkeypatch.setattr(ssl, "create_default_context", counted)
         monkeypatch.setattr(transport, "_contexts", Kept())
-    else:
-        import grpc
+        return Calls(monkeypatch, ssl, "create_default_context").made
+    import grpc
 
-        from resource_extend.ledger.etcd import grpc_transport
+    from resource_extend.ledger.etcd import grpc_transport
 
-        credentials = grpc.ssl_channel_credentials
-
-        def counted_credentials(*args: Any, **kwargs: Any) -> grpc.ChannelCredentials:
-            seen.append(kwargs.get("root_certificates"))
-            return credentials(*args, **kwargs)
-
-        monkeypatch.setattr(grpc, "ssl_channel_credentials", counted_credentials)
-        monkeypatch.setattr(grpc_transport, "_credentials", Kept())
-    return seen
+    monkeypatch.setattr(grpc_transport, "_credentials", Kept())
+    return Calls(monkeypatch, grpc, "ssl_channel_credentials").made
 
 
 def call(member: Member, files: TLSFiles, over: Over) -> int:
@@ -88,7 +55,7 @@ def call(member: Member, files: TLSFiles, over: Over) -> int:
 
 
 def test_calls_in_one_process_make_one_context(
-    tls_etcd: tuple[Member, TLSFiles], over: Over, made: list[object]
+    tls_etcd: tuple[Member, TLSFiles], over: Over, made: Recorded
 ) -> None:
     member, files = tls_etcd
     for _ in range(3):
@@ -97,7 +64,7 @@ def test_calls_in_one_process_make_one_context(
 
 
 def test_a_ca_or_certificate_changed_on_disk_makes_a_new_context(
-    tls_etcd: tuple[Member, TLSFiles], over: Over, made: list[object]
+    tls_etcd: tuple[Member, TLSFiles], over: Over, made: Recorded
 ) -> None:
     member, files = tls_etcd
     call(member, files, over)
