@@ -51,7 +51,8 @@ from resource_extend.projections.gpu.events import (
 from resource_extend.projections.gpu.resources import Resource
 from scripts.bench_secured import secured_rows
 from scripts.bench_storage import storage_rows
-from tests.etcd_server import Cluster, etcdctl_binary
+from scripts.throwaway import throwaway_etcd
+from tests.etcd_server import etcdctl_binary
 
 PRODUCT = "nvidia-3090"
 SEEDED_CARDS = 100_000
@@ -430,19 +431,8 @@ def benched(transport: str, resident: bool, repeat: int) -> Iterator[Bench]:
     """A throwaway etcd and a Bench on it. The helpers (one per config) live in a runtime
     directory of the bench's own, and are stopped with it: nothing is left running, nothing of
     the user's is touched."""
-    cluster = Cluster(1).start()
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            runtime = Path(tmp, "run")
-            runtime.mkdir(mode=0o700)
-            os.environ["XDG_RUNTIME_DIR"] = str(runtime)
-            try:
-                yield Bench(cluster.endpoints[0], Path(tmp), transport, resident, repeat)
-            finally:
-                for program in ("resource-gpu", "resource-storage"):
-                    subprocess.run([program, "helper", "--all", "--stop"], capture_output=True)
-    finally:
-        cluster.stop()
+    with throwaway_etcd() as (endpoint, directory):
+        yield Bench(endpoint, directory, transport, resident, repeat)
 
 
 def where(repeat: int) -> None:

@@ -12,10 +12,8 @@ own: gpu.yaml, storage.yaml).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -23,7 +21,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.etcd_server import Cluster  # the same throwaway etcd the tests use
+from scripts.throwaway import throwaway_etcd  # the same throwaway etcd the tests use
 
 NODE = "gpu-node-1"
 DISK_NODE = "disk-node-1"
@@ -49,30 +47,18 @@ def call(config: Path, verb: str, request: dict[str, Any], program: str = "resou
 
 
 def main() -> None:
-    etcd = Cluster(1).start()
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            # The resident helper the first call starts lives in a runtime directory of the
-            # demo's own, and is stopped at the end: nothing of the user's is touched or left.
-            runtime = Path(tmp, "run")
-            runtime.mkdir(mode=0o700)
-            os.environ["XDG_RUNTIME_DIR"] = str(runtime)
-            config = Path(tmp) / "plugins.yaml"
-            config.write_text(f'etcd:\n  machines: ["{etcd.endpoints[0]}"]\n  prefix: "/demo"\n')
-            print(f"# a throwaway etcd at {etcd.endpoints[0]}; config {config}")
-            try:
-                print("\n## resource-gpu")
-                drive(config)
-                print("\n## resource-storage")
-                drive_storage(config)
-                print("\n## an operator's loop")
-                operate(config)
-            finally:
-                for program in PROGRAMS:
-                    print(f"\n$ {program} helper --all --stop")
-                    subprocess.run([program, "helper", "--all", "--stop"], check=False)
-    finally:
-        etcd.stop()
+    # The resident helper the first call starts lives in a runtime directory of the demo's
+    # own, and is stopped at the end: nothing of the user's is touched or left.
+    with throwaway_etcd(shown=True) as (endpoint, directory):
+        config = directory / "plugins.yaml"
+        config.write_text(f'etcd:\n  machines: ["{endpoint}"]\n  prefix: "/demo"\n')
+        print(f"# a throwaway etcd at {endpoint}; config {config}")
+        print("\n## resource-gpu")
+        drive(config)
+        print("\n## resource-storage")
+        drive_storage(config)
+        print("\n## an operator's loop")
+        operate(config)
 
 
 def people(config: Path, program: str, *argv: str) -> None:
