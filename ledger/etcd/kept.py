@@ -11,10 +11,12 @@ the transport that found it out, and asked for afresh.
 
 from __future__ import annotations
 
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
-from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.endpoints import Endpoint
+
+if TYPE_CHECKING:
+    from resource_extend.ledger.config import EtcdConfig
 
 K = TypeVar("K")
 V = TypeVar("V")
