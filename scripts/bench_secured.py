@@ -1,25 +1,26 @@
 """scripts/bench's rows for a secured etcd, each a read through the same path as the main
 table's, against etcdctl doing the same: with etcd auth (a user and password: etcd checks the
 password with bcrypt), and over TLS verified against the system's CAs (the test CA added to a
-copy of them, named by ``SSL_CERT_FILE``). Each etcd is a throwaway of its own."""
+copy of them, named by ``SSL_CERT_FILE``). Each etcd is a throwaway of its own, started as the
+tests start theirs (``tests.secured_etcd``)."""
 
 from __future__ import annotations
 
 import json
 import os
 import ssl
-import subprocess
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tests.etcd_server import Member, etcdctl_binary, free_port
+from tests.etcd_server import Member, etcdctl_binary
+from tests.secured_etcd import start_auth_member, start_https_member
 
 if TYPE_CHECKING:
     from scripts.bench import Bench
 
+PREFIX = "/test-bench"
+"""Under ``/test-``, which the auth member's user may read and write."""
 NODE = {"nodename": "short", "resource": {"prod_count_map": {"nvidia-3090": 8}}}
 READ = {"nodename": "short"}
 USER, PASSWORD = "eru", "eru-secret"
@@ -28,27 +29,28 @@ USER, PASSWORD = "eru", "eru-secret"
 def secured_rows(bench: Bench) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
-        with _member(directory / "auth", []) as member:
+        (directory / "auth").mkdir()
+        member = start_auth_member(directory / "auth")
+        try:
             _auth_row(bench, member, directory)
-        with _tls_member(directory / "tls") as (member, bundle):
+        finally:
+            member.kill()
+        (directory / "tls").mkdir()
+        member, files = start_https_member(directory / "tls")
+        try:
+            system = Path(ssl.get_default_verify_paths().openssl_cafile).read_bytes()
+            bundle = directory / "bundle.pem"
+            bundle.write_bytes(system + files.ca.cert_pem.bytes())
             _tls_row(bench, member, bundle, directory)
+        finally:
+            member.kill()
 
 
 def _auth_row(bench: Bench, member: Member, directory: Path) -> None:
-    ctl = [etcdctl_binary(), f"--endpoints={member.client_url}"]
-    for args in (
-        ["user", "add", "root", "--new-user-password=root-secret"],
-        ["user", "add", USER, f"--new-user-password={PASSWORD}"],
-        ["role", "add", "gpu"],
-        ["role", "grant-permission", "gpu", "--prefix=true", "readwrite", "/bench"],
-        ["user", "grant-role", USER, "gpu"],
-        ["auth", "enable"],
-    ):
-        subprocess.run([*ctl, *args], check=True, capture_output=True)
-    config = _config(bench, directory / "auth.yaml", member, {"auth": {"username": USER,
-                     "password": PASSWORD}})  # fmt: skip
-    ours = _read(bench, config)
-    theirs = _median(bench, [*ctl, f"--user={USER}:{PASSWORD}", "get", "/bench/x"])
+    auth: dict[str, object] = {"auth": {"username": USER, "password": PASSWORD}}
+    ours = _read(bench, _config(bench, directory / "auth.yaml", member, auth))
+    ctl = [etcdctl_binary(), f"--endpoints={member.client_url}", f"--user={USER}:{PASSWORD}"]
+    theirs = _median(bench, [*ctl, "get", f"{PREFIX}/x"])
     bench.row("read with etcd auth (user and password)", ours, theirs,
               "etcdctl --user get", bench.call_goals[0])  # fmt: skip
 
@@ -65,7 +67,7 @@ def _tls_row(bench: Bench, member: Member, bundle: Path, directory: Path) -> Non
         else:
             os.environ["SSL_CERT_FILE"] = before
     ctl = [etcdctl_binary(), f"--endpoints={member.client_url}", f"--cacert={bundle}"]
-    theirs = _median(bench, [*ctl, "get", "/bench/x"])
+    theirs = _median(bench, [*ctl, "get", f"{PREFIX}/x"])
     bench.row("read over TLS, verified against the system's CAs", ours, theirs,
               "etcdctl --cacert get", bench.call_goals[0])  # fmt: skip
 
@@ -77,7 +79,7 @@ def _median(bench: Bench, argv: list[str]) -> float:
 
 
 def _config(bench: Bench, path: Path, member: Member, etcd: dict[str, object]) -> Path:
-    settings = {"machines": [member.client_url], "prefix": "/bench", "transport": bench.transport}
+    settings = {"machines": [member.client_url], "prefix": PREFIX, "transport": bench.transport}
     config = {"etcd": {**settings, **etcd}, "resident": bench.resident}
     path.write_text(json.dumps(config))  # JSON is YAML
     return path
@@ -88,40 +90,3 @@ def _read(bench: Bench, config: Path) -> float:
     for _ in range(5):  # the first starts the helper
         bench.answer("get-node-resource-info", READ, config)
     return bench.plugin("get-node-resource-info", READ, config=config)[0]
-
-
-@contextmanager
-def _member(
-    directory: Path, extra_args: list[str], health_context: ssl.SSLContext | None = None
-) -> Iterator[Member]:
-    """One etcd member in ``directory``: over TLS when ``health_context`` verifies it."""
-    directory.mkdir()
-    member = Member("s", free_port(), free_port(), directory / "s.data", extra_args=extra_args,
-                    scheme="https" if health_context else "http",
-                    health_context=health_context)  # fmt: skip
-    member.start()
-    try:
-        member.wait_healthy()
-        yield member
-    finally:
-        member.kill()
-
-
-@contextmanager
-def _tls_member(directory: Path) -> Iterator[tuple[Member, Path]]:
-    """An etcd serving TLS with a certificate of a throwaway CA, and a copy of the system's
-    CAs with that CA added."""
-    import trustme
-
-    ca = trustme.CA()
-    server = ca.issue_cert("127.0.0.1")
-    files = directory.parent
-    server.cert_chain_pems[0].write_to_path(str(files / "server.pem"))
-    server.private_key_pem.write_to_path(str(files / "server-key.pem"))
-    system = Path(ssl.get_default_verify_paths().openssl_cafile).read_bytes()
-    bundle = files / "bundle.pem"
-    bundle.write_bytes(system + ca.cert_pem.bytes())
-    args = ["--cert-file", str(files / "server.pem"), "--key-file", str(files / "server-key.pem")]
-    verified = ssl.create_default_context(cadata=ca.cert_pem.bytes().decode())
-    with _member(directory, args, verified) as member:
-        yield member, bundle

@@ -42,7 +42,7 @@ from tests.etcd_server import (
 from tests.etcdkv import Etcd, upstream_head
 from tests.plugin import Plugin, R
 from tests.resident.test_access import needs_root, stranger
-from tests.test_security import TLSFiles, start_auth_member, start_member
+from tests.secured_etcd import TLSFiles, start_auth_member, start_member
 
 Finding = dict[str, str]
 NVIDIA = {"runtimes": {"nvidia": {"path": "nvidia-container-runtime", "runtimeArgs": []}}}

@@ -14,8 +14,9 @@ import pytest
 
 from tests.etcd_server import Member
 from tests.plugin import Plugin, failure_line
+from tests.secured_etcd import TLSFiles, start_member
 from tests.test_doctor import Host, doctor, finding
-from tests.test_security import TLSFiles, https_etcd, start_member, tls_etcd
+from tests.test_security import https_etcd, tls_etcd
 
 __all__ = ["https_etcd", "tls_etcd"]  # fixtures, used by name
 

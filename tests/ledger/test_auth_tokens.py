@@ -18,7 +18,7 @@ from resource_extend.ledger.etcd.connection import open_transport
 from resource_extend.ledger.etcd.transport import HttpTransport, Transport
 from tests.etcd_server import Member, etcdctl_binary
 from tests.ledger.transports import Calls, Over, Recorded
-from tests.test_security import start_auth_member
+from tests.secured_etcd import start_auth_member
 
 AUTHENTICATE = "/v3/auth/authenticate"
 

@@ -17,7 +17,7 @@ from resource_extend.ledger.etcd.connection import open_transport
 from resource_extend.ledger.etcd.kept import Kept
 from tests.etcd_server import Member
 from tests.ledger.transports import Calls, Over, Recorded
-from tests.test_security import TLSFiles, start_tls_member
+from tests.secured_etcd import TLSFiles, start_tls_member
 
 
 @pytest.fixture
