@@ -36,8 +36,16 @@ def _ratio(part: int, whole: int) -> float:
     return part / whole if whole > 0 else 0.0
 
 
-def deploy_capacity(state: NodeState, request: Cards) -> DeployCapacity:
-    return _deploy_capacity(state, request, cards.total(request))
+def deploy_capacity(
+    state: NodeState, request: Cards, requested: int | None = None
+) -> DeployCapacity:
+    """The node's entry; ``requested``: the request's cards in all, when worked out already."""
+    total_cards = sum(state.capacity.values())  # (cards.total inlined: it runs for every node)
+    return DeployCapacity(
+        capacity=fits(state, request),
+        usage=_ratio(sum(state.usage.values()), total_cards),
+        rate=_ratio(cards.total(request) if requested is None else requested, total_cards),
+    )
 
 
 def nodes_deploy_capacity(
@@ -47,16 +55,7 @@ def nodes_deploy_capacity(
     request's total is worked out once, not for each node."""
     requested = cards.total(request)
     return answers.nodes_deploy_capacity(
-        (node, _deploy_capacity(state, request, requested)) for node, state in states
-    )
-
-
-def _deploy_capacity(state: NodeState, request: Cards, requested: int) -> DeployCapacity:
-    total_cards = sum(state.capacity.values())  # (cards.total inlined: it runs for every node)
-    return DeployCapacity(
-        capacity=fits(state, request),
-        usage=_ratio(sum(state.usage.values()), total_cards),
-        rate=_ratio(requested, total_cards),
+        (node, deploy_capacity(state, request, requested)) for node, state in states
     )
 
 
