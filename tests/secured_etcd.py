@@ -79,9 +79,34 @@ def start_https_member(directory: Path) -> tuple[Member, TLSFiles]:
     return member, files
 
 
-def start_auth_member(tmp_path: Path) -> Member:
-    """A member with auth on: user eru (password eru-secret) may read and write /test-*."""
-    member = start_member(tmp_path)
+def jwt_token_args(directory: Path) -> list[str]:
+    """etcd's arguments for JWT auth tokens (what etcd's docs advise for production), signed
+    with an RSA key made in ``directory``."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private = directory / "jwt.key"
+    private.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.NoEncryption(),
+        )
+    )
+    public = directory / "jwt.pub"
+    public.write_bytes(
+        key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    return [f"--auth-token=jwt,pub-key={public},priv-key={private},sign-method=RS256"]
+
+
+def start_auth_member(tmp_path: Path, *, jwt: bool = False) -> Member:
+    """A member with auth on: user eru (password eru-secret) may read and write /test-*; its
+    tokens etcd's simple ones, or JWTs (``jwt``)."""
+    member = start_member(tmp_path, extra_args=jwt_token_args(tmp_path) if jwt else None)
     ctl = [etcdctl_binary(), f"--endpoints={member.client_url}"]
     for args in (
         ["user", "add", "root", "--new-user-password=root-secret"],
@@ -93,3 +118,11 @@ def start_auth_member(tmp_path: Path) -> Member:
     ):
         subprocess.run([*ctl, *args], check=True, capture_output=True)
     return member
+
+
+def add_user(member: Member, name: str) -> None:
+    """A user added as root: an auth change that has nothing to do with the plugin's user,
+    after which etcd refuses every token had before it (JWTs as much as simple ones)."""
+    ctl = [etcdctl_binary(), f"--endpoints={member.client_url}", "--user=root:root-secret"]
+    argv = [*ctl, "user", "add", name, f"--new-user-password={name}-secret"]
+    subprocess.run(argv, check=True, capture_output=True)

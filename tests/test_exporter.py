@@ -33,6 +33,7 @@ from tests.audit.helpers import take
 from tests.etcd_server import Cluster, free_port
 from tests.etcdkv import Etcd
 from tests.plugin import TRANSPORT, Plugin, binary, failure_line
+from tests.secured_etcd import add_user, start_auth_member
 
 G = "nvidia-3090"
 A = "nvidia-a100"
@@ -391,6 +392,33 @@ def test_series_are_dropped_while_etcd_is_away_and_return_with_it(
         ["cannot read etcd", "verify pass abandoned"],
     ), err
     assert out.splitlines() == ["etcd can be read again", f"stopped serving {exporter.url}"]
+
+
+def test_an_auth_change_of_another_user_never_reads_as_etcd_down(
+    tmp_path: Path, exporters: list[Exporter]
+) -> None:
+    """The exporter keeps its etcd token for its life. etcd refuses a JWT had before any
+    change of users or roles: the exporter authenticates once more and reads on, and
+    ``etcd_up`` stays 1 (no false "etcd down" alert)."""
+    member = start_auth_member(tmp_path, jwt=True)
+    try:
+        auth = {"username": "eru", "password": "eru-secret"}
+        plugin = Plugin([member.client_url], tmp_path, auth=auth)
+        plugin.add("n1", {G: 2})
+        exporter = start(exporters, plugin)
+        exporter.wait(lambda s: exporter.get(s, "nodes") == 1, "the node")
+        add_user(member, "x")
+        changed = time.time()
+
+        def read_since(s: Scrape) -> bool:
+            return (exporter.get(s, "last_refresh_timestamp_seconds") or 0) > changed + 0.5
+
+        after = exporter.wait(read_since, "a refresh after the auth change", timeout=10)
+        assert exporter.get(after, "etcd_up") == 1
+        _, err = exporter.stop()
+        assert err == ""  # never "cannot read etcd", not even once
+    finally:
+        member.kill()
 
 
 def test_it_starts_with_etcd_away_and_says_so_once(

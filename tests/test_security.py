@@ -8,6 +8,7 @@ import shutil
 import socket
 import ssl
 import threading
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from tests.etcd_server import Member
 from tests.plugin import Plugin, R, Result, counts, failure_line
 from tests.secured_etcd import (
     TLSFiles,
+    add_user,
     start_auth_member,
     start_https_member,
     start_member,
@@ -106,6 +108,53 @@ def test_wrong_or_missing_credentials_give_a_clear_error(
     line = plugin.fails("add-node", {"nodename": "n1", "resource": R(CARDS)})
     assert "node n1" in line
     assert "auth" in line or "user" in line
+
+
+@pytest.fixture
+def jwt_etcd(tmp_path: Path) -> Iterator[Member]:
+    member = start_auth_member(tmp_path, jwt=True)
+    yield member
+    member.kill()
+
+
+def authentications(member: Member) -> int:
+    """What etcd has committed through raft; while only reads are made, its authentications
+    (etcd proposes each, JWT or not)."""
+    with urllib.request.urlopen(f"{member.client_url}/metrics", timeout=10) as reply:
+        text = reply.read().decode()
+    (line,) = [x for x in text.splitlines() if x.startswith("etcd_server_proposals_committed")]
+    return int(float(line.split()[-1]))
+
+
+def test_jwt_tokens_outlive_an_auth_change_of_another_user(
+    jwt_etcd: Member, tmp_path: Path
+) -> None:
+    """etcd refuses a JWT had before any change of users or roles. A process that keeps its
+    token (a warm call process of the helper, in the resident mode; this one otherwise)
+    authenticates once more, once, and serves on; it never fails a call for it."""
+    plugin = Plugin(
+        [jwt_etcd.client_url], tmp_path, auth={"username": "eru", "password": "eru-secret"}
+    )
+    read = {"nodename": "n1"}
+    assert plugin.through("add-node", {"nodename": "n1", "resource": R(CARDS)}).status == 0
+    for _ in range(2):
+        assert plugin.through("get-node-resource-info", read).status == 0
+    add_user(jwt_etcd, "x")
+    before = authentications(jwt_etcd)
+    for _ in range(3):
+        result = plugin.through("get-node-resource-info", read)
+        assert (result.status, result.stderr) == (0, "")
+        assert counts(result.answer["capacity"]) == CARDS
+    assert authentications(jwt_etcd) == before + 1
+
+
+def test_a_wrong_password_on_jwt_tokens_fails_in_one_line(jwt_etcd: Member, tmp_path: Path) -> None:
+    """Asked once (``tests/ledger/test_auth_tokens.py`` counts it), never again in a loop."""
+    plugin = Plugin(
+        [jwt_etcd.client_url], tmp_path, timeout=2, auth={"username": "eru", "password": "no"}
+    )
+    result = plugin.through("get-node-resource-info", {"nodename": "n1"})
+    assert "authentication failed" in failure_line(result, "get-node-resource-info")
 
 
 # --- the URL's scheme decides TLS; https always verifies the server -------------------------

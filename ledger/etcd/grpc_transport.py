@@ -110,11 +110,12 @@ class GrpcTransport:
                 message, timeout, metadata=client.metadata
             )
         except grpc.RpcError as exc:
+            code = exc.code().name.lower()
             if (
-                exc.code() == grpc.StatusCode.UNAUTHENTICATED
-                and client.metadata is not None
+                client.metadata is not None
                 and not fresh
-            ):  # the token kept is one etcd forgot: authenticate once more
+                and kept.token_refused(code, exc.details() or "")
+            ):  # the token kept is one etcd voided: authenticate once more
                 kept.TOKENS.forget(token_key(self._config, self._endpoints[endpoint]))
                 self.drop(endpoint)
                 return self._ask(endpoint, stub, method, message, timeout, fresh=True)

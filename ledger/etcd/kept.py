@@ -5,8 +5,9 @@ etcd checks a password with bcrypt (about 60 ms of its CPU a time) and the syste
 about 20 ms to load, so a process that makes call after call (a call process of the resident
 helper, the exporter) pays them once, not on every call. A key is everything the value was had
 with (a token: the endpoint, user, password and TLS files; a context: the bytes of its files),
-so a value is never used past a change of them; a token etcd no longer takes is forgotten by
-the transport that found it out, and asked for afresh.
+so a value is never used past a change of them; a token etcd no longer takes
+(:func:`token_refused`) is forgotten by the transport that found it out, and asked for afresh,
+once.
 """
 
 from __future__ import annotations
@@ -54,3 +55,22 @@ TOKENS: Kept[TokenKey, str] = Kept()
 def token_key(config: EtcdConfig, where: Endpoint) -> TokenKey:
     auth = config.auth
     return where, auth.username, auth.password, config.ca, config.cert, config.key
+
+
+STALE_TOKEN_SIGNS = (
+    "invalid auth token",  # a simple token etcd forgot: restarted, timed out, password set
+    "revision of auth store is old",  # etcd 3.4: a token had before any change of users or roles
+    "revision in header is old",  # etcd 3.5's words for the same
+    "user name is empty",  # a token etcd could read no user from
+)
+"""What etcd says of a token it no longer takes. A JWT outlives an auth change (``etcdctl
+user add`` of anyone) but etcd refuses it after one, with ``invalid_argument``, not
+``unauthenticated``."""
+
+
+def token_refused(code: str, message: str) -> bool:
+    """Whether etcd refused the token a request carried, not the request or the user: a new
+    token may then be asked for (once; a wrong password fails authenticating, never here).
+    The cases etcd's Go client authenticates again on (``shouldRefreshToken``). The request
+    itself was not applied: etcd checks the token before it runs anything."""
+    return code == "unauthenticated" or any(sign in message for sign in STALE_TOKEN_SIGNS)

@@ -326,8 +326,8 @@ class HttpTransport:
         if code in TRANSIENT_CODES or busy:
             self.drop(endpoint)
             raise Unavailable(detail)
-        if code == "unauthenticated" and authenticated and not fresh_token:
-            kept.TOKENS.forget(self._token_key(endpoint))  # etcd forgot it: authenticate once more
+        if authenticated and not fresh_token and kept.token_refused(code, error.message):
+            kept.TOKENS.forget(self._token_key(endpoint))  # etcd voided it: authenticate once more
             return self._post(endpoint, path, body, timeout, fresh_token=True)
         raise refused(detail)
 

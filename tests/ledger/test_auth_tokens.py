@@ -1,7 +1,7 @@
 """etcd checks a password with bcrypt (about 60 ms a time), so a process that makes call after
 call (a call process of the resident helper, the exporter) keeps its auth token, and asks for
 a new one only when etcd no longer takes it. Both transports, against a real etcd with auth
-on."""
+on, handing out simple tokens or JWTs (what etcd's docs advise for production)."""
 
 from __future__ import annotations
 
@@ -18,14 +18,20 @@ from resource_extend.ledger.etcd.connection import open_transport
 from resource_extend.ledger.etcd.transport import HttpTransport, Transport
 from tests.etcd_server import Member, etcdctl_binary
 from tests.ledger.transports import Calls, Over, Recorded
-from tests.secured_etcd import start_auth_member
+from tests.secured_etcd import add_user, start_auth_member
 
 AUTHENTICATE = "/v3/auth/authenticate"
 
 
+@pytest.fixture(params=["simple", "jwt"])
+def tokens(request: pytest.FixtureRequest) -> str:
+    """The tokens etcd hands out: simple ones, or JWTs."""
+    return str(request.param)
+
+
 @pytest.fixture
-def member(tmp_path: Path) -> Iterator[Member]:
-    started = start_auth_member(tmp_path)
+def member(tmp_path: Path, tokens: str) -> Iterator[Member]:
+    started = start_auth_member(tmp_path, jwt=tokens == "jwt")
     yield started
     started.kill()
 
@@ -80,6 +86,21 @@ def test_a_token_etcd_no_longer_takes_is_asked_for_again(
     set_password(member, "eru-secret")
     assert call(member, over) == 0
     assert len(asked) == 2
+
+
+def test_an_auth_change_of_another_user_is_authenticated_past_once(
+    member: Member, tokens: str, over: Over, asked: Recorded
+) -> None:
+    """A user added, whoever it is, makes etcd refuse every JWT had before it (with
+    ``revision of auth store is old``, not ``unauthenticated``): the next call authenticates
+    once more, once, and the calls after it ride on the new token. A simple token outlives
+    the change."""
+    call(member, over)
+    call(member, over)
+    add_user(member, "x")
+    assert call(member, over) == 0
+    assert call(member, over) == 0
+    assert len(asked) == (2 if tokens == "jwt" else 1)
 
 
 def test_another_password_is_another_token(member: Member, over: Over, asked: Recorded) -> None:
