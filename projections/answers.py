@@ -8,6 +8,8 @@ from typing import Generic, TypeVar
 
 import msgspec
 
+from resource_extend.projections.gofloat import go_float
+
 R = TypeVar("R")
 """A kind's resource value as core reads it (GPU: ``{"prod_count_map": ...}``)."""
 
@@ -16,18 +18,27 @@ P = TypeVar("P")
 W = TypeVar("W")
 """A kind's workload resource: what core keeps for one workload, and adds to the node's usage."""
 
+ONE = go_float(1.0)
+"""Every entry's ``Weight``: core's float64 ``1``."""
+
 MAX_TOTAL = 2**63 - 1
 """``total`` saturates here (a Go int), as upstream's sum does."""
 
 
 class DeployCapacity(msgspec.Struct, frozen=True, rename="pascal"):
-    """One node's entry in ``nodes_deploy_capacity_map`` (core expects capitalised keys)."""
+    """One node's entry in ``nodes_deploy_capacity_map`` (core expects capitalised keys).
+    ``Usage``, ``Rate`` and ``Weight`` are Go float64s, held in the bytes Go writes for them
+    (``0``, not ``0.0``): build an entry with :meth:`of`."""
 
     capacity: int
-    usage: float
-    rate: float
-    weight: float = 1
-    """Core's float; encoded ``1``, as Go encodes ``float64(1)``."""
+    usage: msgspec.Raw
+    rate: msgspec.Raw
+    weight: msgspec.Raw = ONE
+
+    @classmethod
+    def of(cls, capacity: int, usage: float, rate: float) -> DeployCapacity:
+        """The entry of a node that hosts ``capacity`` copies, at these ratios."""
+        return cls(capacity, go_float(usage), go_float(rate))
 
 
 class NodesDeployCapacity(msgspec.Struct, kw_only=True):

@@ -14,6 +14,7 @@ from resource_extend.projections.storage import decide
 from resource_extend.projections.storage.events import UsageRebuilt
 from resource_extend.projections.storage.node_requests import node_request_of
 from resource_extend.projections.storage.plugin import PLUGIN
+from resource_extend.projections.storage.resources import NodeResource
 from resource_extend.projections.storage.state import NodeState
 from resource_extend.projections.storage.stored import node_resource_of
 from resource_extend.projections.storage.updates import Given, chosen
@@ -26,6 +27,15 @@ ENGINE_INFO_KEY = PLUGIN.kind
 def _shown(state: NodeState | None) -> dict[str, Any]:
     """A node's state a verb required, as its answers show it."""
     return state_json(present(state))
+
+
+def _before_after(
+    before: NodeState | None, after: NodeState | None, side: str
+) -> BeforeAfter[NodeResource]:
+    """A capacity or usage edit's answer, as upstream's deep copies write it: a ``null`` volume
+    map or disk list empty (a record written before this release, or left as it was)."""
+    was, now = _shown(before)[side], _shown(after)[side]
+    return BeforeAfter(before=was.filled(), after=now.filled())
 
 
 def _given(request: requests.SetCapacity) -> Given | None:
@@ -51,9 +61,11 @@ def add_node(request: requests.AddNode, session: Session) -> dict[str, Any]:
     """
     node = check_node_name(request.nodename)
     given = node_request_of(request.resource, "resource")
-    resources = (request.info.resources or {}) if request.info else {}
-    engine = resources.get(ENGINE_INFO_KEY)
-    appended = session.append(node, lambda s: decide.add_node(node, s, given, engine or None))
+    reported = request.info is not None
+    engine = (request.info.resources or {}).get(ENGINE_INFO_KEY) if request.info else None
+    appended = session.append(
+        node, lambda s: decide.add_node(node, s, given, engine or None, reported=reported)
+    )
     return _shown(appended.after)
 
 
@@ -93,8 +105,7 @@ def set_node_resource_capacity(request: requests.SetCapacity, session: Session) 
         node,
         lambda s: decide.set_capacity(node, s, given, delta=delta, incr=incr),
     )
-    before, after = _shown(appended.before)["capacity"], _shown(appended.after)["capacity"]
-    return BeforeAfter(before=before, after=after)
+    return _before_after(appended.before, appended.after, "capacity")
 
 
 @verb(requests.SetUsage)
@@ -118,9 +129,7 @@ def set_node_resource_usage(request: requests.SetUsage, session: Session) -> Bef
         node,
         lambda s: decide.set_usage(node, s, given, workloads, delta=delta, incr=incr),
     )
-    return BeforeAfter(
-        before=_shown(appended.before)["usage"], after=_shown(appended.after)["usage"]
-    )
+    return _before_after(appended.before, appended.after, "usage")
 
 
 @verb(requests.SetNodeInfo)

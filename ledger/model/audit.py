@@ -364,6 +364,13 @@ def check_export(
     return ExportCheck(problems=[], previous=previous, events=events)
 
 
+def _states_differ(kind: Kind[S], made: S | None, said: S | None) -> bool:
+    """Whether a fold and a checkpoint disagree, as the kind compares a head with its stream."""
+    if made is None or said is None:
+        return made is not said
+    return bool(kind.differences(said, made))
+
+
 def _fold_problems(kind: Kind[S], change: Checkpoint[S], events: list[Event]) -> list[str]:
     """How the checkpoint that ``events`` (a whole, gapless export) make differs from
     ``change``."""
@@ -372,7 +379,7 @@ def _fold_problems(kind: Kind[S], change: Checkpoint[S], events: list[Event]) ->
     except PluginError as exc:
         return [f"its events do not fold: {exc.reason}"]
     problems = []
-    if made.state != change.state:
+    if _states_differ(kind, made.state, change.state):
         folded, said = (
             kind.describe(state) if state is not None else "the node removed"
             for state in (made.state, change.state)

@@ -41,10 +41,10 @@ def deploy_capacity(
 ) -> DeployCapacity:
     """The node's entry; ``requested``: the request's cards in all, when worked out already."""
     total_cards = sum(state.capacity.values())  # (cards.total inlined: it runs for every node)
-    return DeployCapacity(
-        capacity=fits(state, request),
-        usage=_ratio(sum(state.usage.values()), total_cards),
-        rate=_ratio(cards.total(request) if requested is None else requested, total_cards),
+    return DeployCapacity.of(
+        fits(state, request),
+        _ratio(sum(state.usage.values()), total_cards),
+        _ratio(cards.total(request) if requested is None else requested, total_cards),
     )
 
 

@@ -36,7 +36,7 @@ def deploy_capacity(
     if each := bindings_each(request):
         count = min(count, MAX_PLACED_BINDINGS // each)  # what one calculate-deploy may answer
     used, rate = _usage(capacity, usage, request, bindings.asked)
-    return DeployCapacity(capacity=count, usage=used, rate=rate)
+    return DeployCapacity.of(count, used, rate)
 
 
 def _usage(

@@ -44,9 +44,15 @@ __all__ = [
 
 
 def add_node(
-    node: str, state: NodeState | None, given: Given | None, engine_storage: bytes | None
+    node: str,
+    state: NodeState | None,
+    given: Given | None,
+    engine_storage: bytes | None,
+    *,
+    reported: bool = True,
 ) -> Change:
-    return NodeAdded(capacity=updates.add_node(node, state, given, engine_storage).capacity)
+    added = updates.add_node(node, state, given, engine_storage, reported=reported)
+    return NodeAdded(capacity=added.capacity)
 
 
 def remove_node(state: NodeState | None) -> Change | None:

@@ -54,6 +54,12 @@ class StorageKind(NodeKind[NodeState, NodeResource]):
     def describe_value(self, value: NodeResource) -> str:
         return views.describe(value)
 
+    def differences(self, head: NodeState, stream: NodeState) -> list[str]:
+        """A ``null`` volume map or disk list and an empty one are the same list to every
+        reader, Go's and ours: a node added before 0.9 with no disks holds ``null`` usage disks
+        where its stream now folds to ``[]``, and is no different for it."""
+        return super().differences(_as_read(head), _as_read(stream))
+
     def read_head(self, raw: bytes) -> Head[NodeState]:
         capacity, usage, seq = read_stored(raw)
         return Head(state=NodeState(capacity=capacity, usage=usage), seq=seq)
@@ -66,6 +72,10 @@ class StorageKind(NodeKind[NodeState, NodeResource]):
             return arithmetic.subtract(NodeResource(), summed)
 
         return workloads_contradiction(change, arithmetic.workloads_usage, negate, views.describe)
+
+
+def _as_read(state: NodeState) -> NodeState:
+    return NodeState(capacity=state.capacity.filled(), usage=state.usage.filled())
 
 
 STORAGE = StorageKind()

@@ -31,6 +31,18 @@ class NodeResource(msgspec.Struct, kw_only=True):
     disks: list[Disk] | None = None
     storage: Int64 = 0
 
+    def filled(self) -> NodeResource:
+        """As upstream's deep copy makes it: a ``null`` volume map or disk list written empty
+        (``{}``, ``[]``). Its capacity and usage edits build on one, and it answers their
+        ``before`` with one."""
+        if self.volumes is not None and self.disks is not None:
+            return self
+        return NodeResource(
+            volumes={} if self.volumes is None else self.volumes,
+            disks=[] if self.disks is None else self.disks,
+            storage=self.storage,
+        )
+
 
 class WorkloadResource(msgspec.Struct, kw_only=True):
     """What core stores per workload and hands back: the bindings (canonical strings), where

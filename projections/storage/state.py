@@ -72,10 +72,12 @@ def validated(capacity: NodeResource | None, usage: NodeResource | None) -> Node
 
 
 def zero_usage(capacity: NodeResource) -> NodeResource:
-    """Usage of a new node: a 0 for every volume and a zero entry for every disk."""
-    disks = [disk.with_quota(NO_QUOTA) for disk in capacity.disks or ()]
+    """Usage of a new node: a 0 for every volume and a zero entry for every disk (both written
+    empty, never ``null``, when capacity has none: upstream's validation makes them so)."""
     return NodeResource(
-        volumes=dict.fromkeys(sorted(capacity.volumes or ()), 0), disks=disks or None, storage=0
+        volumes=dict.fromkeys(sorted(capacity.volumes or ()), 0),
+        disks=[disk.with_quota(NO_QUOTA) for disk in capacity.disks or ()],
+        storage=0,
     )
 
 

@@ -41,15 +41,22 @@ def chosen(resource_request: Given | None, resource: Given | None) -> Given | No
 
 
 def add_node(
-    node: str, state: NodeState | None, given: Given | None, engine_storage: bytes | None
+    node: str,
+    state: NodeState | None,
+    given: Given | None,
+    engine_storage: bytes | None,
+    *,
+    reported: bool = True,
 ) -> NodeState:
     """A new node's state. What the request leaves empty comes from the engine's
     ``Resources["storage"]`` (a stored-form resource, base64-decoded): storage 0 takes 80 % of
-    the engine's storage, no volumes its volumes, no disks its disks."""
+    the engine's storage, no volumes its volumes, no disks its disks; an engine that reports
+    none leaves them ``null``. A request without engine info at all (``reported`` false; core
+    always sends it) leaves them empty, ``{}`` and ``[]``, as upstream parsed them."""
     if state is not None:
         raise NodeExists(node)
     asked = _as_resource(given) if given is not None else NodeResource()
-    engine = NodeResource()
+    engine = NodeResource() if reported else NodeResource(volumes={}, disks=[])
     if engine_storage is not None:
         engine = decode_node_resource(engine_storage, 'the engine\'s Resources["storage"]')
     share, whole = ENGINE_SHARE
@@ -70,7 +77,8 @@ def set_capacity(
     hands back ``before`` restores it exactly, however often); in the request form an absent key
     keeps its value, storage following the volumes when only they are given, and ``rm-disks``
     removes disks first. Delta: the input is added (``incr``) or subtracted, and volumes left
-    at exactly 0 go. ``None`` keeps the capacity.
+    at exactly 0 go. ``None`` keeps the capacity. What is written has a volume map and a disk
+    list, empty rather than ``null``, as upstream builds it.
     """
     current = existing(node, state)
     capacity = current.capacity
@@ -91,7 +99,7 @@ def set_capacity(
     _refuse_removing_volumes_in_use(current, capacity)
     if isinstance(given, AskedResource):  # not core's rollback, which restores what was
         _refuse_growing_volumes_held_whole(current, capacity)
-    return validated(capacity, current.usage)
+    return validated(capacity.filled(), current.usage)
 
 
 def _refuse_removing_volumes_in_use(current: NodeState, capacity: NodeResource) -> None:
@@ -147,7 +155,9 @@ def set_usage(
 ) -> NodeState:
     """set-node-resource-usage: the input (``resource_request`` > ``resource`` > the
     sum of ``workloads``) is added or subtracted (``delta``) or *is* the usage. ``rm-disks``
-    means nothing here. Nothing given: a delta changes nothing, an absolute set empties usage."""
+    means nothing here. Nothing given: a delta changes nothing, an absolute set empties usage.
+    What is written has a volume map and a disk list, empty rather than ``null``, as upstream
+    builds it."""
     current = existing(node, state)
     if given is not None:
         change = _as_resource(given)
@@ -156,7 +166,7 @@ def set_usage(
     else:
         change = NodeResource(volumes={}, disks=[])
     usage = add(current.usage, change, 1 if incr else -1) if delta else change
-    return validated(current.capacity, usage)
+    return validated(current.capacity, usage.filled())
 
 
 def set_info(capacity: NodeResource | None, usage: NodeResource | None) -> NodeState:

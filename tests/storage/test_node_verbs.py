@@ -22,7 +22,7 @@ def test_add_node_twice_fails_and_a_new_node_counts_its_volumes(storage: Plugin)
     )
     answer = add_f4(storage, "test2", ["/data0:1T"])
     assert answer["capacity"]["storage"] == T
-    assert answer["usage"] == {"volumes": {"/data0": 0}, "disks": None, "storage": 0}
+    assert answer["usage"] == {"volumes": {"/data0": 0}, "disks": [], "storage": 0}
 
 
 def test_remove_node_succeeds_for_a_node_and_for_none(storage: Plugin) -> None:

@@ -82,3 +82,62 @@ def test_our_record_is_upstreams_json_plus_the_streams_position(storage: Plugin,
     ]  # fmt: skip
     assert record["capacity"]["storage"] == 2 * T
     assert b" " not in head.value  # compact, as Go writes it
+
+
+def test_a_node_with_no_disks_is_written_and_answered_with_upstreams_empty_lists(
+    storage: Plugin, kv: Etcd
+) -> None:
+    """Upstream's validation makes a new node's usage disks ``[]``; its capacity and usage
+    edits build on deep copies, so what they write and answer (``before`` too) is never
+    ``null``. A node added by an engine that reports nothing keeps ``null`` capacity lists."""
+    added = storage.ok("add-node", {"nodename": "n", "resource": {"volumes": ["/data0:1T"]},
+                                    "info": {"StorageTotal": 0}})  # fmt: skip
+    assert added["capacity"] == {"volumes": {"/data0": T}, "disks": None, "storage": T}
+    assert added["usage"] == {"volumes": {"/data0": 0}, "disks": [], "storage": 0}
+    head = kv.head("n")
+    assert head is not None
+    assert head.value.startswith(
+        b'{"capacity":{"volumes":{"/data0":1099511627776},"disks":null,"storage":1099511627776},'
+        b'"usage":{"volumes":{"/data0":0},"disks":[],"storage":0},"seq":1,'
+    )
+    assert storage.ok("get-node-resource-info", {"nodename": "n"})["usage"]["disks"] == []
+    edit = {"nodename": "n", "resource_request": {"storage": "1G"}, "delta": True, "incr": True}
+    changed = storage.ok("set-node-resource-capacity", edit)
+    assert changed["before"] == {"volumes": {"/data0": T}, "disks": [], "storage": T}
+    assert changed["after"]["disks"] == []
+    head = kv.head("n")
+    assert head is not None and head.json()["capacity"]["disks"] == []
+
+    bare = {"nodename": "bare", "capacity": {"volumes": None, "disks": None, "storage": 5}}
+    assert storage.ok("set-node-resource-info", {**bare, "usage": None}) is None
+    taken = storage.ok(
+        "set-node-resource-usage",
+        {"nodename": "bare", "resource_request": {"storage": "1"}, "delta": True, "incr": True},
+    )
+    assert taken["before"] == {"volumes": {}, "disks": [], "storage": 0}
+    assert taken["after"] == {"volumes": {}, "disks": [], "storage": 1}
+
+
+def test_add_node_without_engine_info_writes_empty_lists_as_upstream_parsed_them(
+    storage: Plugin,
+) -> None:
+    added = storage.ok("add-node", {"nodename": "n", "resource": {"storage": "1G"}})
+    assert added["capacity"] == {"volumes": {}, "disks": [], "storage": G}
+    assert added["usage"] == {"volumes": {}, "disks": [], "storage": 0}
+
+
+def test_a_record_an_older_release_wrote_with_null_usage_disks_still_verifies(
+    storage: Plugin, kv: Etcd
+) -> None:
+    """Before 0.9 a node added with no disks was written ``"disks":null`` in usage; its stream
+    now folds to ``[]``: the same list to every reader, so verify finds nothing."""
+    storage.ok("add-node", {"nodename": "old", "resource": {"volumes": ["/data0:1T"]}})
+    head = kv.head("old")
+    assert head is not None
+    older = head.value.replace(b'"disks":[],"storage":0}', b'"disks":null,"storage":0}', 1)
+    assert older != head.value
+    kv.put_many({kv.head_key("old"): older})
+    verified = storage.run("verify", None, "old")
+    assert verified.status == 0, verified.stdout + verified.stderr
+    info = storage.ok("get-node-resource-info", {"nodename": "old"})
+    assert info["usage"]["disks"] is None  # read as stored

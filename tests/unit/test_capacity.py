@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import msgspec
 import pytest
 from hypothesis import given
@@ -139,39 +137,35 @@ def test_nodes_deploy_capacity_is_each_nodes_entry(
 
 def test_deploy_capacity_without_cards_on_empty_nodes() -> None:
     entry = deploy_capacity(EMPTY, {})
-    assert entry == DeployCapacity(capacity=1_000_000, usage=0.0, rate=0.0, weight=1.0)
+    assert entry == DeployCapacity.of(1_000_000, 0.0, 0.0)
 
 
 def test_deploy_capacity_ratios() -> None:
     state = NodeState(capacity={P70: 4, P90: 4}, usage={P70: 1, P90: 1})
     entry = deploy_capacity(state, {P70: 1, P90: 1})
     assert entry.capacity == 3
-    assert entry.usage == pytest.approx(2 / 8)
-    assert entry.rate == pytest.approx(2 / 8)
-    assert entry.weight == 1.0
+    assert (bytes(entry.usage), bytes(entry.rate), bytes(entry.weight)) == (b"0.25", b"0.25", b"1")
 
 
 def test_deploy_capacity_null_request_on_eight_cards() -> None:
     entry = deploy_capacity(EIGHT, {})
-    assert entry == DeployCapacity(capacity=1_000_000, usage=0.0, rate=0.0, weight=1.0)
+    assert entry == DeployCapacity.of(1_000_000, 0.0, 0.0)
 
 
 def test_deploy_capacity_ratios_are_zero_without_cards() -> None:
     state = NodeState(capacity={}, usage={P70: 2})
     entry = deploy_capacity(state, {P70: 1})
     assert entry.capacity == 0
-    assert entry.usage == 0.0
-    assert entry.rate == 0.0
+    assert (bytes(entry.usage), bytes(entry.rate)) == (b"0", b"0")
 
 
-def test_deploy_capacity_json_uses_capitalised_keys() -> None:
+def test_deploy_capacity_json_is_gos_capitalised_keys_and_whole_floats() -> None:
     entry = deploy_capacity(EIGHT, {P70: 2})
-    assert json.loads(msgspec.json.encode(entry)) == {
-        "Capacity": 2,
-        "Usage": 0.0,
-        "Rate": 0.25,
-        "Weight": 1.0,
-    }
+    assert msgspec.json.encode(entry) == b'{"Capacity":2,"Usage":0,"Rate":0.25,"Weight":1}'
+    full = NodeState(capacity={P70: 8}, usage={P70: 8})
+    assert msgspec.json.encode(deploy_capacity(full, {P70: 8})) == (
+        b'{"Capacity":0,"Usage":1,"Rate":1,"Weight":1}'
+    )
 
 
 # --- plan_deploy -----------------------------------------------------------------------------

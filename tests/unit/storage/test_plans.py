@@ -376,9 +376,7 @@ def test_capacity_of_ten_f4_nodes(
 ) -> None:
     answer = nodes_deploy_capacity(TEN, wanted, BOUND)
     assert answer.total == total
-    assert answer.nodes_deploy_capacity_map["test0"] == DeployCapacity(
-        capacity=total // 10, usage=usage, rate=rate
-    )
+    assert answer.nodes_deploy_capacity_map["test0"] == DeployCapacity.of(total // 10, usage, rate)
 
 
 def test_storage_only_capacity_is_not_capped_by_the_bound() -> None:
@@ -386,17 +384,21 @@ def test_storage_only_capacity_is_not_capped_by_the_bound() -> None:
 
 
 def test_capacity_of_nothing_is_the_bound() -> None:
-    assert deploy_capacity(F4_CAPACITY, F4_USAGE, WorkloadRequest(), BOUND) == DeployCapacity(
-        capacity=BOUND, usage=0.0, rate=0.0
+    assert deploy_capacity(F4_CAPACITY, F4_USAGE, WorkloadRequest(), BOUND) == DeployCapacity.of(
+        BOUND, 0.0, 0.0
     )
 
 
 def test_usage_counts_volumes_and_can_pass_one() -> None:
     usage = NodeResource(volumes={"/data0": T, "/data9": 3 * T}, storage=T)
     entry = deploy_capacity(F4_CAPACITY, usage, request("AUTO:/x:rw:1T"), BOUND)
-    assert (entry.capacity, entry.usage, entry.rate) == (3, 1.0, 0.25)
+    assert (entry.capacity, bytes(entry.usage), bytes(entry.rate)) == (3, b"1", b"0.25")
     by_storage = deploy_capacity(F4_CAPACITY, usage, request(storage=T), BOUND)
-    assert (by_storage.capacity, by_storage.usage, by_storage.rate) == (3, 0.25, 0.25)
+    assert (by_storage.capacity, bytes(by_storage.usage), bytes(by_storage.rate)) == (
+        3,
+        b"0.25",
+        b"0.25",
+    )
 
 
 def test_nodes_without_capacity_are_left_out_and_the_total_saturates() -> None:
@@ -419,7 +421,7 @@ def test_nodes_without_capacity_are_left_out_and_the_total_saturates() -> None:
 def test_capacity_answer_in_core_shape() -> None:
     answer = nodes_deploy_capacity(TEN[:1], request(storage=T), BOUND)
     assert msgspec.json.encode(answer) == (
-        b'{"nodes_deploy_capacity_map":{"test0":{"Capacity":4,"Usage":0.0,"Rate":0.25,'
+        b'{"nodes_deploy_capacity_map":{"test0":{"Capacity":4,"Usage":0,"Rate":0.25,'
         b'"Weight":1}},"total":4}'
     )
 

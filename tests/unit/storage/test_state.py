@@ -3,6 +3,7 @@ and the arithmetic of node resources."""
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -48,8 +49,11 @@ def test_missing_usage_is_filled_with_zeros() -> None:
     assert state.capacity == CAPACITY
 
 
-def test_zero_usage_without_disks_has_null_disks() -> None:
-    assert zero_usage(NodeResource(storage=5)) == NodeResource(volumes={}, disks=None)
+def test_zero_usage_without_disks_has_empty_disks_as_upstreams_validation_makes() -> None:
+    assert zero_usage(NodeResource(storage=5)) == NodeResource(volumes={}, disks=[])
+    assert msgspec.json.encode(zero_usage(NodeResource(storage=5))) == (
+        b'{"volumes":{},"disks":[],"storage":0}'
+    )
 
 
 def test_missing_capacity() -> None:
