@@ -211,9 +211,20 @@ def _named(node: object) -> str | None:
     return node if isinstance(node, str) and node.strip() else None
 
 
-def respond(answer: Answer, *, text: bool = False, io: CallIO | None = None) -> None:
-    """Print the answer: JSON, or (``text``) a string as it is, for people."""
-    body = answer.encode() if text and isinstance(answer, str) else msgspec.json.encode(answer)
+_CORE_ANSWERS = msgspec.json.Encoder(order="deterministic")
+"""A core verb's answer as Go writes it: every map's keys sorted (upstream answers with Go
+maps), a struct's fields in their declared order."""
+
+
+def respond(
+    answer: Answer, *, text: bool = False, io: CallIO | None = None, core: bool = False
+) -> None:
+    """Print the answer: JSON (``core``: as a Go plugin writes it), or (``text``) a string as
+    it is, for people."""
+    if text and isinstance(answer, str):
+        body = answer.encode()
+    else:
+        body = _CORE_ANSWERS.encode(answer) if core else msgspec.json.encode(answer)
     stdout = (io or CallIO.standard()).stdout
     stdout.write(body + b"\n")
     stdout.flush()
@@ -225,14 +236,16 @@ def run(
     session: Session[msgspec.Struct],
     *,
     text: bool | None = False,
+    core: bool = False,
 ) -> None:
     """Run one verb: every failure becomes one stderr line and a non-zero exit (SystemExit).
-    The answer is printed as JSON, or (``text``) as the string it is; ``text=None``: a string
-    as it is, anything else as JSON."""
+    The answer is printed as JSON (``core``: a core verb's, as Go writes it), or (``text``) as
+    the string it is; ``text=None``: a string as it is, anything else as JSON."""
     io, program = session.io, session.plugin.name
     try:
         answer = handler(session)
-        respond(answer, text=isinstance(answer, str) if text is None else text, io=io)
+        as_text = isinstance(answer, str) if text is None else text
+        respond(answer, text=as_text, io=io, core=core)
     except PluginError as exc:
         fail(program, verb, exc.node or session.node, exc.reason, io=io)
     except Exception as exc:  # a bug: still one line for core, the traceback only on request
@@ -271,7 +284,7 @@ class Verb(msgspec.Struct, frozen=True):
 
     def __call__(self, session: Session[msgspec.Struct]) -> None:
         session.verb = self.name
-        run(self.name, self._call, session)
+        run(self.name, self._call, session, core=True)
 
     def _call(self, session: Session[msgspec.Struct]) -> Answer:
         if self.request_type is None:

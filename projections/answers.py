@@ -1,5 +1,10 @@
 """Answer shapes every kind's verbs share, as core decodes them: written once, so both
-programs answer a verb in the same bytes."""
+programs answer a verb in the same bytes.
+
+An upstream plugin answers with a Go map (``RawParams``), whose keys Go writes sorted; so the
+fields of these answers are declared in that order, and answers are encoded with every map's
+keys sorted (``commands.protocol.respond``). What they hold are Go structs, written in their
+fields' order."""
 
 from __future__ import annotations
 
@@ -42,8 +47,8 @@ class DeployCapacity(msgspec.Struct, frozen=True, rename="pascal"):
 
 
 class NodesDeployCapacity(msgspec.Struct, kw_only=True):
-    """get-nodes-deploy-capacity's answer: the nodes that can host at least one copy, in the
-    order asked, and their sum."""
+    """get-nodes-deploy-capacity's answer: the nodes that can host at least one copy (written
+    sorted by name, as Go writes a map), and their sum."""
 
     nodes_deploy_capacity_map: dict[str, DeployCapacity]
     total: int
@@ -71,17 +76,17 @@ class ReallocPlan(msgspec.Struct, Generic[P, W], kw_only=True):
     """calculate-realloc's answer: the workload's new engine params and resource, and what
     core adds to the node's usage (``delta_resource``)."""
 
+    delta_resource: W
     engine_params: P
     workload_resource: W
-    delta_resource: W
 
 
 class BeforeAfter(msgspec.Struct, Generic[R], frozen=True):
     """set-node-resource-capacity's and set-node-resource-usage's answer: the value the write
     found, and the one it left (core rolls back with ``before``)."""
 
-    before: R
     after: R
+    before: R
 
 
 class NodeResourceInfo(msgspec.Struct, Generic[R], frozen=True):
@@ -89,8 +94,8 @@ class NodeResourceInfo(msgspec.Struct, Generic[R], frozen=True):
     and every way usage disagreed with the workloads' sum."""
 
     capacity: R
-    usage: R
     diffs: list[str]
+    usage: R
 
 
 class MostIdle(msgspec.Struct, frozen=True):

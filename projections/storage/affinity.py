@@ -18,7 +18,7 @@ from resource_extend.projections.storage.disks import NO_QUOTA, Disk, Quota, add
 from resource_extend.projections.storage.host import Host, build_host, classify
 from resource_extend.projections.storage.monopoly import shares
 from resource_extend.projections.storage.resources import NodeResource, VolumePlan
-from resource_extend.projections.storage.schedule import Plan, schedule
+from resource_extend.projections.storage.schedule import Plan, list_charge, schedule
 
 
 def affinity_plan(
@@ -81,8 +81,9 @@ class _Placement:
 
     def place(self, merged: Sequence[Binding]) -> Plan:
         classes = classify(merged)
-        for binding in classes.mounts:
-            self._charge(binding.source, binding.quota, "not enough IOPS quota for mounts")
+        for binding in (*classes.mounts, *classes.bare_mounts):
+            failure = "not enough IOPS quota for mounts"
+            self._charge(binding.source, binding.quota, failure, listed=True)
         self._keep(classes.normal)
         if classes.mono:
             self._keep_group(classes.mono)
@@ -98,14 +99,17 @@ class _Placement:
                 self.disks[device] = add(self.disks.get(device, NO_QUOTA), quota)
         return Plan(volumes=self.volumes, disks=dict(sorted(self.disks.items())))
 
-    def _charge(self, path: str, quota: Quota, failure: str) -> None:
-        if not any(quota):
+    def _charge(self, path: str, quota: Quota, failure: str, *, listed: bool = False) -> None:
+        """``quota`` taken from the disk of ``path``; a zero quota is listed (as upstream lists
+        mounts' and monopoly groups' entries) only when ``listed``."""
+        if not any(quota) and not listed:
             return
         device = self.host.disk_of(path)
-        if device is None or not fits(quota, self.host.left[device]):
-            raise NotEnoughResource(f"{failure}: {path}")
-        self.host.left[device] = subtract(self.host.left[device], quota)
-        self.disks[device] = add(self.disks.get(device, NO_QUOTA), quota)
+        if any(quota):
+            if device is None or not fits(quota, self.host.left[device]):
+                raise NotEnoughResource(f"{failure}: {path}")
+            self.host.left[device] = subtract(self.host.left[device], quota)
+        list_charge(self.disks, device, quota)
 
     def _keep(self, bindings: Sequence[Binding]) -> None:
         """Normal and unlimited bindings: a match stays on its old path, at its new size."""
@@ -150,4 +154,4 @@ class _Placement:
         for binding, share in zip(mono, shares(mono, free), strict=True):
             self.volumes[binding.canonical()] = {path: share}
         self.host.free[path] = 0
-        self._charge(path, quota, "no IOPS quota to expand")
+        self._charge(path, quota, "no IOPS quota to expand", listed=True)

@@ -80,7 +80,9 @@ def workloads_usage(workloads: Iterable[WorkloadResource | None]) -> NodeResourc
         for planned in workload.volume_plan_request.values():
             for path, size in planned.items():
                 volumes[path] = volumes.get(path, 0) + size
-        disks += (msgspec.structs.replace(disk, mounts=None) for disk in workload.disks_request)
+        disks += (
+            msgspec.structs.replace(disk, mounts=None) for disk in workload.disks_request or ()
+        )
         storage += workload.storage_request
     return NodeResource(
         volumes=dict(sorted(volumes.items())), disks=added_disks((), disks), storage=storage

@@ -94,13 +94,14 @@ def build_host(capacity: NodeResource, usage: NodeResource) -> Host:
 class Classes(NamedTuple):
     """A request's bindings by how they are placed, each class in placing order: normal and
     monopoly by size, ties by canonical string (upstream's tie order is Go's random map order);
-    mounts by canonical string. Mounts without quota charge nothing and never fail, so only
-    those with quota are kept."""
+    mounts by canonical string. Mounts without quota charge nothing and never fail: they are
+    kept apart (``bare_mounts``), only for the zero entries upstream lists for them in a plan."""
 
     normal: tuple[Binding, ...]
     mono: tuple[Binding, ...]
     unlimited: tuple[Binding, ...]
     mounts: tuple[Binding, ...]
+    bare_mounts: tuple[Binding, ...]
     needs_scheduling: bool
     scheduled: bool
     mono_size: int
@@ -123,7 +124,7 @@ def classify(bindings: Sequence[Binding]) -> Classes:
 
 @lru_cache(maxsize=64)
 def _classify(bindings: tuple[Binding, ...]) -> Classes:
-    normal, mono, unlimited, mounts = [], [], [], []
+    normal, mono, unlimited, mounts, bare_mounts = [], [], [], [], []
     for binding in sorted(bindings, key=Binding.canonical):
         if binding.monopoly:
             mono.append(binding)
@@ -135,6 +136,8 @@ def _classify(bindings: tuple[Binding, ...]) -> Classes:
             normal.append(binding)
         elif binding.has_io:
             mounts.append(binding)
+        else:
+            bare_mounts.append(binding)
     normal.sort(key=_size)
     mono.sort(key=_size)
     mono_quota = pass_quota = NO_QUOTA
@@ -147,6 +150,7 @@ def _classify(bindings: tuple[Binding, ...]) -> Classes:
         tuple(mono),
         tuple(unlimited),
         tuple(mounts),
+        tuple(bare_mounts),
         needs_scheduling=any(b.needs_scheduling for b in bindings),
         scheduled=bool(normal or mono or unlimited),
         mono_size=sum(b.size for b in mono),

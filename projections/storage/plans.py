@@ -179,11 +179,15 @@ def calculate_realloc(
     if reschedule:
         try:
             plan = affinity_plan(
-                capacity, usage, merged.request, current.volume_plan_request, current.disks_request
+                capacity,
+                usage,
+                merged.request,
+                current.volume_plan_request,
+                current.disks_request or [],
             )
         except PluginError as exc:
             raise NotEnoughResource(f"{exc.reason}: {INSUFFICIENT}") from exc
-        disks_request = workloads.disk_list(plan.disks, capacity.disks or [])
+        disks_request: list[Disk] | None = workloads.disk_list(plan.disks, capacity.disks or [])
         volumes: VolumePlan = plan.volumes
     else:  # our fix of an upstream bug: the workload keeps its disks
         volumes, disks_request = current.volume_plan_request, current.disks_request
@@ -240,7 +244,8 @@ def _volume_changed(
 
 def _delta(old: WorkloadResource, new: WorkloadResource) -> WorkloadResource:
     """What the realloc changes in node usage: bytes per path (zeros kept) under one fake
-    binding, the storage, and quota per device (a device only the old plan had is negated)."""
+    binding, the storage, and quota per device (a device only the old plan had is negated). The
+    rest is left empty, as upstream's delta: ``disks_limit`` is ``null``."""
     paths: dict[str, int] = {}
     for sign, plan in ((1, new.volume_plan_request), (-1, old.volume_plan_request)):
         for placed in plan.values():
@@ -249,7 +254,8 @@ def _delta(old: WorkloadResource, new: WorkloadResource) -> WorkloadResource:
     return WorkloadResource(
         volume_plan_request={FAKE_BINDING: dict(sorted(paths.items()))},
         storage_request=new.storage_request - old.storage_request,
-        disks_request=_disk_delta(new.disks_request, old.disks_request),
+        disks_request=_disk_delta(new.disks_request or [], old.disks_request or []),
+        disks_limit=None,  # as upstream's delta leaves it
     )
 
 

@@ -47,7 +47,9 @@ class NodeResource(msgspec.Struct, kw_only=True):
 class WorkloadResource(msgspec.Struct, kw_only=True):
     """What core stores per workload and hands back: the bindings (canonical strings), where
     they were placed, the storage and the disk quota charged. Only the ``*_request`` plan,
-    storage and disks count toward node usage."""
+    storage and disks count toward node usage. A disk list may be ``null``, as upstream
+    writes one (a realloc delta's ``disks_limit``; a realloc's ``disks_request`` when nothing
+    moved) and core hands back what it stored."""
 
     volumes_request: list[str] = msgspec.field(default_factory=list)
     volumes_limit: list[str] = msgspec.field(default_factory=list)
@@ -55,8 +57,8 @@ class WorkloadResource(msgspec.Struct, kw_only=True):
     volume_plan_limit: VolumePlan = msgspec.field(default_factory=dict)
     storage_request: Int64 = 0
     storage_limit: Int64 = 0
-    disks_request: list[Disk] = msgspec.field(default_factory=list)
-    disks_limit: list[Disk] = msgspec.field(default_factory=list)
+    disks_request: list[Disk] | None = msgspec.field(default_factory=list)
+    disks_limit: list[Disk] | None = msgspec.field(default_factory=list)
 
 
 class EngineParams(msgspec.Struct, kw_only=True):

@@ -36,9 +36,10 @@ class Plan(msgspec.Struct, frozen=True):
     """One workload's placement: ``volumes`` maps each scheduled binding (canonical string) to
     ``{path: bytes}``; ``disks`` maps a device to the quota charged to it.
 
-    ``disks`` holds only devices that carry quota (as resource-extend): upstream also lists zero
-    entries for every normal and mount binding, and a device ``""`` entry for a path no disk covers;
-    those charge nothing, so they are left out.
+    ``disks`` lists what upstream lists: an entry for the disk of every normal binding's path and,
+    when the normal passes run, of every mount binding's source, quota or not (zero entries), and
+    one for the disk of each monopoly volume; a path no disk covers gives device ``""``. Zero
+    entries charge nothing; node usage drops them as empty orphans, as upstream's did.
     """
 
     volumes: VolumePlan
@@ -114,10 +115,10 @@ class Schedule:
                 for i in range(start, start + count):
                     binding = classes.normal[i]
                     volumes[keys[i]] = {path: binding.size}
-                    _charge(disks, device, binding.quota)
+                    list_charge(disks, device, binding.quota)
                 start += count
-            for binding in classes.mounts:
-                _charge(disks, host.disk_of(binding.source), binding.quota)
+            for binding in (*classes.mounts, *classes.bare_mounts):
+                list_charge(disks, host.disk_of(binding.source), binding.quota)
             parts.extend([(volumes, disks)] * min(repeats, n - len(parts)))
         return parts
 
@@ -125,7 +126,7 @@ class Schedule:
         mono = self._classes.mono
         for binding, share in zip(mono, shares(mono, self._host.free[path]), strict=True):
             volumes[binding.canonical()] = {path: share}
-        _charge(disks, self._host.disk_of(path), self._classes.mono_quota)
+        list_charge(disks, self._host.disk_of(path), self._classes.mono_quota)
 
 
 def schedule(host: Host, bindings: Sequence[Binding] | Classes, bound: int) -> Schedule:
@@ -139,6 +140,8 @@ def schedule(host: Host, bindings: Sequence[Binding] | Classes, bound: int) -> S
     return Schedule(host, classes, *Promotion(host, classes, bound).run())
 
 
-def _charge(disks: dict[str, Quota], device: str | None, quota: Quota) -> None:
-    if device is not None and any(quota):
-        disks[device] = add(disks.get(device, NO_QUOTA), quota)
+def list_charge(disks: dict[str, Quota], device: str | None, quota: Quota) -> None:
+    """A plan's entry for ``device`` (``None``: no disk covers the path, upstream's device
+    ``""``) takes ``quota``, zero or not: upstream's ``Disks.Add`` of one binding's charge."""
+    listed = device or ""
+    disks[listed] = add(disks.get(listed, NO_QUOTA), quota)

@@ -141,3 +141,25 @@ def test_a_record_an_older_release_wrote_with_null_usage_disks_still_verifies(
     assert verified.status == 0, verified.stdout + verified.stderr
     info = storage.ok("get-node-resource-info", {"nodename": "old"})
     assert info["usage"]["disks"] is None  # read as stored
+
+
+def test_answers_are_written_as_gos_maps_with_sorted_keys(storage: Plugin) -> None:
+    """An upstream answer is a Go map (``RawParams``): its keys, and every map's inside it,
+    come sorted (``diffs`` before ``usage``, ``after`` before ``before``, nodes by name); the
+    Go structs it holds keep their fields' order."""
+    for node in ("nb", "na"):
+        storage.ok(
+            "add-node", {"nodename": node, "resource": {"volumes": ["/data1:1T", "/data0:1T"]}}
+        )
+    info = storage.through("get-node-resource-info", {"nodename": "nb"}).stdout
+    assert info.startswith('{"capacity":{"volumes":{"/data0":') and '"diffs":[],"usage":{' in info
+    edit = {"nodename": "nb", "resource_request": {"storage": "1G"}, "delta": True, "incr": True}
+    assert storage.through("set-node-resource-capacity", edit).stdout.startswith('{"after":{')
+    asked = {"nodenames": ["nb", "na"], "workload_resource_request": {"volumes": ["AUTO:/x:rw:1G"]}}
+    capacity = storage.through("get-nodes-deploy-capacity", asked).stdout
+    assert capacity.index('"na":') < capacity.index('"nb":')
+    realloc = {"nodename": "nb", "workload_resource": {},
+               "workload_resource_request": {"volumes": ["AUTO:/x:rw:1G"]}}  # fmt: skip
+    answer = storage.through("calculate-realloc", realloc).stdout
+    assert answer.startswith('{"delta_resource":{"volumes_request":[]')
+    assert answer.index('"engine_params":') < answer.index('"workload_resource":')

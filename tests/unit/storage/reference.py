@@ -7,8 +7,9 @@ normal enumeration, no batching, no upper bounds in the promotion loop). Only Go
 replaced by our deterministic rules: bindings of one class ordered by (size, canonical string), the
 monopoly remainder to the first of them, anything else by canonical string.
 
-Plans come back as ``(volume plan, disk plan)`` with the disk plan holding only devices that carry
-quota (as resource-extend), which is what :class:`schedule.Plan` holds.
+Plans come back as ``(volume plan, disk plan)``, the disk plan holding every entry upstream's
+``Disks.Add`` made, zero ones and device ``""`` included, sorted by device: what
+:class:`schedule.Plan` holds.
 """
 
 from __future__ import annotations
@@ -258,7 +259,7 @@ class Scheduler:
             disks: dict[str, list[int]] = {}
             for device, quota in [*normal_plans[i][1].items(), *mono_plans[i][1].items()]:
                 _charge(disks, device, quota)
-            result.append((plan, _with_quota(disks)))
+            result.append((plan, _as_plan(disks)))
         return result
 
 
@@ -267,8 +268,8 @@ def _merge_plan(plan: VolumePlan, more: VolumePlan) -> None:
         plan[key] = dict(placed)
 
 
-def _with_quota(disks: dict[str, list[int]]) -> dict[str, tuple[int, int, int, int]]:
-    return {d: (q[0], q[1], q[2], q[3]) for d, q in sorted(disks.items()) if any(q)}
+def _as_plan(disks: dict[str, list[int]]) -> dict[str, tuple[int, int, int, int]]:
+    return {d: (q[0], q[1], q[2], q[3]) for d, q in sorted(disks.items())}
 
 
 def go_search(n: int, ok: Callable[[int], bool]) -> int:
@@ -379,4 +380,4 @@ def affinity_plan(
         _merge_plan(plan, found[0][0])
         for device, charged in found[0][1].items():
             _charge(disks, device, charged)
-    return plan, _with_quota(disks)
+    return plan, _as_plan(disks)

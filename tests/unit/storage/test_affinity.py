@@ -187,7 +187,7 @@ def test_quota_goes_back_to_the_device_charged_not_the_one_serving_the_path_now(
 def test_old_quota_on_a_device_the_node_lacks_is_not_given_back() -> None:
     gone = [Disk(device="/dev/gone").with_quota((100, 0, 0, 0))]
     found = affinity_plan(DATA_ONLY, NodeResource(), bindings("AUTO:/a:rw:1G"), {}, gone)
-    assert found.disks == {}
+    assert found.disks == {"/dev/vdc": (0, 0, 0, 0)}  # the new binding's zero entry, no more
 
 
 def test_old_plan_paths_the_node_lacks_are_invalid() -> None:

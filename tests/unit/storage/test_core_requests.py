@@ -41,10 +41,21 @@ def test_exact_spellings_and_data_keys_pass() -> None:
     decoded = requests.decode(msgspec.json.encode(request), requests.SetUsage)
     [resource] = decoded.workloads_resource or []
     assert resource is not None and resource.storage_request == 1
-    assert resource.disks_request[0].read_iops == 5
+    assert (resource.disks_request or [])[0].read_iops == 5
 
 
 def test_engine_info_keeps_its_capital_resources() -> None:
     raw = b'{"nodename": "n1", "info": {"Resources": {"storage": "e30="}}}'
     decoded = requests.decode(raw, requests.AddNode)
     assert decoded.info is not None and decoded.info.resources == {"storage": b"{}"}
+
+
+def test_a_workload_upstream_wrote_with_null_disk_lists_is_read() -> None:
+    """Core keeps what upstream's realloc answered: ``disks_limit`` of a delta, and
+    ``disks_request`` of a workload whose volumes did not move, are ``null``."""
+    workload = {"volume_plan_request": PLAN, "storage_request": 1,
+                "disks_request": None, "disks_limit": None}  # fmt: skip
+    raw = msgspec.json.encode({"nodename": "n", "workloads_resource": [workload]})
+    [resource] = requests.decode(raw, requests.SetUsage).workloads_resource or []
+    assert resource is not None
+    assert (resource.disks_request, resource.disks_limit) == (None, None)

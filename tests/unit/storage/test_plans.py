@@ -244,7 +244,10 @@ def test_realloc_grows_a_monopoly_binding_in_place() -> None:
         "/data0:/dir2:rw:0",
     ]
     assert answer.delta_resource == WorkloadResource(
-        volume_plan_request={FAKE_BINDING: {"/data0": 0, "/data2": 0}}, storage_request=101 * G
+        volume_plan_request={FAKE_BINDING: {"/data0": 0, "/data2": 0}},
+        storage_request=101 * G,
+        disks_request=[Disk(device="")],  # the monopoly group's zero entry: no disk covers it
+        disks_limit=None,
     )
 
 
@@ -304,7 +307,7 @@ def test_storage_only_realloc_keeps_the_disks() -> None:
     answer = calculate_realloc(IOPS_NODE, IOPS_USAGE, IOPS_CURRENT, asked(storage=G))
     assert answer.workload_resource.disks_request == IOPS_CURRENT.disks_request
     assert answer.engine_params.iops_options == {"/dev/vda": "100:100:1048576:1048576"}
-    (zero,) = answer.delta_resource.disks_request
+    (zero,) = answer.delta_resource.disks_request or []
     assert zero.device == "/dev/vda" and zero.quota == (0, 0, 0, 0)
 
 
@@ -317,7 +320,7 @@ def test_a_device_listed_twice_in_the_workload_is_kept_whole() -> None:
     ]
     current = msgspec.structs.replace(IOPS_CURRENT, disks_request=halves)
     answer = calculate_realloc(IOPS_NODE, IOPS_USAGE, current, asked(storage=G))
-    (zero,) = answer.delta_resource.disks_request
+    (zero,) = answer.delta_resource.disks_request or []
     assert zero.device == "/dev/vda" and zero.quota == (0, 0, 0, 0)
 
 
@@ -327,8 +330,8 @@ def test_a_binding_removed_releases_its_disk_quota() -> None:
         limit=tuple(bindings("AUTO:/db:rw:-2G", "AUTO:/new:rw:1G")),
     )
     answer = calculate_realloc(IOPS_NODE, IOPS_USAGE, IOPS_CURRENT, removed)
-    assert answer.workload_resource.disks_request == []
-    (released,) = answer.delta_resource.disks_request
+    assert answer.workload_resource.disks_request == [VDA.with_quota((0, 0, 0, 0))]  # /new
+    (released,) = answer.delta_resource.disks_request or []
     assert released.device == "/dev/vda" and released.quota == (-100, -100, -M, -M)
     assert answer.delta_resource.volume_plan_request == {FAKE_BINDING: {"/data0": 0}}
 
@@ -538,3 +541,45 @@ def test_a_deploy_answer_holds_at_most_2_to_the_20_bindings() -> None:
     assert deploy_capacity(F4_CAPACITY, F4_USAGE, mounts, 10_000).capacity == 1024
     one = request("/mnt/m:/d:rw")
     assert deploy_capacity(F4_CAPACITY, F4_USAGE, one, 10_000).capacity == 10_000
+
+
+def test_a_realloc_delta_is_written_as_upstreams() -> None:
+    """Upstream's delta sets the plan, the storage and the disks; its other lists are empty
+    (bindings ``[]``, plans ``{}``) but ``disks_limit`` is ``null``, as Go writes a nil list."""
+    answer = calculate_realloc(IOPS_NODE, IOPS_USAGE, IOPS_CURRENT, asked(storage=G))
+    assert msgspec.json.encode(answer.delta_resource) == (
+        b'{"volumes_request":[],"volumes_limit":[],"volume_plan_request":'
+        b'{"fake-source:fake-destination:fake-flags:0:0:0:0:0":{"/data0":0}},'
+        b'"volume_plan_limit":{},"storage_request":1073741824,"storage_limit":0,'
+        b'"disks_request":[{"device":"/dev/vda","mounts":["/","/data0"],"read_IOPS":0,'
+        b'"write_IOPS":0,"read_bps":0,"write_bps":0}],"disks_limit":null}'
+    )
+
+
+ISSUE_NODE = NodeResource(
+    volumes={"/data0": T, "/data1": T},
+    disks=[Disk(device="/dev/vda", mounts=["/", "/data0"]).with_quota((100, 100, G, G))],
+    storage=2 * T,
+)
+"""A node whose one disk covers every path (mount ``/``), quota but no request for it."""
+ZERO_VDA = (
+    b'[{"device":"/dev/vda","mounts":["/","/data0"],"read_IOPS":0,"write_IOPS":0,'
+    b'"read_bps":0,"write_bps":0}]'
+)
+
+
+def test_deploy_lists_upstreams_zero_entry_for_the_disk_of_each_normal_binding() -> None:
+    """Upstream's normal pass adds an entry per binding, quota or not: three bindings on one
+    disk merge into one all-zero entry, which core stores with the workload."""
+    asked = request("AUTO:/w3:rw:20G", "AUTO:/w1:rw:0", "AUTO:/w4:rw:2G")
+    usage = NodeResource(volumes={"/data0": 0, "/data1": 0}, disks=[])
+    (workload,) = deploy(asked, 1, ISSUE_NODE, usage).workloads_resource
+    assert msgspec.json.encode(workload.disks_request) == ZERO_VDA
+    assert workload.disks_limit == []
+
+
+def test_a_realloc_lists_them_in_its_resource_and_its_delta() -> None:
+    usage = NodeResource(volumes={"/data0": 0, "/data1": 0}, disks=[])
+    answer = calculate_realloc(ISSUE_NODE, usage, WorkloadResource(), asked("AUTO:/w3:rw:20G"))
+    assert msgspec.json.encode(answer.workload_resource.disks_request) == ZERO_VDA
+    assert msgspec.json.encode(answer.delta_resource.disks_request) == ZERO_VDA

@@ -212,18 +212,21 @@ def test_rows_equal_the_unbounded_reference(texts: list[str], bound: int) -> Non
 # --- resource-extend's tests ----------------------------------------------------------------------
 
 
-def test_disk_plans_hold_only_quota() -> None:
-    """SkipQuotaFreeDisks: upstream would list zero vda/vdb entries for these bindings."""
+def test_disk_plans_list_upstreams_zero_entries() -> None:
+    """resource-extend's SkipQuotaFreeDisks is not followed: upstream lists a zero entry for
+    the disk of each normal binding (/data1: vdb), of the mount (/mnt/data: vda) and of the
+    monopoly volume (/data2: vda), and core keeps them."""
     found = plans_on_s("AUTO:/dir1:rw:100GiB", "AUTO:/dir2:rwm:1GiB", "/mnt/data:/dir3:rw")
     assert found
-    assert all(plan.disks == {} for plan in found)
+    assert all(plan.disks == {"/dev/vda": (0, 0, 0, 0), "/dev/vdb": (0, 0, 0, 0)} for plan in found)
 
 
-def test_a_path_no_disk_covers_charges_no_entry() -> None:
+def test_a_path_no_disk_covers_charges_an_empty_device() -> None:
+    """Upstream's entry for it has device "" (and mounts null): it charges nothing."""
     node = NodeResource(volumes={"/x": 10 * G}, disks=[], storage=10 * G)
     found = volume_plans(node, NodeResource(volumes={"/x": 1}), bindings("AUTO:/a:rw:1G"), 5)
     assert len(found) == 5
-    assert all(plan.disks == {} for plan in found)
+    assert all(plan.disks == {"": (0, 0, 0, 0)} for plan in found)
     assert volume_plans(node, NodeResource(volumes={"/x": 1}), bindings("AUTO:/a:rw:1G:1"), 5) == []
 
 
