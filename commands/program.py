@@ -14,6 +14,8 @@ if TYPE_CHECKING:
 
 DISTRIBUTION = "resource-extend"
 """The package pip installs, with both commands."""
+VERSION = "0.8.0"
+"""This release (pyproject.toml reads it from here: the one place it is written)."""
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
 """The largest request a verb reads from stdin (anything longer is refused)."""
 

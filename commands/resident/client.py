@@ -41,7 +41,7 @@ from __future__ import annotations
 import os
 import sys
 
-from resource_extend.commands.program import MAX_REQUEST_BYTES, debugging
+from resource_extend.commands.program import MAX_REQUEST_BYTES, VERSION, debugging
 from resource_extend.commands.resident import rundir
 
 TYPE_CHECKING = False  # not typing's: importing typing costs a core call ~3 ms
@@ -84,11 +84,16 @@ def config_file(plugin: Plugin, explicit: str | None) -> str | None:
 
 
 def installation() -> str:
-    """What this installation is: its interpreter and the size and time of every code file.
-    An upgrade changes it, and so gets a helper of its own."""
-    parts = [sys.prefix, sys.version]
+    """What this installation is: its interpreter, where its code lies, and the code itself,
+    named by one stat of its wheel's ``RECORD`` (which every install and upgrade writes anew)
+    or, in a source tree, by the size and time of every code file. An upgrade changes it, and
+    so gets a helper of its own."""
     here = os.path.abspath(__file__)  # <root>/commands/resident/client.py
     root = os.path.dirname(os.path.dirname(os.path.dirname(here)))
+    parts = [sys.prefix, sys.version, root]
+    record = _record(root)
+    if record is not None:
+        return "|".join([*parts, record])
     folders = [(package, os.path.join(root, package)) for package in PACKAGES]
     while folders:  # (os.walk and os.path.relpath cost ten times this: it runs every call)
         name, path = folders.pop()
@@ -100,6 +105,17 @@ def installation() -> str:
                 elif entry.is_dir() and not entry.name.startswith(("_", ".")):
                     folders.append((f"{name}/{entry.name}", entry.path))
     return "|".join(sorted(parts))
+
+
+def _record(root: str) -> str | None:
+    """The stat of the ``RECORD`` pip (or any installer) wrote beside ``root``, the installed
+    package; None in a source tree (or an editable install), whose files change under it."""
+    dist_info = f"{os.path.dirname(root)}/resource_extend-{VERSION}.dist-info/RECORD"
+    try:
+        stat = os.stat(dist_info)
+    except OSError:
+        return None
+    return f"RECORD:{stat.st_dev}:{stat.st_ino}:{stat.st_mtime_ns}:{stat.st_size}"
 
 
 def code_identity() -> str:
