@@ -334,7 +334,9 @@ def _http1_request(sock: socket.socket, buffer: bytearray) -> bytes | None:
 class SlowLink:
     """Forwards 127.0.0.1:<port> to etcd; the next ``slow_down(n)`` connections get etcd's
     answers ``delay`` seconds late: a real read that takes that long, over a slow network path,
-    while connections after them are served at once."""
+    while connections after them are served at once. ``slow_down`` cuts the connections open
+    till then (a process keeps its connections from call to call): the next request dials
+    one, and takes the slow path."""
 
     def __init__(self, upstream: str, delay: float) -> None:
         host, port = upstream.removeprefix("http://").rsplit(":", 1)
@@ -343,6 +345,7 @@ class SlowLink:
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
         self._slow = 0
+        self._open: list[socket.socket] = []
         self.connections = 0
         """Connections accepted since ``slow_down``."""
         self.slowed = threading.Event()
@@ -356,6 +359,10 @@ class SlowLink:
     def slow_down(self, count: int = 1) -> None:
         self._slow, self.connections = count, 0
         self.slowed.clear()
+        cut, self._open = self._open, []
+        for client in cut:
+            with contextlib.suppress(OSError):
+                client.shutdown(socket.SHUT_RDWR)
 
     def close(self) -> None:
         _close(self._listener)
@@ -367,6 +374,7 @@ class SlowLink:
             except OSError:
                 return
             self.connections += 1
+            self._open.append(client)
             slow, self._slow = self._slow > 0, max(self._slow - 1, 0)
             server = socket.create_connection(self._upstream)
             threading.Thread(target=self._pipe, args=(client, server, 0.0), daemon=True).start()

@@ -65,12 +65,33 @@ class Connection:
         self._buffer = b""
         self.in_handshake = False
         """The last failure came in the TLS handshake (the request was not sent)."""
+        self.reused = False
+        """The last request went out on a connection an earlier one had used (so a close with
+        no reply says that the server let it go, nothing of the endpoint)."""
 
     def close(self) -> None:
         if self._sock is not None:
             self._sock.close()
         self._sock = None
         self._buffer = b""
+
+    def idle(self) -> bool:
+        """Whether the connection is open and can carry the next request: nothing waits to be
+        read on it (an idle HTTP/1.1 connection has nothing to say; the server's close, or
+        anything else, is there to read). One that cannot is closed."""
+        if self._sock is None or self._buffer:
+            self.close()
+            return False
+        import select  # only a process that keeps connections asks
+
+        try:
+            readable, _, _ = select.select([self._sock], [], [], 0)
+        except (OSError, ValueError):
+            readable = [self._sock]
+        if readable:
+            self.close()
+            return False
+        return True
 
     def post(self, path: str, body: bytes, headers: dict[str, str]) -> Response:
         """Send one request and read its whole reply; closes the connection on any failure."""
@@ -86,6 +107,7 @@ class Connection:
         self, method: str, path: str, body: bytes | None, headers: dict[str, str]
     ) -> Response:
         self.in_handshake = False
+        self.reused = self._sock is not None
         try:
             sock = self._connect()
             head = [f"{method} {path} HTTP/1.1", f"Host: {host_port(self.host, self.port)}"]

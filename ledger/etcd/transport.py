@@ -202,6 +202,7 @@ class HttpTransport:
         self._endpoints = config.endpoints
         self._connections: dict[int, http11.Connection] = {}
         self._tls: ssl.SSLContext | None = None
+        self._tls_made_of: object = None
 
     def send(
         self,
@@ -231,18 +232,27 @@ class HttpTransport:
             connection.close()
 
     def close(self) -> None:
-        for endpoint in list(self._connections):
-            self.drop(endpoint)
+        """Done with etcd for this call: the connections go back to the process's idle ones
+        (``kept.CONNECTIONS``), for its next call."""
+        for endpoint, connection in list(self._connections.items()):
+            del self._connections[endpoint]
+            kept.CONNECTIONS.give(self._connection_key(endpoint), connection)
 
     def _connection(self, endpoint: int, timeout: float) -> http11.Connection:
         connection = self._connections.get(endpoint)
         if connection is None:
             where = self._endpoints[endpoint]
             tls = self._tls_context() if where.tls else None
-            connection = http11.Connection(where.host, where.port, timeout=timeout, tls=tls)
+            connection = kept.CONNECTIONS.take(self._connection_key(endpoint))
+            if connection is None:
+                connection = http11.Connection(where.host, where.port, timeout=timeout, tls=tls)
             self._connections[endpoint] = connection
         connection.timeout = timeout
         return connection
+
+    def _connection_key(self, endpoint: int) -> kept.ConnectionKey:
+        where = self._endpoints[endpoint]
+        return where, (self._tls_made_of if where.tls else None)
 
     def _tls_context(self) -> ssl.SSLContext:
         """Verifies the server's certificate and host name, against ``etcd.ca`` or else the
@@ -258,7 +268,7 @@ class HttpTransport:
             if context is None:
                 context = self._new_tls_context(ca)
                 _contexts.keep(made_of, context)
-            self._tls = context
+            self._tls, self._tls_made_of = context, made_of
         return self._tls
 
     def _new_tls_context(self, ca: bytes | None) -> ssl.SSLContext:
@@ -305,6 +315,9 @@ class HttpTransport:
             response = connection.post(path, body, headers)
         except OSError as exc:
             self.drop(endpoint)
+            if connection.reused and path in SAFE_TO_REPEAT and _let_go(exc):
+                # etcd closed the kept connection as the request went out: asked again, afresh
+                return self._post(endpoint, path, body, timeout, fresh_token=fresh_token)
             raise _failure(
                 exc, connection, tls=self._endpoints[endpoint].tls, cert=self._config.cert
             ) from None
@@ -354,16 +367,31 @@ class HttpTransport:
         return token_key(self._config, self._endpoints[endpoint])
 
 
+SAFE_TO_REPEAT = frozenset(
+    ("/v3/kv/range", "/v3/maintenance/status", "/v3/maintenance/alarm", "/v3/cluster/member/list")
+)
+"""The paths whose requests change nothing: sent again when a kept connection was let go under
+them. A transaction may write: it is settled by its op id instead (``ledger.store``)."""
+
+
+def _let_go(exc: OSError) -> bool:
+    """Whether a kept connection was closed under a request before any reply came."""
+    return isinstance(exc, (http11.Unanswered, ConnectionResetError, BrokenPipeError))
+
+
 def _failure(
     exc: OSError, connection: http11.Connection, *, tls: bool, cert: str
 ) -> Unavailable | NotEtcd:
     """What a failed exchange means: the endpoint did not answer, or it answered a TLS
     handshake in plain text (an https:// URL for a plain etcd: then nothing was sent), or it
     closed a plain request unanswered, as etcd's TLS-only port does (an http:// URL for it:
-    said as a hint only, since an etcd going down closes connections so too). A handshake
+    said as a hint only, since an etcd going down closes connections so too; never of a
+    connection kept from an earlier call, which etcd may close when it likes). A handshake
     closed or reset unanswered gets the hint the other way: a plain server that answers our
     hello and closes while the rest of it is still unread resets the connection, so whether
     the plain answer arrives first is a race."""
+    if isinstance(exc, http11.Unanswered) and connection.reused:  # etcd let a kept one go
+        return Unavailable(f"unavailable: {exc} (a connection kept from an earlier call)")
     if isinstance(exc, http11.Unanswered) and not tls:
         return Unavailable(f"unavailable: {exc} ({TLS_HINT})")
     reason = str(getattr(exc, "reason", "") or "")

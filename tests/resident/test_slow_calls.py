@@ -161,12 +161,15 @@ def _served(plugin: Plugin) -> int:
 
 
 def _calls(helper: int) -> list[int]:
-    """The helper's call processes running a call: those holding a connection besides their
-    pair with the helper."""
-    return [pid for pid in children(helper) if _sockets(pid) > 1]
+    """The helper's call processes running a call: those holding a caller's connection besides
+    their pair with the helper (Unix sockets both: the etcd connections a process keeps from
+    call to call are TCP)."""
+    return [pid for pid in children(helper) if _unix_sockets(pid) > 1]
 
 
-def _sockets(pid: int) -> int:
+def _unix_sockets(pid: int) -> int:
+    with open("/proc/net/unix") as table:
+        unix = {line.split()[6] for line in table.readlines()[1:] if len(line.split()) > 6}
     try:
         fds = os.listdir(f"/proc/{pid}/fd")
     except OSError:
@@ -174,5 +177,6 @@ def _sockets(pid: int) -> int:
     held = 0
     for fd in fds:
         with contextlib.suppress(OSError):
-            held += os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:")
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            held += link.startswith("socket:[") and link[8:-1] in unix
     return held

@@ -1,0 +1,192 @@
+"""A process keeps its HTTP connections to etcd from one call to the next (a call process of the
+resident helper, the exporter): a call after the first dials nothing. A kept connection etcd
+let go (restarted, or closed it idle) is found out before a request goes out on it and another
+is dialled: the call succeeds, says nothing of TLS and is not "outcome unknown"; a request
+that went out as etcd closed it is asked again afresh if it changes nothing, and settled by its
+op id (as any lost answer) if it may write. Against a real etcd, and for the race real etcd
+cannot be made to hit, a scripted server."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from resource_extend.ledger.config import EtcdConfig
+from resource_extend.ledger.etcd import http11, kept, wire
+from resource_extend.ledger.etcd.connection import open_transport
+from resource_extend.ledger.etcd.transport import Unavailable
+from tests.etcd_server import Cluster
+from tests.ledger.transports import Calls, Recorded
+
+
+@pytest.fixture
+def dialled(monkeypatch: pytest.MonkeyPatch) -> Recorded:
+    """The connections this process dials from now on (none kept from before)."""
+    monkeypatch.setattr(kept, "CONNECTIONS", kept.Idle())
+    return Calls(monkeypatch, http11, "_connected").made
+
+
+@pytest.fixture
+def etcd() -> Iterator[Cluster]:
+    cluster = Cluster(1).start()
+    yield cluster
+    cluster.stop()
+
+
+def read(endpoint: str) -> int:
+    """One call's read: a transport of its own, closed after."""
+    transport = open_transport(EtcdConfig(machines=[endpoint]))
+    try:
+        return transport.send(0, wire.RangeRequest(key=b"/x"), wire.RangeResponse, 5).count
+    finally:
+        transport.close()
+
+
+def put(endpoint: str, key: bytes) -> None:
+    transport = open_transport(EtcdConfig(machines=[endpoint]))
+    try:
+        txn = wire.TxnRequest(success=[wire.put(key, b"v")])
+        assert transport.send(0, txn, wire.TxnResponse, 5).succeeded
+    finally:
+        transport.close()
+
+
+def versions(endpoint: str, key: bytes) -> int:
+    transport = open_transport(EtcdConfig(machines=[endpoint]))
+    try:
+        reply = transport.send(0, wire.RangeRequest(key=key), wire.RangeResponse, 5)
+        return reply.kvs[0].version if reply.kvs else 0
+    finally:
+        transport.close()
+
+
+def test_calls_in_one_process_dial_once(etcd: Cluster, dialled: Recorded) -> None:
+    (endpoint,) = etcd.endpoints
+    for _ in range(3):
+        assert read(endpoint) == 0
+    put(endpoint, b"/k")
+    assert len(dialled) == 1
+
+
+def test_a_connection_etcd_let_go_is_found_out_and_dialled_again(
+    etcd: Cluster, dialled: Recorded
+) -> None:
+    (endpoint,) = etcd.endpoints
+    assert read(endpoint) == 0
+    etcd.kill()
+    etcd.start()  # every connection it had is gone
+    put(endpoint, b"/k")  # on a connection dialled afresh: the write went once
+    assert versions(endpoint, b"/k") == 1
+    assert len(dialled) == 2
+
+
+def test_kept_connections_are_bounded_and_never_shared() -> None:
+    """Taken while in use (two transports at once get two), at most ``MAX_IDLE`` kept a key."""
+    pool: kept.Idle[str, Fake] = kept.Idle()
+    taken = [Fake() for _ in range(kept.MAX_IDLE + 2)]
+    for connection in taken:
+        pool.give("e", connection)
+    assert sum(connection.closed for connection in taken) == 2
+    first, second = pool.take("e"), pool.take("e")
+    assert first is not None and second is not None and first is not second
+    dead = pool.take("e")
+    assert dead is not None
+    dead.alive = False
+    pool.give("e", dead)
+    found = [pool.take("e") for _ in range(kept.MAX_IDLE)]
+    assert dead not in found and dead.closed
+
+
+class Fake:
+    def __init__(self) -> None:
+        self.alive, self.closed = True, False
+
+    def idle(self) -> bool:
+        if not self.alive:
+            self.close()
+        return self.alive and not self.closed
+
+    def close(self) -> None:
+        self.closed = True
+
+
+RANGE_REPLY = b'{"header":{"revision":"1"},"count":"0"}'
+
+
+class Scripted:
+    """A server that answers each connection's first request as etcd would, and closes the
+    connection, unanswered, as its second comes in: etcd letting a kept connection go just as
+    the request went out."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.requests = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        with conn:
+            for n in range(2):
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    more = conn.recv(65536)
+                    if not more:
+                        return
+                    data += more
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+                while len(body) < length:
+                    body += conn.recv(65536)
+                self.requests += 1
+                if n == 1:
+                    return  # closed under the second request, unanswered
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    + f"Content-Length: {len(RANGE_REPLY)}\r\n\r\n".encode()
+                    + RANGE_REPLY
+                )
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+@pytest.fixture
+def scripted() -> Iterator[Scripted]:
+    server = Scripted()
+    yield server
+    server.close()
+
+
+def test_a_read_whose_kept_connection_was_let_go_under_it_is_asked_again(
+    scripted: Scripted, dialled: Recorded
+) -> None:
+    endpoint = f"http://127.0.0.1:{scripted.port}"
+    assert read(endpoint) == 0
+    assert read(endpoint) == 0  # its kept connection closed under it: asked again, afresh
+    assert (scripted.requests, len(dialled)) == (3, 2)
+
+
+def test_a_write_whose_kept_connection_was_let_go_under_it_is_not_sent_again(
+    scripted: Scripted, dialled: Recorded
+) -> None:
+    endpoint = f"http://127.0.0.1:{scripted.port}"
+    assert read(endpoint) == 0
+    transport = open_transport(EtcdConfig(machines=[endpoint]))
+    try:
+        with pytest.raises(Unavailable) as failed:
+            transport.send(0, wire.TxnRequest(success=[wire.put(b"/k", b"v")]), wire.TxnResponse, 5)
+    finally:
+        transport.close()
+    assert "kept from an earlier call" in str(failed.value) and "TLS" not in str(failed.value)
+    assert (scripted.requests, len(dialled)) == (2, 1)  # settled by its op id, not resent here
