@@ -396,6 +396,55 @@ class SlowLink:
             _close(source, sink)
 
 
+_EMPTY_RANGE = b'{"header":{"revision":"1"},"count":"0"}'
+
+
+class LetsGoSecondRequests:
+    """A server that answers each connection's first request as etcd answers a range of
+    nothing, and closes the connection, unanswered, as its second comes in: etcd letting a
+    kept connection go just as the request went out (a race real etcd cannot be made to
+    hit). ``requests``: those that came in, answered or not."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.requests = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        with conn:
+            for n in range(2):
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    more = conn.recv(65536)
+                    if not more:
+                        return
+                    data += more
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+                while len(body) < length:
+                    body += conn.recv(65536)
+                self.requests += 1
+                if n == 1:
+                    return  # closed under the second request, unanswered
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    + f"Content-Length: {len(_EMPTY_RANGE)}\r\n\r\n".encode()
+                    + _EMPTY_RANGE
+                )
+
+    def close(self) -> None:
+        self.listener.close()
+
+
 class SilentListener:
     """Accepts connections and never answers: an etcd that hangs."""
 

@@ -81,8 +81,8 @@ class _Placement:
 
     def place(self, merged: Sequence[Binding]) -> Plan:
         classes = classify(merged)
+        failure = "not enough IOPS quota for mounts"
         for binding in (*classes.mounts, *classes.bare_mounts):
-            failure = "not enough IOPS quota for mounts"
             self._charge(binding.source, binding.quota, failure, listed=True)
         self._keep(classes.normal)
         if classes.mono:

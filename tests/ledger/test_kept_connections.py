@@ -8,8 +8,6 @@ cannot be made to hit, a scripted server."""
 
 from __future__ import annotations
 
-import socket
-import threading
 from collections.abc import Iterator
 
 import pytest
@@ -19,6 +17,7 @@ from resource_extend.ledger.etcd import http11, kept, wire
 from resource_extend.ledger.etcd.connection import open_transport
 from resource_extend.ledger.etcd.transport import Unavailable
 from tests.etcd_server import Cluster
+from tests.faults import LetsGoSecondRequests
 from tests.ledger.transports import Calls, Recorded
 
 
@@ -113,63 +112,15 @@ class Fake:
         self.closed = True
 
 
-RANGE_REPLY = b'{"header":{"revision":"1"},"count":"0"}'
-
-
-class Scripted:
-    """A server that answers each connection's first request as etcd would, and closes the
-    connection, unanswered, as its second comes in: etcd letting a kept connection go just as
-    the request went out."""
-
-    def __init__(self) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.requests = 0
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
-
-    def _answer(self, conn: socket.socket) -> None:
-        with conn:
-            for n in range(2):
-                data = b""
-                while b"\r\n\r\n" not in data:
-                    more = conn.recv(65536)
-                    if not more:
-                        return
-                    data += more
-                head, _, body = data.partition(b"\r\n\r\n")
-                length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
-                while len(body) < length:
-                    body += conn.recv(65536)
-                self.requests += 1
-                if n == 1:
-                    return  # closed under the second request, unanswered
-                conn.sendall(
-                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                    + f"Content-Length: {len(RANGE_REPLY)}\r\n\r\n".encode()
-                    + RANGE_REPLY
-                )
-
-    def close(self) -> None:
-        self.listener.close()
-
-
 @pytest.fixture
-def scripted() -> Iterator[Scripted]:
-    server = Scripted()
+def scripted() -> Iterator[LetsGoSecondRequests]:
+    server = LetsGoSecondRequests()
     yield server
     server.close()
 
 
 def test_a_read_whose_kept_connection_was_let_go_under_it_is_asked_again(
-    scripted: Scripted, dialled: Recorded
+    scripted: LetsGoSecondRequests, dialled: Recorded
 ) -> None:
     endpoint = f"http://127.0.0.1:{scripted.port}"
     assert read(endpoint) == 0
@@ -178,7 +129,7 @@ def test_a_read_whose_kept_connection_was_let_go_under_it_is_asked_again(
 
 
 def test_a_write_whose_kept_connection_was_let_go_under_it_is_not_sent_again(
-    scripted: Scripted, dialled: Recorded
+    scripted: LetsGoSecondRequests, dialled: Recorded
 ) -> None:
     endpoint = f"http://127.0.0.1:{scripted.port}"
     assert read(endpoint) == 0
