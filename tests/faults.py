@@ -368,11 +368,7 @@ class SlowLink:
         _close(self._listener)
 
     def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
+        for client in _accepted(self._listener):
             self.connections += 1
             self._open.append(client)
             slow, self._slow = self._slow > 0, max(self._slow - 1, 0)
@@ -412,11 +408,7 @@ class LetsGoSecondRequests:
         threading.Thread(target=self._serve, daemon=True).start()
 
     def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
+        for conn in _accepted(self.listener):
             threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
 
     def _answer(self, conn: socket.socket) -> None:
@@ -459,17 +451,23 @@ class SilentListener:
         return f"http://127.0.0.1:{self.port}"
 
     def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self._listener.accept()
-            except OSError:
-                return
+        for conn in _accepted(self._listener):
             self._held.append(conn)
 
     def close(self) -> None:
         self._listener.close()
         for conn in self._held:
             conn.close()
+
+
+def _accepted(listener: socket.socket) -> Iterator[socket.socket]:
+    """Each connection ``listener`` accepts, till it is closed."""
+    while True:
+        try:
+            conn, _ = listener.accept()
+        except OSError:
+            return
+        yield conn
 
 
 def _close(*socks: socket.socket) -> None:
