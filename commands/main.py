@@ -4,6 +4,8 @@ Core runs ``resource-gpu [--config PATH] VERB`` once per request, so that path i
 the call goes to the resident helper (``commands.resident.client``) when one is up, and otherwise
 straight to the verb, without loading the click CLI (about 15 ms of imports). Anything else
 (``--help``, the auditor and operator commands, a usage error) goes through ``commands.cli``.
+Started by a launcher (``commands.launcher``), Python has not run ``site`` yet: it runs only
+once the call goes on in this process (:func:`whole_start`).
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ def main(plugin: Plugin, argv: list[str] | None = None) -> None:
         outcome = resident.call(plugin, verb, config)
         if outcome.status is not None:
             raise SystemExit(outcome.status)
+        whole_start()
         from resource_extend.commands.protocol import Session
 
         handler = load_verb(plugin, verb)
@@ -68,9 +71,21 @@ def main(plugin: Plugin, argv: list[str] | None = None) -> None:
             if verb not in OFFLINE_VERBS:  # a call that worked: its config and etcd are sound
                 resident.start_if_wanted(plugin, config)
             raise SystemExit(0)
+    whole_start()
     from resource_extend.commands.cli import main as run_cli
 
     run_cli(plugin, args)
+
+
+def whole_start() -> None:
+    """Python's start-up, finished: a launcher (``commands.launcher``) starts Python without
+    ``site``, which a call the resident helper answers never needs; one that goes on here needs
+    the venv's packages (msgspec, click) and its ``.pth`` files. Isolated (``-I``), ``site``
+    still adds no user site directory. Nothing to do in a start that had it."""
+    if sys.flags.no_site and "site" not in sys.modules:
+        import site
+
+        site.main()
 
 
 def _config_option(args: list[str]) -> tuple[str | None, list[str]]:

@@ -60,6 +60,7 @@ OPERATOR_COMMANDS: dict[str, str] = {
     "helper": "resource_extend.commands.resident.command:helper",
     "exporter": "resource_extend.commands.exporter.command:exporter",
     "sample-config": "resource_extend.commands.sample_config:sample_config",
+    "install": "resource_extend.commands.launcher:install_command",
 }
 """Commands for operators: the host's set-up, the resident helper, metrics, samples."""
 

@@ -1,7 +1,8 @@
 """A throwaway etcd for the scripts that drive the plugins (``scripts/bench``, ``scripts/demo``):
 the same one-member etcd the tests use, a directory of its own, and a runtime directory inside
-it for the resident helpers the calls start, which are stopped at the end. Nothing of the
-user's is touched, and nothing is left running."""
+it for the resident helpers the calls start, which are stopped at the end. The programs are
+run as core runs them: the launchers their ``install`` writes, in a plugin directory first on
+``PATH``. Nothing of the user's is touched, and nothing is left running."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ def throwaway_etcd(*, shown: bool = False) -> Iterator[tuple[str, Path]]:
             runtime = Path(tmp, "run")
             runtime.mkdir(mode=0o700)
             os.environ["XDG_RUNTIME_DIR"] = str(runtime)
+            installed(Path(tmp, "plugins"))
             try:
                 yield cluster.endpoints[0], Path(tmp)
             finally:
@@ -36,3 +38,12 @@ def throwaway_etcd(*, shown: bool = False) -> Iterator[tuple[str, Path]]:
                     subprocess.run(argv, capture_output=not shown, check=False)
     finally:
         cluster.stop()
+
+
+def installed(plugins: Path) -> None:
+    """Each program's launcher written into ``plugins`` by its ``install`` (from ``PATH``, the
+    venv's ``bin/``), and ``plugins`` put first on ``PATH``: a call by name runs what core runs."""
+    plugins.mkdir(mode=0o755)
+    for program in programs():
+        subprocess.run([program, "install", str(plugins)], capture_output=True, check=True)
+    os.environ["PATH"] = f"{plugins}{os.pathsep}{os.environ.get('PATH', '')}"

@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -35,12 +36,45 @@ TRANSPORT: Literal["http", "grpc"] = "grpc" if MODE == "grpc" else "http"
 
 
 def binary(program: str = "resource-gpu") -> list[str]:
-    """The console script installed by ``pip install``; tests run the real thing."""
+    """The script ``pip install`` puts in the venv's ``bin/``: what people run (``nodes``,
+    ``doctor``, ``detect``); tests run the real thing."""
     found = shutil.which(program, path=str(Path(sys.executable).parent))
     found = found or shutil.which(program)
     if found is None:
         raise RuntimeError(f"{program} is not installed: pip install -e '.[test]'")
     return [found]
+
+
+_LAUNCHERS: list[Path] = []
+_WRITING = threading.Lock()
+
+
+def launched(program: str = "resource-gpu") -> list[str]:
+    """The launcher ``install`` writes into core's plugin directory: what core runs (Python
+    isolated and without ``site``, this tree's code). Written once per test process, into a
+    directory of its own that others may read (the access tests call as another user)."""
+    with _WRITING:
+        if not _LAUNCHERS:
+            import atexit
+            import tempfile
+
+            directory = Path(tempfile.mkdtemp(prefix="resource-extend-plugins-"))
+            directory.chmod(0o755)
+            atexit.register(shutil.rmtree, directory, ignore_errors=True)
+            _LAUNCHERS.append(directory)
+        path = _LAUNCHERS[0] / program
+        if not path.exists():
+            from resource_extend.commands.launcher import install
+
+            install(programs.programs()[program], str(path.parent), replace=False)
+    return [str(path)]
+
+
+def command_for(program: str, verb: str) -> list[str]:
+    """What runs ``verb``, as on a host: core's verbs the launcher, the rest ``bin/``."""
+    from resource_extend.commands.registry import CORE_VERBS, HIDDEN_VERBS
+
+    return launched(program) if verb in CORE_VERBS or verb in HIDDEN_VERBS else binary(program)
 
 
 def copied_code(directory: Path) -> Path:
@@ -142,8 +176,8 @@ class Plugin:
         environment.update(env or {})
         stdin = _stdin(request, raw)
         done = subprocess.run(
-            [*binary(self.program), verb, *args], input=stdin, capture_output=True, env=environment,
-            cwd=cwd or self.workdir, timeout=timeout,
+            [*command_for(self.program, verb), verb, *args], input=stdin, capture_output=True,
+            env=environment, cwd=cwd or self.workdir, timeout=timeout,
         )  # fmt: skip
         return Result(done.returncode, done.stdout.decode(), done.stderr.decode())
 

@@ -1,6 +1,7 @@
 """Upgrading without a gap (docs/operating.md): the new release is installed beside the old,
-and the plugin directory's link is switched to it in one rename. Calls under load all answer
-throughout: each runs one installation or the other, whole. (Installing over the running venv
+and the plugin directory's entry is switched to it in one rename (a link, or the launcher its
+``install`` writes). Calls under load all answer throughout: each runs one installation or the
+other, whole. (Installing over the running venv
 left the command missing for a third of a second, a call with a traceback, and an install
 failing with "Text file busy".)
 
@@ -14,10 +15,13 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from resource_extend.commands.launcher import MARK, install
+from resource_extend.projections.gpu.plugin import PLUGIN as GPU
 from tests.plugin import Plugin, R, binary, copied_code
 
 pytestmark = pytest.mark.resident
@@ -52,6 +56,47 @@ def switch(link: Path, target: Path) -> None:
     os.replace(staged, link)
 
 
+class Load:
+    """``CALLERS`` threads calling ``command`` (a deploy, then its release) until stopped."""
+
+    def __init__(self, command: Path, plugin: Plugin) -> None:
+        self.command = command
+        self.env = {**os.environ, "ERU_RESOURCE_CONFIG_PATH": str(plugin.config)}
+        self.failures: list[str] = []
+        self.calls = 0
+        self.stop = threading.Event()
+        self.threads = [threading.Thread(target=self.caller) for _ in range(CALLERS)]
+
+    def caller(self) -> None:
+        take = {"nodename": "n1", "resource": R({G: 1}), "delta": True, "incr": True}
+        while not self.stop.is_set():
+            for incr in (True, False):
+                done = subprocess.run(
+                    [str(self.command), "set-node-resource-usage"],
+                    input=json.dumps({**take, "incr": incr}).encode(),
+                    capture_output=True, env=self.env, timeout=60,
+                )  # fmt: skip
+                self.calls += 1
+                if done.returncode != 0 or done.stderr:
+                    self.failures.append(done.stderr.decode() or f"exit {done.returncode}")
+
+    def around(self, switch: Callable[[], object]) -> None:
+        """``switch`` once 40 calls are done; 40 more after it, unless a call fails."""
+        for thread in self.threads:
+            thread.start()
+        try:
+            while self.calls < 40 and not self.failures:
+                self.stop.wait(0.05)
+            switch()
+            switched_at = self.calls
+            while self.calls < switched_at + 40 and not self.failures:
+                self.stop.wait(0.05)
+        finally:
+            self.stop.set()
+            for thread in self.threads:
+                thread.join(timeout=120)
+
+
 def test_switching_the_plugin_link_under_load_fails_no_call(plugin: Plugin, tmp_path: Path) -> None:
     ran = tmp_path / "ran"
     old = installation(tmp_path / "resource-extend-old", "old", ran)
@@ -61,41 +106,27 @@ def test_switching_the_plugin_link_under_load_fails_no_call(plugin: Plugin, tmp_
     link = plugins / "resource-gpu"
     link.symlink_to(old)
     plugin.add("n1", {G: 64})
-    env = {**os.environ, "ERU_RESOURCE_CONFIG_PATH": str(plugin.config)}
-    failures: list[str] = []
-    calls = [0]
-    stop = threading.Event()
-
-    def caller() -> None:
-        take = {"nodename": "n1", "resource": R({G: 1}), "delta": True, "incr": True}
-        while not stop.is_set():
-            for incr in (True, False):
-                done = subprocess.run(
-                    [str(link), "set-node-resource-usage"],
-                    input=json.dumps({**take, "incr": incr}).encode(),
-                    capture_output=True, env=env, timeout=60,
-                )  # fmt: skip
-                calls[0] += 1
-                if done.returncode != 0 or done.stderr:
-                    failures.append(done.stderr.decode() or f"exit {done.returncode}")
-
-    threads = [threading.Thread(target=caller) for _ in range(CALLERS)]
-    for thread in threads:
-        thread.start()
-    try:
-        while calls[0] < 40 and not failures:
-            stop.wait(0.05)
-        switch(link, new)
-        switched_at = calls[0]
-        while calls[0] < switched_at + 40 and not failures:
-            stop.wait(0.05)
-    finally:
-        stop.set()
-        for thread in threads:
-            thread.join(timeout=120)
-    assert failures == []
+    load = Load(link, plugin)
+    load.around(lambda: switch(link, new))
+    assert load.failures == []
     assert os.readlink(link) == str(new)
     releases = ran.read_text().split()
     assert releases.count("old") >= 40 and releases.count("new") >= 40 - CALLERS, releases
+    info = plugin.info("n1")
+    assert info["usage"]["prod_count_map"] in ({}, None, {G: 0}), info  # every take given back
+
+
+def test_install_over_the_link_under_load_fails_no_call(plugin: Plugin, tmp_path: Path) -> None:
+    """``install`` writes the launcher aside, runs it, and renames it over the link core was
+    running: the calls around it all answer, on the link's command and then the launcher."""
+    plugins = tmp_path / "plugins"
+    plugins.mkdir(mode=0o755)
+    link = plugins / "resource-gpu"
+    link.symlink_to(binary()[0])
+    plugin.add("n1", {G: 64})
+    load = Load(link, plugin)
+    load.around(lambda: install(GPU, str(plugins), replace=False))
+    assert load.failures == []
+    assert not link.is_symlink() and link.read_text().splitlines()[1].startswith(MARK)
     info = plugin.info("n1")
     assert info["usage"]["prod_count_map"] in ({}, None, {G: 0}), info  # every take given back

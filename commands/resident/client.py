@@ -90,7 +90,9 @@ def installation() -> str:
     so gets a helper of its own."""
     here = os.path.abspath(__file__)  # <root>/commands/resident/client.py
     root = os.path.dirname(os.path.dirname(os.path.dirname(here)))
-    parts = [sys.prefix, sys.version, root]
+    # The interpreter by its directory (the venv's bin/, whichever of its names started it),
+    # not sys.prefix: a launcher's start without site leaves that the base Python's.
+    parts = [os.path.dirname(sys.executable), sys.version, root]
     record = _record(root)
     if record is not None:
         return "|".join([*parts, record])

@@ -48,12 +48,15 @@ def harness() -> Path:
 
 
 def plugin_dir(where: Path, endpoints: list[str], *, resident: bool) -> Path:
-    """A plugin dir as an operator installs one: the two commands (links to the installed
-    ones) and, beside them, their configs, on a key prefix of this test's own."""
-    where.mkdir()
+    """A plugin dir as an operator installs one: the two commands (the launchers each
+    program's ``install`` writes) and, beside them, their configs, on a key prefix of this
+    test's own."""
+    where.mkdir(mode=0o755)
     prefix = f"/core-{uuid.uuid4().hex[:12]}"
     for program, config in PROGRAMS.items():
-        (where / program).symlink_to(binary(program)[0])
+        subprocess.run(
+            [*binary(program), "install", str(where)], check=True, capture_output=True, timeout=60
+        )
         settings: dict[str, Any] = {
             "etcd": {"machines": endpoints, "prefix": prefix, "transport": TRANSPORT},
             "resident": resident,

@@ -1,0 +1,168 @@
+"""``install``: the file core runs, written into its plugin directory.
+
+Core runs ``<resource_plugin.dir>/resource-gpu`` once per call. The script pip puts in a venv's
+``bin/`` starts Python whole: ``site`` and every ``.pth`` file of the venv, about 2 ms of each
+call, paid for nothing when the resident helper answers. A wheel cannot ask for a leaner start:
+pip writes a script's first line itself and drops any flag in it (other installers keep them),
+so the start would differ from host to host. ``install`` writes the file core runs instead: a
+launcher whose first line is this installation's Python with ``-IS`` (isolated, no ``site``),
+and which imports this installation's code by its absolute path. ``commands.main`` loads
+``site`` only once no helper has answered.
+
+Isolated, a call runs this installation's code whatever ``PYTHONPATH``, ``PYTHONHOME``, the
+user's site directory or the working directory say. The launcher is checked (it must answer
+``name``) before it is renamed over what was there, so a call finds the old file or the new,
+never neither and never a broken one.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import click
+
+from resource_extend.commands.people import click_plugin
+from resource_extend.commands.program import DISTRIBUTION, VERSION
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from resource_extend.projections.plugin import Plugin
+
+MARK = f"# written by {DISTRIBUTION}'s install command"
+"""The launcher's second line begins so: what ``install`` may replace without ``--replace``."""
+SHEBANG_MAX = 127
+"""The longest first line every Linux reads whole (before 5.1 the kernel cut it at 127 bytes)."""
+
+
+class Refused(click.ClickException):
+    """``install`` will not write: one line saying why, nothing changed."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"install: {reason}")
+
+
+def package_dir() -> str:
+    """The directory holding this installation's ``commands``, ``ledger`` and ``projections``:
+    ``site-packages/resource_extend`` of a wheel, the source tree of an editable install."""
+    here = os.path.abspath(__file__)  # <package>/commands/launcher.py
+    return os.path.dirname(os.path.dirname(here))
+
+
+def launcher(plugin: Plugin, python: str, package: str) -> str:
+    """The launcher of ``plugin``'s program: ``python`` started isolated and without ``site``,
+    the package ``resource_extend`` taken from ``package`` and nowhere else."""
+    return (
+        f"#!{python} -IS\n"
+        f"{MARK} ({VERSION}): {plugin.name} as core runs it.\n"
+        "# Python starts isolated (-I) and without site (-S); the code is the one installation's\n"
+        f'# below. Write it again with "{plugin.name} install DIRECTORY"; do not edit it.\n'
+        "import sys\n"
+        'package = type(sys)("resource_extend")\n'
+        f"package.__path__ = [{package!r}]\n"
+        'sys.modules["resource_extend"] = package\n'
+        "from resource_extend.commands.main import run\n"
+        f"from {plugin.origin} import PLUGIN\n"
+        "run(PLUGIN)\n"
+    )
+
+
+def checked_python(python: str) -> str:
+    """``python`` as a launcher's first line can name it, or ``Refused``."""
+    if not (os.path.isabs(python) and os.path.isfile(python) and os.access(python, os.X_OK)):
+        raise Refused(f"this Python ({python!r}) is not an absolute path to an executable")
+    if any(character.isspace() for character in python):
+        raise Refused(f"this Python's path ({python!r}) has a space: a first line cannot name it")
+    if len(f"#!{python} -IS".encode()) > SHEBANG_MAX:
+        raise Refused(
+            f"this Python's path is longer than a first line may be ({SHEBANG_MAX} bytes): "
+            "make the venv at a shorter path"
+        )
+    return python
+
+
+def ours(path: str) -> bool:
+    """Whether ``path`` may be replaced without ``--replace``: a link (``ln -s``, as installs
+    before this command did), or a launcher this command wrote."""
+    if os.path.islink(path):
+        return True
+    try:
+        with open(path, "rb") as file:
+            file.readline()
+            return file.readline().startswith(MARK.encode())
+    except OSError:
+        return False
+
+
+def install(plugin: Plugin, directory: str, *, replace: bool) -> str:
+    """Write ``plugin``'s launcher as ``directory/<program>`` in one rename, once it has
+    answered; its path."""
+    if not os.path.isdir(directory):
+        raise Refused(f"{directory} is not a directory (core's resource_plugin.dir)")
+    mode = os.stat(directory).st_mode
+    if mode & 0o002 and not mode & 0o1000:
+        raise Refused(f"{directory} is writable by every user: anyone could replace what core runs")
+    target = os.path.join(os.path.abspath(directory), plugin.name)
+    if os.path.lexists(target) and not replace and not ours(target):
+        raise Refused(
+            f"{target} is a file this command did not write (upstream's binary?): "
+            "move it aside, or give --replace"
+        )
+    text = launcher(plugin, checked_python(sys.executable), package_dir())
+    staged = os.path.join(os.path.dirname(target), f".{plugin.name}.new-{os.getpid()}")
+    try:
+        descriptor = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o755)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.chmod(staged, 0o755)  # whatever the umask
+        answer(staged, plugin)
+        os.replace(staged, target)
+    except OSError as exc:
+        raise Refused(f"cannot write {target}: {exc.strerror or exc}") from None
+    finally:
+        if os.path.lexists(staged):
+            os.unlink(staged)
+    return target
+
+
+def answer(path: str, plugin: Plugin) -> None:
+    """Run the launcher at ``path`` once (``name``, which needs neither etcd nor a config);
+    ``Refused`` unless it answers as ``plugin``'s program."""
+    try:
+        done = subprocess.run(
+            [path, "name"], stdin=subprocess.DEVNULL, capture_output=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise Refused(f"the launcher did not run: {exc}") from None
+    if done.returncode != 0 or plugin.name not in done.stdout.decode(errors="replace"):
+        said = (done.stderr or done.stdout).decode(errors="replace").strip().splitlines()
+        raise Refused(f"the launcher did not answer: {said[-1] if said else done.returncode}")
+
+
+@click.command("install")
+@click.argument("directory", type=click.Path(file_okay=False))
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="Replace a file there that this command did not write (upstream's binary, say).",
+)
+def install_command(directory: str, replace: bool) -> None:
+    """Write the command core runs into its plugin directory: DIRECTORY/{prog}, a launcher
+    that starts this installation's Python isolated and without Python's site set-up (-IS),
+    so that a call the resident helper answers loads nothing else: about 2 ms less than the
+    venv's bin/{prog} on every call. Isolated, a call runs this installation's code whatever
+    PYTHONPATH, PYTHONHOME, the user's site directory or the working directory say.
+
+    The launcher is run once, then renamed over what was there: a call finds the old file or
+    the new, never neither. It replaces a link, or a launcher it wrote; anything else only
+    with --replace. Run it again from another installation to switch to it (an upgrade, or
+    back).
+
+    \b
+      /opt/resource-extend/bin/{prog} install /etc/eru/plugins    # core's resource_plugin.dir
+    """
+    target = install(click_plugin(), directory, replace=replace)
+    click.echo(f"{target}: runs {sys.executable} -IS with the code in {package_dir()}")

@@ -1,0 +1,197 @@
+"""The command core runs: the launcher ``install`` writes into its plugin directory
+(``commands.launcher``). It starts Python isolated and without ``site``; a call the resident
+helper answers loads nothing more, and no environment changes the code a call runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from resource_extend.commands import launcher
+from resource_extend.projections.gpu.plugin import PLUGIN as GPU
+from tests.plugin import Plugin, binary, launched
+from tests.resident.conftest import G, resident_plugin, started
+
+pytestmark = pytest.mark.resident
+
+READ = json.dumps({"nodename": "n1"}).encode()
+
+
+def install(
+    directory: Path, *args: str, program: str = "resource-gpu"
+) -> subprocess.CompletedProcess[str]:
+    """``bin/<program> install DIRECTORY``, as an operator runs it."""
+    return subprocess.run(
+        [*binary(program), "install", str(directory), *args],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+
+def plugins_dir(tmp_path: Path) -> Path:
+    directory = tmp_path / "plugins"
+    directory.mkdir(mode=0o755)
+    return directory
+
+
+@pytest.mark.parametrize("program", ["resource-gpu", "resource-storage"])
+def test_install_replaces_the_link_with_a_launcher_that_answers(
+    tmp_path: Path, program: str
+) -> None:
+    plugins = plugins_dir(tmp_path)
+    (plugins / program).symlink_to(binary(program)[0])  # as installs before this command did
+    done = install(plugins, program=program)
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    target = plugins / program
+    assert (
+        done.stdout
+        == f"{target}: runs {sys.executable} -IS with the code in {launcher.package_dir()}\n"
+    )
+    assert not target.is_symlink() and target.stat().st_mode & 0o777 == 0o755
+    assert target.read_text().splitlines()[0] == f"#!{sys.executable} -IS"
+    assert os.listdir(plugins) == [program], "a staged file was left behind"
+    named = subprocess.run([str(target), "name"], capture_output=True, timeout=60)
+    assert (named.returncode, named.stdout, named.stderr) == (0, f'"{program}"\n'.encode(), b"")
+    again = install(plugins, program=program)  # its own launcher it replaces, as an upgrade does
+    assert again.returncode == 0, again.stderr
+
+
+def test_install_replaces_a_file_it_did_not_write_only_when_told(tmp_path: Path) -> None:
+    plugins = plugins_dir(tmp_path)
+    theirs = plugins / "resource-gpu"
+    theirs.write_bytes(b"\x7fELF upstream's binary")
+    refused = install(plugins)
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert refused.stderr == (
+        f"resource-gpu: install: {theirs} is a file this command did not write "
+        "(upstream's binary?): move it aside, or give --replace\n"
+    )
+    assert theirs.read_bytes() == b"\x7fELF upstream's binary"
+    replaced = install(plugins, "--replace")
+    assert replaced.returncode == 0, replaced.stderr
+    assert theirs.read_text().startswith(f"#!{sys.executable} -IS\n")
+
+
+def test_install_refuses_a_directory_anyone_can_write_or_none(tmp_path: Path) -> None:
+    plugins = plugins_dir(tmp_path)
+    plugins.chmod(0o777)
+    refused = install(plugins)
+    assert refused.returncode == 1
+    assert "writable by every user: anyone could replace what core runs" in refused.stderr
+    assert refused.stderr.count("\n") == 1 and os.listdir(plugins) == []
+    missing = install(tmp_path / "nowhere")
+    assert missing.returncode != 0 and missing.stderr.count("\n") == 1, missing.stderr
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_launcher_that_does_not_answer_never_replaces_what_was_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plugins = plugins_dir(tmp_path)
+    link = plugins / "resource-gpu"
+    link.symlink_to(binary()[0])
+    broken = launcher.launcher  # a release whose code does not start, say
+    monkeypatch.setattr(
+        launcher,
+        "launcher",
+        lambda *args: broken(*args).replace("run(PLUGIN)", "raise SystemExit(3)"),
+    )
+    with pytest.raises(launcher.Refused, match="the launcher did not answer"):
+        launcher.install(GPU, str(plugins), replace=False)
+    assert os.readlink(link) == binary()[0]
+    assert os.listdir(plugins) == ["resource-gpu"]
+
+
+def imports_of(command: list[str], plugin: Plugin, stdin: bytes) -> tuple[set[str], bytes]:
+    """The modules a call imported (``-X importtime``: the launcher run as its first line
+    says, with that one option more) and its answer."""
+    first = Path(command[0]).read_text().splitlines()[0].removeprefix("#!").split()
+    done = subprocess.run(
+        [*first, "-X", "importtime", *command, "get-node-resource-info"],
+        input=stdin, capture_output=True, timeout=60,
+        env={**os.environ, "ERU_RESOURCE_CONFIG_PATH": str(plugin.config)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.decode().splitlines()
+    assert all(line.startswith("import time:") for line in lines), lines  # nothing else said
+    return {line.rsplit("|", 1)[1].strip() for line in lines[1:]}, done.stdout
+
+
+def test_a_call_the_helper_answers_loads_neither_site_nor_the_plugin(
+    plugin: Plugin, runtime: Path
+) -> None:
+    resident_plugin(plugin)
+    started(plugin)
+    loaded, answer = imports_of(launched(), plugin, READ)
+    assert json.loads(answer)["capacity"] == {"prod_count_map": {G: 8}}
+    assert "resource_extend.commands.resident.client" in loaded, "the helper was not asked"
+    for module in ("site", "msgspec", "click", "yaml", "resource_extend.ledger.store"):
+        assert module not in loaded, f"a call the helper answered imported {module}"
+    # Without a helper the call goes on in its own process, which starts whole: the same probe
+    # sees site and the ledger (and would have seen them above).
+    resident_plugin(plugin, on=False)
+    plugin.stop_helper()
+    loaded, answer = imports_of(launched(), plugin, READ)
+    assert json.loads(answer)["capacity"] == {"prod_count_map": {G: 8}}
+    assert {"site", "msgspec", "resource_extend.ledger.store"} <= loaded
+
+
+HIJACK = "import os, sys; open(os.environ['HIJACKED'], 'a').write(__name__ + '\\n')\n"
+
+
+def hostile(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """An environment that would change the code a plain ``python`` runs, every way it can:
+    ``PYTHONPATH`` with a ``sitecustomize`` and a ``resource_extend`` of its own, a user site
+    directory with a ``usercustomize``, ``PYTHONHOME`` pointing nowhere, and a working
+    directory holding a ``resource_extend`` too. What ran of it is noted in ``hijacked``."""
+    planted = tmp_path / "planted"
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    user_site = tmp_path / "home" / ".local" / "lib" / version / "site-packages"
+    for where in (planted, user_site):
+        where.mkdir(parents=True)
+        (where / "sitecustomize.py").write_text(HIJACK)
+        (where / "usercustomize.py").write_text(HIJACK)
+        commands = where / "resource_extend" / "commands"
+        commands.mkdir(parents=True)
+        (commands / "__init__.py").write_text(HIJACK)
+        (commands / "main.py").write_text(HIJACK)
+    hijacked = tmp_path / "hijacked"
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(planted),
+        "HOME": str(tmp_path / "home"),
+        "PYTHONUSERBASE": str(tmp_path / "home" / ".local"),
+        "HIJACKED": str(hijacked),
+    }
+    return env, hijacked
+
+
+@pytest.mark.parametrize("helper", ["answers", "off"])
+def test_no_environment_changes_the_code_a_launched_call_runs(
+    plugin: Plugin, runtime: Path, tmp_path: Path, helper: str
+) -> None:
+    resident_plugin(plugin, on=helper == "answers")
+    if helper == "answers":
+        started(plugin)
+    else:
+        plugin.add("n1", {G: 8})
+    env, hijacked = hostile(tmp_path)
+    env["ERU_RESOURCE_CONFIG_PATH"] = str(plugin.config)
+    cwd = tmp_path / "planted"
+    # First, that the environment is hostile: the venv's bin/ script (a plain python) runs it.
+    plain = subprocess.run([*binary(), "name"], capture_output=True, env=env, cwd=cwd, timeout=60)
+    assert plain.returncode == 0 or hijacked.exists(), plain.stderr
+    assert "sitecustomize" in hijacked.read_text()
+    hijacked.unlink()
+    env["PYTHONHOME"] = str(tmp_path / "nowhere")  # a plain python does not even start
+    done = subprocess.run(
+        [*launched(), "get-node-resource-info"],
+        input=READ, capture_output=True, env=env, cwd=cwd, timeout=60,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (0, b""), done.stderr
+    assert json.loads(done.stdout)["capacity"] == {"prod_count_map": {G: 8}}
+    assert not hijacked.exists(), f"the launched call ran {hijacked.read_text()}"
