@@ -5,12 +5,11 @@ the call goes to the resident helper (``commands.resident.client``) when one is 
 straight to the verb, without loading the click CLI (about 15 ms of imports). Anything else
 (``--help``, the auditor and operator commands, a usage error) goes through ``commands.cli``.
 Started by a launcher (``commands.launcher``), Python has not run ``site`` yet: it runs only
-once the call goes on in this process (:func:`whole_start`).
+once the call goes on in this process (:func:`going_on_here`). Until then this module and the
+thin client import nothing but ``posix``, ``sys`` and ``_socket`` of the standard library.
 """
 
-from __future__ import annotations
-
-import os
+import posix
 import sys
 
 from resource_extend.commands.registry import CORE_VERBS, HIDDEN_VERBS, OFFLINE_VERBS, load_verb
@@ -22,7 +21,7 @@ if TYPE_CHECKING:
     from resource_extend.projections.plugin import Plugin
 
 
-def run(plugin: Plugin) -> NoReturn:
+def run(plugin: "Plugin") -> "NoReturn":
     """The installed script's whole work: :func:`main`, then the exit, without the
     interpreter's tear-down (about 1.5 ms of every core call, in a process that leaves nothing
     to clean up: its answer is flushed here, and the kernel closes its sockets)."""
@@ -41,18 +40,12 @@ def run(plugin: Plugin) -> NoReturn:
         sys.stderr.flush()
     except OSError:  # nobody reads what is left; Python's own exit says 120
         code = code or 120
-    os._exit(code)
+    posix._exit(code)
 
 
-def main(plugin: Plugin, argv: list[str] | None = None) -> None:
+def main(plugin: "Plugin", argv: list[str] | None = None) -> None:
     """Run ``plugin``'s program (the one the installed script is) with ``argv``; it ends in
     ``SystemExit``."""
-    from resource_extend.commands.program import debugging
-
-    if debugging(plugin):
-        os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
-    else:  # stderr carries one error line or nothing; the store's errors say all of it
-        os.environ["GRPC_VERBOSITY"] = "NONE"
     args = sys.argv[1:] if argv is None else argv
     config, rest = _config_option(args)
     if len(rest) == 1 and (rest[0] in CORE_VERBS or rest[0] in HIDDEN_VERBS):
@@ -62,7 +55,7 @@ def main(plugin: Plugin, argv: list[str] | None = None) -> None:
         outcome = resident.call(plugin, verb, config)
         if outcome.status is not None:
             raise SystemExit(outcome.status)
-        whole_start()
+        going_on_here(plugin)
         from resource_extend.commands.protocol import Session
 
         handler = load_verb(plugin, verb)
@@ -71,21 +64,30 @@ def main(plugin: Plugin, argv: list[str] | None = None) -> None:
             if verb not in OFFLINE_VERBS:  # a call that worked: its config and etcd are sound
                 resident.start_if_wanted(plugin, config)
             raise SystemExit(0)
-    whole_start()
+    going_on_here(plugin)
     from resource_extend.commands.cli import main as run_cli
 
     run_cli(plugin, args)
 
 
-def whole_start() -> None:
-    """Python's start-up, finished: a launcher (``commands.launcher``) starts Python without
-    ``site``, which a call the resident helper answers never needs; one that goes on here needs
-    the venv's packages (msgspec, click) and its ``.pth`` files. Isolated (``-I``), ``site``
-    still adds no user site directory. Nothing to do in a start that had it."""
+def going_on_here(plugin: "Plugin") -> None:
+    """The call goes on in this process, no helper having answered it. Python's start is
+    finished: a launcher (``commands.launcher``) starts it without ``site``, which a call the
+    helper answers never needs, and one that goes on here does (the venv's packages, msgspec
+    and click, and its ``.pth`` files; isolated, ``site`` still adds no user site directory).
+    And gRPC is told how much to log."""
     if sys.flags.no_site and "site" not in sys.modules:
         import site
 
         site.main()
+    import os
+
+    from resource_extend.commands.program import debugging
+
+    if debugging(plugin):
+        os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+    else:  # stderr carries one error line or nothing; the store's errors say all of it
+        os.environ["GRPC_VERBOSITY"] = "NONE"
 
 
 def _config_option(args: list[str]) -> tuple[str | None, list[str]]:

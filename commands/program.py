@@ -6,8 +6,6 @@ The installed script hands its kind's :class:`~resource_extend.projections.plugi
 program's name, and the tests. Cheap to import: the thin client of every core call reads it.
 """
 
-from __future__ import annotations
-
 TYPE_CHECKING = False  # not typing's: the thin client of every core call imports this module
 if TYPE_CHECKING:
     from resource_extend.projections.plugin import Plugin
@@ -20,7 +18,7 @@ MAX_REQUEST_BYTES = 4 * 1024 * 1024
 """The largest request a verb reads from stdin (anything longer is refused)."""
 
 
-def programs() -> dict[str, Plugin]:
+def programs() -> "dict[str, Plugin]":
     """Both programs, by name (``resource-gpu``: ``projections.gpu.plugin.PLUGIN``)."""
     from resource_extend.projections.gpu.plugin import PLUGIN as GPU
     from resource_extend.projections.storage.plugin import PLUGIN as STORAGE
@@ -38,8 +36,8 @@ def installed_version() -> str:
         return "unknown (not installed)"
 
 
-def debugging(plugin: Plugin) -> bool:
+def debugging(plugin: "Plugin") -> bool:
     """``RESOURCE_GPU_DEBUG`` is set: tracebacks and gRPC's own logs reach stderr."""
-    import os
+    from resource_extend.commands.lean import getenv
 
-    return bool(os.environ.get(plugin.env("DEBUG")))
+    return bool(getenv(plugin.env("DEBUG")))

@@ -1,8 +1,6 @@
 """Every subcommand, by name, and where it lives: each module is imported only when its
 subcommand runs, so a verb loads only what it needs."""
 
-from __future__ import annotations
-
 TYPE_CHECKING = False  # not typing's: core's thin calls import this module, and typing costs ms
 if TYPE_CHECKING:
     from typing import Any
@@ -67,19 +65,19 @@ OPERATOR_COMMANDS: dict[str, str] = {
 COMMANDS = {**CORE_VERBS, **HIDDEN_VERBS, **AUDITOR_COMMANDS, **OPERATOR_COMMANDS}
 
 
-def operator_commands(plugin: Plugin) -> dict[str, str]:
+def operator_commands(plugin: "Plugin") -> dict[str, str]:
     """The operators' commands ``plugin``'s program offers: the shared ones, then its own
     (``Plugin.commands``: resource-gpu's ``detect``)."""
     return {**OPERATOR_COMMANDS, **plugin.commands}
 
 
-def people_commands(plugin: Plugin) -> dict[str, str]:
+def people_commands(plugin: "Plugin") -> dict[str, str]:
     """The commands for people ``plugin``'s program offers: the auditors', then the
     operators'."""
     return {**AUDITOR_COMMANDS, **operator_commands(plugin)}
 
 
-def load(plugin: Plugin, name: str) -> Verb | click.Command | None:
+def load(plugin: "Plugin", name: str) -> "Verb | click.Command | None":
     """The subcommand called ``name`` (a core verb or a click command) of ``plugin``'s program,
     or None when the program has none of that name."""
     target = COMMANDS.get(name) or plugin.commands.get(name)
@@ -91,7 +89,7 @@ def load(plugin: Plugin, name: str) -> Verb | click.Command | None:
     return loaded
 
 
-def load_verb(plugin: Plugin, name: str) -> Verb | None:
+def load_verb(plugin: "Plugin", name: str) -> "Verb | None":
     """The core verb ``name`` of ``plugin``'s program, or None when it has none of that name."""
     from resource_extend.commands.protocol import Verb
 
@@ -99,7 +97,7 @@ def load_verb(plugin: Plugin, name: str) -> Verb | None:
     return loaded if isinstance(loaded, Verb) else None
 
 
-def resolve(target: str) -> Any:
+def resolve(target: str) -> "Any":
     """What ``module:attribute`` names (None when the module lacks it), its module imported."""
     import importlib
 

@@ -4,7 +4,8 @@ Core starts ``resource-gpu`` once per call, and most of a call is Python loading
 PyYAML and the ledger. The resident helper (``commands.resident.daemon``) has all of that loaded, so
 a call here only sends its verb, config path and stdin over a Unix socket and relays the answer:
 stdout, stderr and exit status exactly as the verb would have produced them in this process.
-This module imports nothing beyond ``os``, ``sys`` and ``_socket`` on that path.
+On that path it imports nothing beyond ``posix``, ``sys`` and ``_socket`` of the standard
+library (``commands.lean`` does what it needs of ``os``), and nothing that needs Python's ``site``.
 
 The conversation, one call per connection (frames are lines; bodies follow their frame)::
 
@@ -36,11 +37,10 @@ all the way up and reached through a descriptor (``rundir``), and the helper mus
 user (``SO_PEERCRED``), which the helper checks of its callers too.
 """
 
-from __future__ import annotations
-
-import os
+import posix
 import sys
 
+from resource_extend.commands.lean import absolute, fsencode, getenv, is_file
 from resource_extend.commands.program import MAX_REQUEST_BYTES, VERSION, debugging
 from resource_extend.commands.resident import rundir
 
@@ -66,19 +66,19 @@ PACKAGES = ("commands", "ledger", "projections")
 HELPER_MODULE = "resource_extend.commands.resident.daemon"
 
 
-def turned_off(plugin: Plugin) -> bool:
+def turned_off(plugin: "Plugin") -> bool:
     """Off by the environment: ``RESOURCE_GPU_RESIDENT=0`` (``RESOURCE_STORAGE_RESIDENT=0``),
     or debugging (tracebacks belong to the process that runs the verb)."""
-    off = os.environ.get(plugin.env("RESIDENT"), "1") in ("0", "off", "false")
+    off = (getenv(plugin.env("RESIDENT")) or "1") in ("0", "off", "false")
     return off or debugging(plugin)
 
 
-def config_file(plugin: Plugin, explicit: str | None) -> str | None:
+def config_file(plugin: "Plugin", explicit: str | None) -> str | None:
     """The config file a call would read, as an absolute path, if it is a regular file."""
-    path = explicit or os.environ.get("ERU_RESOURCE_CONFIG_PATH") or plugin.config_file
+    path = explicit or getenv("ERU_RESOURCE_CONFIG_PATH") or plugin.config_file
     try:
-        path = os.path.abspath(path)  # the working directory may be gone
-        return path if os.path.isfile(path) else None
+        path = absolute(path)  # the working directory may be gone
+        return path if is_file(path) else None
     except OSError:
         return None
 
@@ -88,18 +88,17 @@ def installation() -> str:
     named by one stat of its wheel's ``RECORD`` (which every install and upgrade writes anew)
     or, in a source tree, by the size and time of every code file. An upgrade changes it, and
     so gets a helper of its own."""
-    here = os.path.abspath(__file__)  # <root>/commands/resident/client.py
-    root = os.path.dirname(os.path.dirname(os.path.dirname(here)))
+    root = absolute(__file__).rsplit("/", 3)[0]  # <root>/commands/resident/client.py
     # The interpreter by its directory (the venv's bin/, whichever of its names started it),
     # not sys.prefix: a launcher's start without site leaves that the base Python's.
-    parts = [os.path.dirname(sys.executable), sys.version, root]
+    parts = [sys.executable.rpartition("/")[0], sys.version, root]
     record = _record(root)
     if record is not None:
         return "|".join([*parts, record])
-    folders = [(package, os.path.join(root, package)) for package in PACKAGES]
+    folders = [(package, f"{root}/{package}") for package in PACKAGES]
     while folders:  # (os.walk and os.path.relpath cost ten times this: it runs every call)
         name, path = folders.pop()
-        with os.scandir(path) as entries:
+        with posix.scandir(path) as entries:
             for entry in entries:
                 if entry.name.endswith(".py"):
                     stat = entry.stat()
@@ -112,9 +111,9 @@ def installation() -> str:
 def _record(root: str) -> str | None:
     """The stat of the ``RECORD`` pip (or any installer) wrote beside ``root``, the installed
     package; None in a source tree (or an editable install), whose files change under it."""
-    dist_info = f"{os.path.dirname(root)}/resource_extend-{VERSION}.dist-info/RECORD"
+    dist_info = f"{root.rpartition('/')[0]}/resource_extend-{VERSION}.dist-info/RECORD"
     try:
-        stat = os.stat(dist_info)
+        stat = posix.stat(dist_info)
     except OSError:
         return None
     return f"RECORD:{stat.st_dev}:{stat.st_ino}:{stat.st_mtime_ns}:{stat.st_size}"
@@ -122,16 +121,25 @@ def _record(root: str) -> str | None:
 
 def code_identity() -> str:
     """A short name for this installation (see :func:`installation`)."""
-    import zlib
-
-    return f"{zlib.crc32(installation().encode()):08x}"
+    return short_name(installation().encode())
 
 
 def socket_name(config_path: str) -> str:
     """The socket of the helper for this installation and this config file."""
-    import zlib
+    return f"{short_name(fsencode(config_path) + b'|' + installation().encode())}.sock"
 
-    return f"{zlib.crc32(os.fsencode(config_path) + b'|' + installation().encode()):08x}.sock"
+
+NAME_MODULUS = (1 << 31) - 1
+"""A prime: the bytes named, read as one number, are named by what is left over from it."""
+
+
+def short_name(data: bytes) -> str:
+    """Eight hex digits for ``data``, the same in every process (``hash`` is not), as crc32's
+    were. Not zlib's crc32: loading zlib costs a core call a quarter of a millisecond; this
+    one arithmetic step on a number of a few hundred bytes costs a microsecond. Names need no
+    strength against forgery, only against chance: the directory they live in is private."""
+    number = int.from_bytes(b"\x01" + data, "big")  # (the 1: leading zero bytes count too)
+    return f"{number % NAME_MODULUS:08x}"
 
 
 class Outcome:
@@ -143,7 +151,7 @@ class Outcome:
         self.sent = sent
 
     @property
-    def resume(self) -> Resume | None:
+    def resume(self) -> "Resume | None":
         if self.sent is None:
             return None
         from resource_extend.ledger.store.appender import Resume
@@ -151,7 +159,7 @@ class Outcome:
         return Resume(op=self.sent[0], after=self.sent[1])
 
 
-def call(plugin: Plugin, verb: str, config: str | None) -> Outcome:
+def call(plugin: "Plugin", verb: str, config: str | None) -> Outcome:
     """Send the call to ``program``'s resident helper, if one serves this config; relay its
     answer."""
     if turned_off(plugin):
@@ -178,7 +186,7 @@ class Reader:
     """Lines and bodies from a socket (either end's); ``None`` once the other end is gone.
     A timeout is raised as ``TimeoutError``."""
 
-    def __init__(self, sock: socket) -> None:
+    def __init__(self, sock: "socket") -> None:
         self._sock = sock
         self._buffer = b""
 
@@ -225,7 +233,7 @@ class Reader:
 class Link:
     """A connection to a helper, checked to be of this user, and a handle on its process."""
 
-    def __init__(self, program: str, sock: socket, pid: int) -> None:
+    def __init__(self, program: str, sock: "socket", pid: int) -> None:
         self.program = program
         """The program whose helper it is (``resource-gpu``), for messages."""
         self.sock = sock
@@ -235,7 +243,7 @@ class Link:
         self._pidfd = _pidfd(pid)  # now, while the helper surely is that pid
 
     @classmethod
-    def connect(cls, program: str, name: str) -> Link | None:
+    def connect(cls, program: str, name: str) -> "Link | None":
         """The helper listening on socket ``name`` of this user's runtime directory of
         ``program`` (``resource-gpu``)."""
         try:
@@ -249,23 +257,23 @@ class Link:
             sock.settimeout(CONNECT_TIMEOUT)
             sock.connect(rundir.via(directory, name))
             pid, uid = rundir.peer(sock)
-            if uid != os.getuid():
+            if uid != posix.getuid():
                 raise PermissionError(f"the socket is served by uid {uid}")
         except OSError:
             sock.close()
             return None
         finally:
-            os.close(directory)
+            posix.close(directory)
         return cls(program, sock, pid)
 
     def close(self) -> None:
         self.sock.close()
         if self._pidfd is not None:
-            os.close(self._pidfd)
+            posix.close(self._pidfd)
             self._pidfd = None
 
     def call(self, verb: str, config_path: str, stdin: bytes) -> Outcome:
-        head = [MAGIC, b"call", verb.encode(), os.fsencode(config_path), b"%d" % len(stdin)]
+        head = [MAGIC, b"call", verb.encode(), fsencode(config_path), b"%d" % len(stdin)]
         sent: tuple[str, int] | None = None
         node = ""
         sock = self.sock
@@ -302,7 +310,7 @@ class Link:
         pidfd = _pidfd(pid)
         if pidfd is not None:
             if self._pidfd is not None:
-                os.close(self._pidfd)
+                posix.close(self._pidfd)
             self.pid, self._pidfd = pid, pidfd
 
     def _relay(self, fields: list[bytes]) -> Outcome | None:
@@ -356,12 +364,12 @@ class Link:
 
 def _pidfd(pid: int) -> int | None:
     try:
-        return os.pidfd_open(pid)
+        return posix.pidfd_open(pid)
     except (AttributeError, OSError):
         return None
 
 
-def start_if_wanted(plugin: Plugin, config: str | None) -> None:
+def start_if_wanted(plugin: "Plugin", config: str | None) -> None:
     """After a call that worked here: start a helper if the config wants one. Never fails:
     the call has answered. A call that failed starts none, so a broken config, a wrong
     endpoint or an etcd away leaves no helper behind to idle out."""
@@ -380,7 +388,7 @@ def start_if_wanted(plugin: Plugin, config: str | None) -> None:
         start(plugin, path)
 
 
-def start(plugin: Plugin, config_path: str) -> None:
+def start(plugin: "Plugin", config_path: str) -> None:
     """Start the helper for this config, detached: its own session, ``/dev/null`` for stdio,
     none of this process's descriptors, ``/`` as working directory. If one is starting or
     running already, it gives way."""
@@ -388,7 +396,7 @@ def start(plugin: Plugin, config_path: str) -> None:
         directory, _ = rundir.open_private(plugin.name, create=True)
     except OSError:
         return
-    os.close(directory)
+    posix.close(directory)
     import contextlib
     import subprocess
 

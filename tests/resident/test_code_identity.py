@@ -17,7 +17,7 @@ from resource_extend.commands.program import VERSION
 from tests.plugin import copied_code
 
 LOOKED = """
-import json, os
+import json, posix
 from resource_extend.commands.resident import client
 looks = []
 def counted(real):
@@ -25,7 +25,7 @@ def counted(real):
         looks.append(real.__name__)
         return real(*args, **kwargs)
     return look
-os.stat, os.scandir = counted(os.stat), counted(os.scandir)
+posix.stat, posix.scandir = counted(posix.stat), counted(posix.scandir)  # (os's are these)
 print(json.dumps([client.code_identity(), looks]))
 """
 
