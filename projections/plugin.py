@@ -6,8 +6,6 @@ nothing keeps a "current" one. Cheap to import, because core's thin calls import
 kind's heavy parts (its fold, its views, its gauges) load on first use (:attr:`Plugin.parts`).
 """
 
-from __future__ import annotations
-
 TYPE_CHECKING = False  # not typing's: the thin client of every core call imports this module
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -47,9 +45,9 @@ class Plugin:
         verbs: str,
         exporter_port: int,
         summary: str,
-        parts: Callable[[], Parts],
-        commands: Mapping[str, str] | None = None,
-        host_checks: Mapping[str, str] | None = None,
+        parts: "Callable[[], Parts]",
+        commands: "Mapping[str, str] | None" = None,
+        host_checks: "Mapping[str, str] | None" = None,
     ) -> None:
         self.kind = kind
         """The resource kind, the one name the others derive from, and the key segment
@@ -78,7 +76,7 @@ class Plugin:
         self._parts: Parts | None = None
 
     @property
-    def parts(self) -> Parts:
+    def parts(self) -> "Parts":
         """The kind's fold, views and gauges (imported on first use)."""
         if self._parts is None:
             self._parts = self._load()

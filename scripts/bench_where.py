@@ -3,9 +3,9 @@ write of each kind through the resident helper.
 
 Every part is measured, none estimated:
 
-- the whole call, and the interpreter's bare start (``site`` included, as the installed script
-  runs), are medians of whole processes, run in turns;
-- the imports are the median of a process that imports what the script does before it calls
+- the whole call, and the interpreter's bare start (isolated and without ``site``, as the
+  launcher ``install`` writes starts it), are medians of whole processes, run in turns;
+- the imports are the median of a process that imports what the launcher does before it calls
   the helper, less the bare start;
 - in this process, with the installed code, the client's steps one at a time, as far apart as
   a new process takes to get there: the config and the socket's name, connecting to the
@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from resource_extend.commands.launcher import launcher, package_dir
 from resource_extend.commands.protocol import CallIO, Session
 from resource_extend.commands.registry import load_verb
 from resource_extend.commands.resident import client
@@ -52,18 +53,19 @@ PARTS = (
 )
 
 
-BARE = "import os; os._exit(0)"
-"""The interpreter's start alone: it ends as the installed script does, without the tear-down
+START = [sys.executable, "-I", "-S", "-c"]
+"""The interpreter as the launcher starts it (``commands.launcher``), given a program."""
+BARE = "import posix; posix._exit(0)"
+"""The interpreter's start alone: it ends as the launcher does, without the tear-down
 (``commands.main.run``), so that the tear-down of what is imported is no part's."""
 
 
 def whole_process_imports(plugin: Plugin) -> str:
-    """What the installed script imports before it asks the helper (``scripts/resource-gpu``
-    and ``commands.main``), and its exit."""
-    return (
-        "import resource_extend.commands.main, resource_extend.commands.resident.client, "
-        f"{plugin.origin}; {BARE}"
-    )
+    """What the launcher imports before it asks the helper (``commands.main``, the kind's
+    plugin, the client), and its exit."""
+    launched = launcher(plugin, sys.executable, package_dir())
+    asks = "import resource_extend.commands.resident.client"
+    return launched.replace("run(PLUGIN)", f"{asks}\n{BARE}")
 
 
 @contextmanager
@@ -168,11 +170,11 @@ def where_rows(bench: Bench, calls: list[tuple[str, Call]]) -> list[str]:
     totals: list[float] = []
     for _, call in calls:
         argv = [call.plugin.name, "--config", call.config, call.verb]
-        imports = [sys.executable, "-c", whole_process_imports(call.plugin)]
+        imports = [*START, whole_process_imports(call.plugin)]
         wholes, bares, imported = [], [], []
         for i in range(times):
             wholes.append(run(argv, call.stdin(i)).seconds)
-            bares.append(run([sys.executable, "-c", BARE]).seconds)
+            bares.append(run([*START, BARE]).seconds)
             imported.append(run(imports).seconds)
         whole, bare = statistics.median(wholes), statistics.median(bares)
         loaded = statistics.median(imported)

@@ -1,7 +1,5 @@
 """resource-gpu, whole: :data:`PLUGIN`, what the installed script hands the shell."""
 
-from __future__ import annotations
-
 from resource_extend.projections.gpu import KIND
 from resource_extend.projections.plugin import Plugin
 
@@ -10,7 +8,7 @@ if TYPE_CHECKING:
     from resource_extend.projections.parts import Parts
 
 
-def _parts() -> Parts:
+def _parts() -> "Parts":
     from resource_extend.projections.gpu import metrics, views
     from resource_extend.projections.gpu.node import GPU
     from resource_extend.projections.parts import Parts

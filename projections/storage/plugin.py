@@ -1,7 +1,5 @@
 """resource-storage, whole: :data:`PLUGIN`, what the installed script hands the shell."""
 
-from __future__ import annotations
-
 from resource_extend.projections.plugin import Plugin
 from resource_extend.projections.storage import KIND
 
@@ -10,7 +8,7 @@ if TYPE_CHECKING:
     from resource_extend.projections.parts import Parts
 
 
-def _parts() -> Parts:
+def _parts() -> "Parts":
     from resource_extend.projections.parts import Parts
     from resource_extend.projections.storage import metrics, views
     from resource_extend.projections.storage.node import STORAGE
