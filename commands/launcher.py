@@ -25,6 +25,7 @@ import click
 
 from resource_extend.commands.people import click_plugin
 from resource_extend.commands.program import DISTRIBUTION, VERSION
+from resource_extend.commands.resident.client import package_dir, taken_from
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -43,13 +44,6 @@ class Refused(click.ClickException):
         super().__init__(f"install: {reason}")
 
 
-def package_dir() -> str:
-    """The directory holding this installation's ``commands``, ``ledger`` and ``projections``:
-    ``site-packages/resource_extend`` of a wheel, the source tree of an editable install."""
-    here = os.path.abspath(__file__)  # <package>/commands/launcher.py
-    return os.path.dirname(os.path.dirname(here))
-
-
 def launcher(plugin: Plugin, python: str, package: str) -> str:
     """The launcher of ``plugin``'s program: ``python`` started isolated and without ``site``,
     the package ``resource_extend`` taken from ``package`` and nowhere else."""
@@ -58,10 +52,7 @@ def launcher(plugin: Plugin, python: str, package: str) -> str:
         f"{MARK} ({VERSION}): {plugin.name} as core runs it.\n"
         "# Python starts isolated (-I) and without site (-S); the code is the one installation's\n"
         f'# below. Write it again with "{plugin.name} install DIRECTORY"; do not edit it.\n'
-        "import sys\n"
-        'package = type(sys)("resource_extend")\n'
-        f"package.__path__ = [{package!r}]\n"
-        'sys.modules["resource_extend"] = package\n'
+        f"{taken_from(package)}"
         "from resource_extend.commands.main import run\n"
         f"from {plugin.origin} import PLUGIN\n"
         "run(PLUGIN)\n"

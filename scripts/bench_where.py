@@ -29,10 +29,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from resource_extend.commands.launcher import launcher, package_dir
+from resource_extend.commands.launcher import launcher
 from resource_extend.commands.protocol import CallIO, Session
 from resource_extend.commands.registry import load_verb
 from resource_extend.commands.resident import client
+from resource_extend.commands.resident.client import package_dir
 from resource_extend.ledger.etcd import transport
 from resource_extend.projections.gpu.plugin import PLUGIN as GPU
 from resource_extend.projections.storage.plugin import PLUGIN as STORAGE

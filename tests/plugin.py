@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from resource_extend.commands import program as programs
 from resource_extend.commands.main import main
-from resource_extend.commands.resident.client import HELPER_MODULE
+from resource_extend.commands.resident.client import HELPER_ENTRY
 
 if TYPE_CHECKING:
     from resource_extend.projections.plugin import Plugin as Kind
@@ -284,9 +284,9 @@ def _kill_helpers(serves: Callable[[Path], bool]) -> list[int]:
     return ended
 
 
-STARTING = f"-m {HELPER_MODULE} "
-"""A helper's command line before it names itself ``resource-gpu helper``: ``python [-P] -m
-<module> <kind's module> <config>``."""
+STARTING = f"{HELPER_ENTRY} "
+"""A helper's command line before it names itself ``resource-gpu helper``: ``python -I -c
+<taking the package; HELPER_ENTRY> <kind's module> <config>``."""
 TITLES = tuple(f"{name} helper " for name in programs.programs())
 """A helper's title once it runs: ``<program> helper <config>``."""
 

@@ -63,7 +63,9 @@ HEARTBEAT = 0.5
 STOP_WAIT = 2.0
 """Seconds to wait for a killed helper to be gone."""
 PACKAGES = ("commands", "ledger", "projections")
-HELPER_MODULE = "resource_extend.commands.resident.daemon"
+HELPER_ENTRY = "from resource_extend.commands.resident.daemon import main; main(sys.argv[1:])"
+"""How a helper's Python starts it: after :func:`taken_from`, with the kind's module and the
+config path as its arguments."""
 
 
 def turned_off(plugin: "Plugin") -> bool:
@@ -83,12 +85,30 @@ def config_file(plugin: "Plugin", explicit: str | None) -> str | None:
         return None
 
 
+def package_dir() -> str:
+    """The directory holding this installation's ``commands``, ``ledger`` and ``projections``:
+    ``site-packages/resource_extend`` of a wheel, the source tree of an editable install."""
+    return absolute(__file__).rsplit("/", 3)[0]  # <package>/commands/resident/client.py
+
+
+def taken_from(package: str) -> str:
+    """Python that makes the package ``resource_extend`` the one at ``package``, and nothing
+    else: what a launcher (``commands.launcher``) and the helper it starts run first, so that
+    both run this installation's code whatever ``sys.path`` would find."""
+    return (
+        "import sys\n"
+        'package = type(sys)("resource_extend")\n'
+        f"package.__path__ = [{package!r}]\n"
+        'sys.modules["resource_extend"] = package\n'
+    )
+
+
 def installation() -> str:
     """What this installation is: its interpreter, where its code lies, and the code itself,
     named by one stat of its wheel's ``RECORD`` (which every install and upgrade writes anew)
     or, in a source tree, by the size and time of every code file. An upgrade changes it, and
     so gets a helper of its own."""
-    root = absolute(__file__).rsplit("/", 3)[0]  # <root>/commands/resident/client.py
+    root = package_dir()
     # The interpreter by its directory (the venv's bin/, whichever of its names started it),
     # not sys.prefix: a launcher's start without site leaves that the base Python's.
     parts = [sys.executable.rpartition("/")[0], sys.version, root]
@@ -391,7 +411,9 @@ def start_if_wanted(plugin: "Plugin", config: str | None) -> None:
 def start(plugin: "Plugin", config_path: str) -> None:
     """Start the helper for this config, detached: its own session, ``/dev/null`` for stdio,
     none of this process's descriptors, ``/`` as working directory. If one is starting or
-    running already, it gives way."""
+    running already, it gives way. Its Python is isolated, as a launcher's (``PYTHONPATH``, the
+    user's site directory and the working directory cannot change the code it runs), and takes
+    this installation's package by its path: the helper runs the code its caller ran."""
     try:
         directory, _ = rundir.open_private(plugin.name, create=True)
     except OSError:
@@ -400,10 +422,10 @@ def start(plugin: "Plugin", config_path: str) -> None:
     import contextlib
     import subprocess
 
-    safe_path = ["-P"] if sys.version_info >= (3, 11) else []  # not the cwd on sys.path
+    program = taken_from(package_dir()) + HELPER_ENTRY
     with contextlib.suppress(OSError):
         subprocess.Popen(
-            [sys.executable, *safe_path, "-m", HELPER_MODULE, plugin.origin, config_path],
+            [sys.executable, "-I", "-c", program, plugin.origin, config_path],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

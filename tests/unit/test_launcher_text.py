@@ -15,8 +15,8 @@ from resource_extend.commands.launcher import (
     Refused,
     checked_python,
     launcher,
-    package_dir,
 )
+from resource_extend.commands.resident.client import package_dir
 from resource_extend.projections.gpu.plugin import PLUGIN as GPU
 from resource_extend.projections.plugin import Plugin
 from resource_extend.projections.storage.plugin import PLUGIN as STORAGE

@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from resource_extend.commands import lean
-from resource_extend.commands.launcher import package_dir
 from resource_extend.commands.resident import rundir
+from resource_extend.commands.resident.client import package_dir, taken_from
 
 PARTS = st.lists(st.sampled_from(["a", "b", ".", "..", "", "c d", "é"]), max_size=8)
 
@@ -43,10 +43,8 @@ def test_getenv_sees_what_os_environ_was_told(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_getenv_without_os_reads_the_process_environment() -> None:
-    probe = (  # the package taken as a launcher takes it: Python starts -IS
-        "import sys; package = type(sys)('resource_extend'); "
-        f"package.__path__ = [{package_dir()!r}]; sys.modules['resource_extend'] = package; "
-        "from resource_extend.commands import lean; "
+    probe = taken_from(package_dir()) + (  # as a launcher's Python starts: -IS
+        "from resource_extend.commands import lean\n"
         "print(lean.getenv('LEAN_VALUE'), lean.getenv('LEAN_MISSING'), 'os' in sys.modules)"
     )
     done = subprocess.run(
