@@ -59,6 +59,24 @@ def launcher(plugin: Plugin, python: str, package: str) -> str:
     )
 
 
+def read_launcher(path: str) -> tuple[str, str] | None:
+    """The Python and the package a launcher at ``path`` runs; None when it is no launcher
+    ``install`` wrote."""
+    import ast
+
+    try:
+        with open(path, encoding="utf-8") as file:
+            lines = file.read(4096).splitlines()
+        first = lines[0].removeprefix("#!").rsplit(" ", 1)[0]
+        taken = next(line for line in lines if line.startswith("package.__path__ = "))
+        [package] = ast.literal_eval(taken.removeprefix("package.__path__ = "))
+    except (OSError, UnicodeDecodeError, IndexError, StopIteration, ValueError, SyntaxError):
+        return None
+    if len(lines) < 2 or not lines[1].startswith(MARK) or not isinstance(package, str):
+        return None
+    return first, package
+
+
 def checked_python(python: str) -> str:
     """``python`` as a launcher's first line can name it, or ``Refused``."""
     if not (os.path.isabs(python) and os.path.isfile(python) and os.access(python, os.X_OK)):

@@ -151,6 +151,7 @@ def test_nothing_wrong_exits_0_with_every_finding_ok(plugin: Plugin, host: Host)
         "drift",
         "event times",
         "exports",
+        "launcher",
         "helper",
         "gpu driver",
         "nvidia container runtime",

@@ -62,8 +62,8 @@ def check_config(plugin: Plugin, explicit: str | None) -> tuple[Config | None, F
 
 def every_finding(plugin: Plugin, explicit: str | None) -> list[Finding]:
     """Every check, in order: config, etcd (each endpoint, alarms, clock), the prefix, the
-    export directory, the resident helper, and the kind's own (``Plugin.host_checks``:
-    resource-gpu's GPU driver and container runtime)."""
+    export directory, what core runs (the launcher), the resident helper, and the kind's own
+    (``Plugin.host_checks``: resource-gpu's GPU driver and container runtime)."""
     config, found = check_config(plugin, explicit)
     findings = [found]
     if config is None:
@@ -77,6 +77,7 @@ def every_finding(plugin: Plugin, explicit: str | None) -> list[Finding]:
         else:
             findings.append(not_checked("prefix", "no etcd endpoint passed its check"))
         findings += guarded(plugin, "exports", lambda: host.check_exports(config))
+    findings += guarded(plugin, "launcher", lambda: host.check_launcher(plugin, explicit))
     findings += guarded(plugin, "helper", lambda: host.check_helper(plugin, explicit, config))
     for check, target in plugin.host_checks.items():  # what only this kind needs on a host
         findings += guarded(plugin, check, functools.partial(_own_check, plugin, target))

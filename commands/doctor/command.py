@@ -43,6 +43,9 @@ def doctor(session: Session[Struct], as_json_output: bool) -> Answer:
     drift             heads that disagree with their streams, as verify --all finds them
     event times       each node's newest event against this host's clock: fail when one is
                       stamped more than 60 s ahead (a writer's clock is ahead)
+    launcher          what core runs, beside the config: this installation's launcher
+                      ("{prog} install"), not a link (2 ms a call slower), another
+                      installation's launcher or another program
     helper            the resident helper: running for this config with this
                       installation's code; each helper socket of this user's is its own
                       and writable by nobody else

@@ -44,6 +44,52 @@ def check_exports(config: Config) -> list[Finding]:
     return [ok("exports", f"compactions write exports to {folder}{made}")]
 
 
+def check_launcher(plugin: Plugin, explicit: str | None) -> list[Finding]:
+    """What core runs for this program, where it lies beside the config (``{prog}`` in the
+    config's directory, core's plugin directory as installs make it): this installation's
+    launcher, or a link, another installation's launcher, another file."""
+    import sys
+
+    from resource_extend.commands.launcher import read_launcher
+    from resource_extend.ledger.config import config_path
+
+    check = "launcher"
+    directory = os.path.dirname(os.path.abspath(config_path(explicit, plugin.config_file)))
+    entry = os.path.join(directory, plugin.name)
+    install = f"{os.path.dirname(sys.executable)}/{{prog}} install {directory}"
+    if not os.path.lexists(entry):
+        return [ok(check, f"no {entry}: core's plugin directory is not the config's")]
+    if os.path.islink(entry):
+        return [
+            warn(
+                check,
+                f"core runs {entry}, a link to {os.readlink(entry)}: each call starts Python "
+                "whole (site and the venv's .pth files), about 2 ms more than a launcher",
+                f"{install} (it replaces the link in one rename)",
+            )
+        ]
+    launched = read_launcher(entry)
+    if launched is None:
+        return [
+            warn(
+                check,
+                f"core runs {entry}, which no install of {{prog}} wrote (upstream's plugin?)",
+                f"{install} --replace, to run this installation",
+            )
+        ]
+    python, package = launched
+    if (python, package) != (sys.executable, resident.package_dir()):
+        return [
+            warn(
+                check,
+                f"core runs {entry}, the launcher of another installation ({python}, the "
+                f"code in {package})",
+                f"{install}, to run this one; or run doctor from that installation",
+            )
+        ]
+    return [ok(check, f"core runs {entry}: this installation's launcher ({python} -IS)")]
+
+
 def check_helper(plugin: Plugin, explicit: str | None, config: Config | None) -> list[Finding]:
     """The runtime directory, every socket in it, and the helper for this config."""
     check = "helper"

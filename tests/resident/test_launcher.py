@@ -202,3 +202,47 @@ def test_no_environment_changes_the_code_a_launched_call_runs(
         if helper == "is started":
             wait_for(lambda: helper_pid(plugin), "the helper the call started")
     assert not hijacked.exists(), f"the launched call ran {hijacked.read_text()}"
+
+
+def doctor_says(plugin: Plugin) -> tuple[str, str, str | None]:
+    """``doctor``'s finding on what core runs: status, message, fix."""
+    shown = plugin.run("doctor", None, "--json")
+    [found] = [f for f in json.loads(shown.stdout) if f["check"] == "launcher"]
+    return found["status"], found["message"], found.get("fix")
+
+
+def test_doctor_says_what_core_runs_beside_the_config(plugin: Plugin, runtime: Path) -> None:
+    entry = plugin.config.parent / "resource-gpu"  # the config's directory as core's plugin dir
+    status, message, _ = doctor_says(plugin)
+    assert (status, message) == ("ok", f"no {entry}: core's plugin directory is not the config's")
+    entry.symlink_to(binary()[0])
+    status, message, fix = doctor_says(plugin)
+    assert status == "warn" and f"a link to {binary()[0]}" in message, message
+    bin_dir = Path(sys.executable).parent
+    assert (
+        fix == f"{bin_dir}/resource-gpu install {entry.parent} (it replaces the link in one rename)"
+    )
+    launcher.install(GPU, str(entry.parent), replace=False)
+    status, message, _ = doctor_says(plugin)
+    assert (status, message) == (
+        "ok", f"core runs {entry}: this installation's launcher ({sys.executable} -IS)"
+    )  # fmt: skip
+    other = launcher.launcher(GPU, sys.executable, "/opt/resource-extend-0.7/resource_extend")
+    entry.write_text(other)
+    status, message, _ = doctor_says(plugin)
+    assert status == "warn" and "the code in /opt/resource-extend-0.7/resource_extend" in message
+    entry.write_bytes(b"\x7fELF")
+    status, message, fix = doctor_says(plugin)
+    assert status == "warn" and "which no install of resource-gpu wrote" in message, message
+    assert fix is not None and fix.endswith(
+        f"install {entry.parent} --replace, to run this installation"
+    )
+
+
+def test_a_launcher_is_read_back_as_written(tmp_path: Path) -> None:
+    path = tmp_path / "resource-gpu"
+    path.write_text(launcher.launcher(GPU, "/v/bin/python", "/v/it's/resource_extend"))
+    assert launcher.read_launcher(str(path)) == ("/v/bin/python", "/v/it's/resource_extend")
+    for text in ("#!/bin/sh\necho\n", "", "#!/x -IS\n# not ours\npackage.__path__ = ['/p']\n"):
+        path.write_text(text)
+        assert launcher.read_launcher(str(path)) is None, text
