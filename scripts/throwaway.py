@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,9 +42,11 @@ def throwaway_etcd(*, shown: bool = False) -> Iterator[tuple[str, Path]]:
 
 
 def installed(plugins: Path) -> None:
-    """Each program's launcher written into ``plugins`` by its ``install`` (from ``PATH``, the
-    venv's ``bin/``), and ``plugins`` put first on ``PATH``: a call by name runs what core runs."""
+    """Each program's launcher written into ``plugins`` by its ``install`` (the one in this
+    Python's venv's ``bin/``), and ``plugins`` put first on ``PATH``: a call by name runs what
+    core runs."""
     plugins.mkdir(mode=0o755)
     for program in programs():
-        subprocess.run([program, "install", str(plugins)], capture_output=True, check=True)
+        command = str(Path(sys.executable).parent / program)
+        subprocess.run([command, "install", str(plugins)], capture_output=True, check=True)
     os.environ["PATH"] = f"{plugins}{os.pathsep}{os.environ.get('PATH', '')}"

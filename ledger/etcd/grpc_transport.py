@@ -5,6 +5,13 @@ the other way through their JSON form, so the store sees the same structs whiche
 carries them. The channels are made here rather than by ``etcd3.Etcd3Client``, which cannot
 verify a server without also presenting a client certificate: as over HTTP, each endpoint's
 scheme decides TLS, and TLS always verifies the server.
+
+A process keeps its channels from one call to the next (a call process of the resident helper,
+the exporter), by endpoint and TLS material (``CHANNELS``), as the HTTP transport keeps its
+connections: a channel is gRPC's, shared safely by the transports of a process, and reconnects
+by itself. One that failed a request (``Unavailable``) is forgotten, so the next try, a read's
+next pass or a write's settling by op id, goes out on a fresh one and never waits out the old
+one's reconnect backoff. A forked child forgets them all: they are its parent's.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.endpoints import (
     REFUSED_CERTIFICATE_SIGNS,
     UNVERIFIED,
+    Endpoint,
     certificate_refused,
     read_tls_file,
 )
@@ -61,13 +69,32 @@ _PLAIN_SIGNS = ("Handshake read failed", "WRONG_VERSION_NUMBER")
 """gRPC's words for a TLS handshake a plain server answered, or closed, unfinished."""
 """How gRPC's TLS says the server's certificate (or the host name in it) did not verify."""
 Metadata = tuple[tuple[str, str], ...]
+TlsMaterial = tuple[bytes | None, bytes | None, bytes | None]
+"""The CA, key and certificate a channel's credentials are made of."""
+
+
+ChannelKey = tuple[Endpoint, object]
+"""A channel's endpoint, and the TLS material its credentials were made of (None: plain)."""
+
+CHANNELS: Kept[ChannelKey, grpc.Channel] = Kept()
+"""gRPC channels to etcd, for the next call of this process."""
+
+
+def _forget_channels() -> None:
+    """In a forked child: the channels kept are its parent's, never to be used here."""
+    CHANNELS.forget_all()
+
+
+os.register_at_fork(after_in_child=_forget_channels)
 
 
 class _Client:
-    """One endpoint's channel, its stubs, and the auth token each request carries."""
+    """One endpoint's channel (and its key among the kept ones), its stubs, and the auth token
+    each request carries."""
 
-    def __init__(self, channel: grpc.Channel, metadata: Metadata | None) -> None:
+    def __init__(self, channel: grpc.Channel, key: ChannelKey, metadata: Metadata | None) -> None:
         self.channel = channel
+        self.key = key
         self.kv = etcdrpc.KVStub(channel)
         self.maintenance = etcdrpc.MaintenanceStub(channel)
         self.cluster = etcdrpc.ClusterStub(channel)
@@ -80,6 +107,7 @@ class GrpcTransport:
         self._endpoints = config.endpoints
         self._clients: dict[int, _Client] = {}
         self._credentials: grpc.ChannelCredentials | None = None
+        self._material: TlsMaterial | None = None
 
     def send(
         self,
@@ -125,29 +153,38 @@ class GrpcTransport:
             raise failure from None
 
     def drop(self, endpoint: int) -> None:
+        """Forget the endpoint's channel, here and among the kept ones: it failed a request.
+        (Not closed: another transport of this process may be using it; it closes when the
+        last lets go.)"""
         client = self._clients.pop(endpoint, None)
-        if client is not None:
-            client.channel.close()
+        if client is not None and CHANNELS.get(client.key) is client.channel:
+            CHANNELS.forget(client.key)
 
     def close(self) -> None:
-        for endpoint in list(self._clients):
-            self.drop(endpoint)
+        """Done with the channels: they stay kept for the process's next call."""
+        self._clients.clear()
 
     def _client(self, endpoint: int, timeout: float) -> _Client:
         client = self._clients.get(endpoint)
         if client is None:
             where = self._endpoints[endpoint]
-            if where.tls:
-                credentials = self._tls_credentials()
-                channel = grpc.secure_channel(where.address, credentials, options=_GRPC_OPTIONS)
-            else:
-                channel = grpc.insecure_channel(where.address, options=_GRPC_OPTIONS)
+            key: ChannelKey = (where, self._tls_material() if where.tls else None)
+            channel = CHANNELS.get(key)
+            if channel is None:
+                if where.tls:
+                    credentials = self._tls_credentials()
+                    channel = grpc.secure_channel(where.address, credentials, options=_GRPC_OPTIONS)
+                else:
+                    channel = grpc.insecure_channel(where.address, options=_GRPC_OPTIONS)
+                CHANNELS.keep(key, channel)
+            client = _Client(channel, key, None)
             try:
-                metadata = self._metadata(endpoint, channel, timeout)
+                client.metadata = self._metadata(endpoint, channel, timeout)
             except grpc.RpcError as exc:
-                channel.close()
+                self._clients[endpoint] = client
+                self.drop(endpoint)
                 raise _failure(exc, tls=where.tls, cert=self._config.cert) from None
-            client = self._clients[endpoint] = _Client(channel, metadata)
+            self._clients[endpoint] = client
         return client
 
     def _metadata(self, endpoint: int, channel: grpc.Channel, timeout: float) -> Metadata | None:
@@ -168,17 +205,24 @@ class GrpcTransport:
         token: str = etcdrpc.AuthStub(channel).Authenticate(request, timeout).token
         return token
 
+    def _tls_material(self) -> TlsMaterial:
+        """The CA (``etcd.ca``, else the system's CAs), key and certificate, as their files
+        are now: what the credentials are made of, and a kept channel is kept by."""
+        if self._material is None:
+            settings = self._config
+            self._material = (
+                read_tls_file(settings.ca, "ca") if settings.ca else _system_cas(),
+                read_tls_file(settings.key, "key") if settings.key else None,
+                read_tls_file(settings.cert, "cert") if settings.cert else None,
+            )
+        return self._material
+
     def _tls_credentials(self) -> grpc.ChannelCredentials:
         """Verify the server against ``etcd.ca``, else the system's CAs; present
         ``etcd.cert``/``key`` when they are set. Made once for the files' contents as they
         are now (``ledger.etcd.kept``), as the HTTP transport's TLS context is."""
         if self._credentials is None:
-            settings = self._config
-            made_of = (
-                read_tls_file(settings.ca, "ca") if settings.ca else _system_cas(),
-                read_tls_file(settings.key, "key") if settings.key else None,
-                read_tls_file(settings.cert, "cert") if settings.cert else None,
-            )
+            made_of = self._tls_material()
             credentials = _credentials.get(made_of)
             if credentials is None:
                 root, key, chain = made_of
@@ -190,9 +234,7 @@ class GrpcTransport:
         return self._credentials
 
 
-_credentials: Kept[tuple[bytes | None, bytes | None, bytes | None], grpc.ChannelCredentials] = (
-    Kept()
-)
+_credentials: Kept[TlsMaterial, grpc.ChannelCredentials] = Kept()
 """Channel credentials by the bytes they were made of."""
 
 

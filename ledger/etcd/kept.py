@@ -1,5 +1,5 @@
 """What a process keeps from one call to the next: etcd auth tokens, TLS contexts (gRPC's
-channel credentials) and idle HTTP connections, each by what it was had with.
+channel credentials), idle HTTP connections and gRPC channels, each by what it was had with.
 
 etcd checks a password with bcrypt (about 60 ms of its CPU a time) and the system's CAs take
 about 20 ms to load, so a process that makes call after call (a call process of the resident
@@ -47,6 +47,10 @@ class Kept(Generic[K, V]):
 
     def forget(self, key: K) -> None:
         self._values.pop(key, None)
+
+    def forget_all(self) -> None:
+        """Drop every value without a word (a forked child: what they hold is its parent's)."""
+        self._values.clear()
 
 
 class Connection(Protocol):
