@@ -82,7 +82,9 @@ def test_a_resource_storage_read_loads_only_storage() -> None:
 # the modules the plugin does without by design (each measured at 2 to 30% of such a call).
 # (Not pathlib or urllib.parse, which it does without too: the editable install of the test
 # environment loads them at start-up.)
-GRPC_STACK = ("etcd3", "grpc", "google.protobuf")
+GRPC_STACK = ("grpc", "google.protobuf")
+"""What the gRPC transport loads: gRPC and protobuf's compiled backend, never etcd3's modules
+(``ledger.etcd.protos`` reads their descriptors as data)."""
 NOT_IN_PROCESS = ("click", "yaml")
 NOT_OVER_HTTP = (
     *NOT_IN_PROCESS, *GRPC_STACK, "http.client", "ssl", "email", "socket", "random",
@@ -110,7 +112,14 @@ def test_a_core_call_loads_only_what_its_transport_needs(
             if "resource_extend.ledger.store" not in loaded:
                 break
             time.sleep(0.1)
-        for heavy in ("click", "msgspec", "yaml", "resource_extend.ledger.store", *GRPC_STACK):
+        for heavy in (
+            "click",
+            "msgspec",
+            "yaml",
+            "resource_extend.ledger.store",
+            "etcd3",
+            *GRPC_STACK,
+        ):
             assert heavy not in loaded, f"{verb} through the resident helper imported {heavy}"
         return
     loaded = modules_loaded_by(verb, request, str(plugin.config))
@@ -123,6 +132,7 @@ def test_a_core_call_loads_only_what_its_transport_needs(
     else:
         for module in GRPC_STACK:
             assert module in loaded, f"{verb} over gRPC did not load {module}"
+        assert "etcd3" not in loaded and "google._upb._message" in loaded
 
 
 WITHOUT_GRPC = """
