@@ -17,9 +17,11 @@ never neither and never a broken one.
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import sys
+import time
 
 import click
 
@@ -33,6 +35,8 @@ if TYPE_CHECKING:
 
 MARK = f"# written by {DISTRIBUTION}'s install command"
 """The launcher's second line begins so: what ``install`` may replace without ``--replace``."""
+TEXT_BUSY_TRIES = 20
+"""Tries to run the launcher just written while the kernel says it is still open for writing."""
 SHEBANG_MAX = 127
 """The longest first line every Linux reads whole (before 5.1 the kernel cut it at 127 bytes)."""
 
@@ -121,7 +125,8 @@ def install(plugin: Plugin, directory: str, *, replace: bool) -> str:
     text = launcher(plugin, checked_python(sys.executable), package_dir())
     staged = os.path.join(os.path.dirname(target), f".{plugin.name}.new-{os.getpid()}")
     try:
-        descriptor = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o755)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC  # no child keeps it open
+        descriptor = os.open(staged, flags, 0o755)
         with os.fdopen(descriptor, "w", encoding="utf-8") as file:
             file.write(text)
             file.flush()
@@ -140,12 +145,20 @@ def install(plugin: Plugin, directory: str, *, replace: bool) -> str:
 def answer(path: str, plugin: Plugin) -> None:
     """Run the launcher at ``path`` once (``name``, which needs neither etcd nor a config);
     ``Refused`` unless it answers as ``plugin``'s program."""
-    try:
-        done = subprocess.run(
-            [path, "name"], stdin=subprocess.DEVNULL, capture_output=True, timeout=30
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise Refused(f"the launcher did not run: {exc}") from None
+    for attempt in range(TEXT_BUSY_TRIES):
+        try:
+            done = subprocess.run(
+                [path, "name"], stdin=subprocess.DEVNULL, capture_output=True, timeout=30
+            )
+            break
+        except OSError as exc:
+            # Text file busy: a process forked elsewhere in this one while the file was open
+            # for writing still holds it, until it execs (its copy closes on exec).
+            if exc.errno != errno.ETXTBSY or attempt == TEXT_BUSY_TRIES - 1:
+                raise Refused(f"the launcher did not run: {exc}") from None
+            time.sleep(0.01 * (attempt + 1))
+        except subprocess.TimeoutExpired as exc:
+            raise Refused(f"the launcher did not run: {exc}") from None
     if done.returncode != 0 or plugin.name not in done.stdout.decode(errors="replace"):
         said = (done.stderr or done.stdout).decode(errors="replace").strip().splitlines()
         raise Refused(f"the launcher did not answer: {said[-1] if said else done.returncode}")

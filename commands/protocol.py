@@ -57,7 +57,8 @@ def decode_json(raw: bytes, request_type: type[R]) -> R:
 
 class CallIO(msgspec.Struct):
     """Where a call reads its request and writes its answer and its error line: the process's
-    own streams, or (in the resident helper, ``commands.resident.daemon``) one client's."""
+    own streams, or (in a call process of the resident helper, ``commands.resident.call_process``)
+    one client's."""
 
     stdin: BinaryIO
     stdout: BinaryIO

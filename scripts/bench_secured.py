@@ -17,7 +17,7 @@ from tests.etcd_server import Member, etcdctl_binary
 from tests.secured_etcd import start_auth_member, start_https_member
 
 if TYPE_CHECKING:
-    from scripts.bench import Bench
+    from scripts.benching import Bench
 
 PREFIX = "/test-bench"
 """Under ``/test-``, which the auth member's user may read and write."""
@@ -73,7 +73,7 @@ def _tls_row(bench: Bench, member: Member, bundle: Path, directory: Path) -> Non
 
 
 def _median(bench: Bench, argv: list[str]) -> float:
-    from scripts.bench import median_of
+    from scripts.benching import median_of
 
     return median_of(bench.repeat, argv)[0]
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from resource_extend.ledger.store.keys import KeyLayout
 
 if TYPE_CHECKING:
-    from scripts.bench import Bench
+    from scripts.benching import Bench
 
 PROGRAM = "resource-storage"
 PREFIX = "/bench-storage"

@@ -40,7 +40,7 @@ from resource_extend.projections.storage.plugin import PLUGIN as STORAGE
 
 if TYPE_CHECKING:
     from resource_extend.projections.plugin import Plugin
-    from scripts.bench import Bench
+    from scripts.benching import Bench
 
 PARTS = (
     "interpreter start",
@@ -164,7 +164,7 @@ def where_rows(bench: Bench, calls: list[tuple[str, Call]]) -> list[str]:
     """The table: a column for each call, a row for each part, in milliseconds. The whole
     processes are run in turns (the call, the bare start, the imports), so that a machine
     slower for a while is slower for all three."""
-    from scripts.bench import run
+    from scripts.benching import run
 
     times = bench.repeat * 3
     columns: list[list[float]] = []
@@ -200,7 +200,7 @@ def where_rows(bench: Bench, calls: list[tuple[str, Call]]) -> list[str]:
 def gpu_and_storage_calls(bench: Bench, storage_config: Path) -> list[tuple[str, Call]]:
     """A read and a write of each kind, on the nodes ``single_node`` and ``storage_rows``
     seeded."""
-    from scripts.bench import PRODUCT
+    from scripts.benching import PRODUCT
     from scripts.bench_storage import WORKLOAD
 
     cards = {"prod_count_map": {PRODUCT: 1}}

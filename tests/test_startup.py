@@ -167,11 +167,11 @@ import io, json, sys
 import msgspec
 from resource_extend.commands.protocol import CallIO, Session
 from resource_extend.commands.registry import load_verb
-from resource_extend.commands.resident import client, daemon
+from resource_extend.commands.resident import client, daemon, warm  # daemon: the helper's own
 from resource_extend.ledger.store.appender import who
 from resource_extend.projections.{kind}.plugin import PLUGIN
-daemon._warm_up(PLUGIN)  # what the helper does before it forks a call's process
-daemon.ready_for_calls(sys.argv[2])
+warm.warm_up(PLUGIN)  # what the helper does before it forks a call's process
+warm.ready_for_calls(sys.argv[2])
 client.code_identity(), who()  # (Helper.__init__: what it runs, for whom)
 calls = json.loads(sys.argv[1])
 before = set(sys.modules)

@@ -87,7 +87,7 @@ def stop(program: str, seen: Seen) -> str:
 
 def remove_stale(program: str, name: str) -> bool:
     """Remove a socket nobody listens on, under the lock helpers hold to claim one."""
-    from resource_extend.commands.resident.daemon import answers, locked
+    from resource_extend.commands.resident.claim import answers, locked
 
     directory, _ = rundir.open_private(program, create=False)
     try:

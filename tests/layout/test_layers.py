@@ -69,7 +69,18 @@ def module_names(root: Path) -> dict[str, Path]:
 def import_graph(root: Path) -> dict[str, set[str]]:
     """Which of the package's modules each one imports, anywhere in it (``from P import m``
     counts as importing the module ``P.m`` where there is one)."""
-    modules = module_names(root)
+    return graph_of(module_names(root))
+
+
+def script_graph(root: Path) -> dict[str, set[str]]:
+    """Which of ``scripts/`` each script imports (as ``scripts.bench_where``), anywhere in it."""
+    return graph_of(
+        {f"scripts.{path.stem}": path for path in sorted((root / "scripts").glob("*.py"))}
+    )
+
+
+def graph_of(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Which of ``modules`` each one imports."""
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         targets = set()
@@ -115,6 +126,21 @@ def test_no_module_imports_one_that_imports_it_back() -> None:
     """No import cycle anywhere in the package, function-level imports included: each folder
     can be read, and tested, from the bottom up."""
     assert cycles(import_graph(ROOT)) == []
+
+
+def test_no_script_imports_one_that_imports_it_back() -> None:
+    """scripts/ too: the bench's library (``benching``) is imported by its rows and its main,
+    and imports neither."""
+    assert cycles(script_graph(ROOT)) == []
+
+
+def test_the_script_check_sees_a_circle(tmp_path: Path) -> None:
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "bench.py").write_text("from scripts.bench_rows import rows\n")
+    (tmp_path / "scripts" / "bench_rows.py").write_text(
+        "def f():\n    from scripts.bench import run\n"
+    )
+    assert cycles(script_graph(tmp_path)) == [["scripts.bench", "scripts.bench_rows"]]
 
 
 def test_the_cycle_check_sees_a_lazy_cycle(tmp_path: Path) -> None:

@@ -26,24 +26,29 @@ import threading
 from typing import Any
 
 from resource_extend.commands.resident import client as resident
-from resource_extend.commands.resident import daemon as residentd
 from resource_extend.commands.resident import rundir
+from resource_extend.commands.resident.arbiter import Helper
+from resource_extend.commands.resident.call_process import CallProcess
+from resource_extend.commands.resident.claim import claim
 from resource_extend.projections.gpu.plugin import PLUGIN as GPU
 
 FAULTS = ("dies-before-answering", "hangs-after-writing", "hangs-before-writing")
 
 
-class Faulty(residentd.Helper):
+class Faulty(CallProcess):
     fault = ""
+    running: Faulty | None = None
+    """The call process running here (a forked one: each is its own)."""
 
     def _run(self, *args: Any, **kwargs: Any) -> tuple[int, bytes, bytes]:
+        Faulty.running = self
         result = super()._run(*args, **kwargs)
         if self.fault == "dies-before-answering":
             os._exit(0)
         return result
 
 
-def hang_around_writes(fault: str, helper: residentd.Helper) -> None:
+def hang_around_writes(fault: str) -> None:
     from resource_extend.ledger.etcd import wire
     from resource_extend.ledger.etcd.connection import Connection
 
@@ -51,7 +56,8 @@ def hang_around_writes(fault: str, helper: residentd.Helper) -> None:
     never = threading.Event()
 
     def hang() -> None:
-        helper.heartbeat.stop()
+        assert Faulty.running is not None
+        Faulty.running.heartbeat.stop()
         never.wait()
 
     def txn(
@@ -71,13 +77,14 @@ def main(fault: str, config_path: str) -> None:
     assert fault in FAULTS, fault
     name = resident.socket_name(config_path)
     directory, path = rundir.open_private(GPU.name, create=True)
-    claimed = residentd.claim(GPU, directory, name)
+    claimed = claim(GPU, directory, name)
     assert claimed is not None, "a helper already serves this config"
     listener, inode = claimed
     socket_path = os.path.join(path, name)
-    helper = Faulty(GPU, listener, directory, name, inode, config_path, socket_path)
-    helper.fault = fault
-    hang_around_writes(fault, helper)
+    helper = Helper(GPU, listener, directory, name, inode, config_path, socket_path)
+    Faulty.fault = fault
+    helper.call_process = Faulty
+    hang_around_writes(fault)
     helper.serve()
 
 

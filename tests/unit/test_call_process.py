@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from resource_extend.commands.resident import daemon
+from resource_extend.commands.resident import arbiter, call_process
+from resource_extend.commands.resident.arbiter import Helper
+from resource_extend.commands.resident.call_process import CallProcess
 from resource_extend.projections.gpu.plugin import PLUGIN as GPU
 
 
@@ -30,7 +32,7 @@ class Pair:
         for number in range(calls):
             ours, theirs = socket.socketpair()
             ours.sendall(b"call %d" % number)
-            assert daemon.Worker(0, self.helper).take(theirs, [], number)
+            assert arbiter.Worker(0, self.helper).take(theirs, [], number)
             ours.close()
             theirs.close()
 
@@ -43,10 +45,10 @@ class Pair:
 
 
 @pytest.fixture
-def helper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[daemon.Helper]:
+def helper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Helper]:
     directory = os.open(tmp_path, os.O_RDONLY)
     with socket.socket(socket.AF_UNIX) as listener:
-        made = daemon.Helper(
+        made = arbiter.Helper(
             GPU, listener, directory, "x.sock", 0, str(tmp_path / "gpu.yaml"), "x.sock"
         )
         yield made
@@ -54,65 +56,71 @@ def helper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[daemon.H
 
 
 @pytest.fixture
-def pair(helper: daemon.Helper, monkeypatch: pytest.MonkeyPatch) -> Pair:
+def loop(helper: Helper) -> CallProcess:
+    """A call process of the helper, its loop run in this process."""
+    return CallProcess(helper)
+
+
+@pytest.fixture
+def pair(loop: CallProcess, monkeypatch: pytest.MonkeyPatch) -> Pair:
     made = Pair()
 
     def serve(call: socket.socket) -> None:
         with call:
             made.served.append(call.recv(64))
 
-    monkeypatch.setattr(helper, "_serve_call", serve)
+    monkeypatch.setattr(loop, "_serve_call", serve)
     return made
 
 
 def test_it_serves_calls_in_turn_saying_it_is_free_after_each_but_its_last(
-    helper: daemon.Helper, pair: Pair, monkeypatch: pytest.MonkeyPatch
+    loop: CallProcess, pair: Pair, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(daemon, "RETIRE_AFTER", 3)
+    monkeypatch.setattr(call_process, "RETIRE_AFTER", 3)
     pair.hand_over(4)
-    helper._work(pair.process, None)
+    loop.work(pair.process, None)
     assert pair.served == [b"call 0", b"call 1", b"call 2"]
-    assert pair.said() == daemon.FREE * 2  # the third was its last: it leaves
+    assert pair.said() == call_process.FREE * 2  # the third was its last: it leaves
 
 
 def test_it_serves_the_call_it_was_forked_for_first(
-    helper: daemon.Helper, pair: Pair, monkeypatch: pytest.MonkeyPatch
+    loop: CallProcess, pair: Pair, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(daemon, "RETIRE_AFTER", 2)
+    monkeypatch.setattr(call_process, "RETIRE_AFTER", 2)
     first, theirs = socket.socketpair()
     theirs.sendall(b"first")
     pair.hand_over(1)
-    helper._work(pair.process, first)
+    loop.work(pair.process, first)
     assert pair.served == [b"first", b"call 0"]
-    assert pair.said() == daemon.FREE
+    assert pair.said() == call_process.FREE
 
 
 def test_it_leaves_after_a_call_that_grew_it(
-    helper: daemon.Helper, pair: Pair, monkeypatch: pytest.MonkeyPatch
+    loop: CallProcess, pair: Pair, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     kept: list[bytes] = []
 
     def serve(call: socket.socket) -> None:
         with call:
             pair.served.append(call.recv(64))
-            kept.append(b"x" * (daemon.RETIRE_GROWTH + (8 << 20)))  # written: resident
+            kept.append(b"x" * (call_process.RETIRE_GROWTH + (8 << 20)))  # written: resident
 
-    monkeypatch.setattr(helper, "_serve_call", serve)
+    monkeypatch.setattr(loop, "_serve_call", serve)
     pair.hand_over(2)
-    helper._work(pair.process, None)
+    loop.work(pair.process, None)
     assert pair.served == [b"call 0"]
     assert pair.said() == b""
 
 
-def test_it_leaves_when_the_helper_is_gone(helper: daemon.Helper, pair: Pair) -> None:
+def test_it_leaves_when_the_helper_is_gone(loop: CallProcess, pair: Pair) -> None:
     pair.hand_over(1)
     pair.helper.close()
-    helper._work(pair.process, None)  # the call handed over is served; then none comes
+    loop.work(pair.process, None)  # the call handed over is served; then none comes
     assert pair.served == [b"call 0"]
 
 
 def test_the_helper_keeps_one_idle_process_and_any_that_took_a_call_lately(
-    helper: daemon.Helper,
+    helper: Helper,
 ) -> None:
     """Idle call processes that have waited ``KEEP_IDLE`` seconds leave, but one; the one
     that served last (handed the next call) is kept."""
@@ -120,7 +128,7 @@ def test_the_helper_keeps_one_idle_process_and_any_that_took_a_call_lately(
     processes = [subprocess.Popen(["sleep", "60"]) for _ in range(4)]
     idle = []
     for process, waited in zip(processes, (90, 70, 30, 10), strict=True):
-        worker = daemon.Worker(process.pid, socket.socketpair()[0])
+        worker = arbiter.Worker(process.pid, socket.socketpair()[0])
         worker.free_since = now - waited
         helper._selector.register(worker.pair, selectors.EVENT_READ, worker)
         idle.append(worker)
@@ -133,10 +141,10 @@ def test_the_helper_keeps_one_idle_process_and_any_that_took_a_call_lately(
         process.wait()
 
 
-def test_the_last_idle_process_is_kept_however_long_it_waits(helper: daemon.Helper) -> None:
+def test_the_last_idle_process_is_kept_however_long_it_waits(helper: Helper) -> None:
     process = subprocess.Popen(["sleep", "60"])
-    worker = daemon.Worker(process.pid, socket.socketpair()[0])
-    worker.free_since = time.monotonic() - 10 * daemon.KEEP_IDLE
+    worker = arbiter.Worker(process.pid, socket.socketpair()[0])
+    worker.free_since = time.monotonic() - 10 * arbiter.KEEP_IDLE
     helper._selector.register(worker.pair, selectors.EVENT_READ, worker)
     helper._idle = [worker]
     helper._trim()

@@ -1,0 +1,423 @@
+"""What the bench scripts share: a throwaway etcd with a :class:`Bench` on it (``benched``),
+whole-process timing (``run``, ``median_of``, ``at_once``), the seeding of nodes and streams,
+and the table's rows. ``scripts/bench.py`` runs the rows; ``bench_storage``, ``bench_secured``
+and ``bench_where`` add theirs; none imports the bench's main."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from resource_extend.ledger.config import EtcdConfig
+from resource_extend.ledger.etcd import wire
+from resource_extend.ledger.etcd.transport import HttpTransport
+from resource_extend.ledger.store.keys import KeyLayout
+from resource_extend.projections.gpu.events import (
+    Event,
+    GpuRecord,
+    NodeAdded,
+    UsageChanged,
+    encode,
+)
+from resource_extend.projections.gpu.resources import Resource
+from scripts.throwaway import throwaway_etcd
+from tests.etcd_server import etcdctl_binary
+
+PRODUCT = "nvidia-3090"
+SEEDED_CARDS = 100_000
+"""Cards of a seeded stream's node: the write rows take one per call and give none back."""
+SEEDED_FITS = 6
+"""Copies of a one-card request each node of a seeded fleet fits (8 cards, 2 in use)."""
+PREFIX = "/bench"
+WRITERS = 8
+
+
+@dataclass
+class Run:
+    seconds: float
+    status: int
+    stderr: bytes
+
+
+def run(argv: Sequence[str], stdin: bytes = b"") -> Run:
+    """One whole process, spawn to exit."""
+    start = time.perf_counter()
+    done = subprocess.run(argv, input=stdin, capture_output=True, check=False)
+    return Run(time.perf_counter() - start, done.returncode, done.stderr)
+
+
+def at_once(argv: Sequence[str], stdin: bytes, count: int, rounds: int) -> tuple[float, float]:
+    """Median and p99 seconds of ``count`` processes started together, ``rounds`` times (every
+    one must succeed)."""
+    times: list[float] = []
+    failed: list[bytes] = []
+
+    def one(start: threading.Barrier) -> None:
+        start.wait()
+        done = run(argv, stdin)
+        if done.status == 0:
+            times.append(done.seconds)
+        else:
+            failed.append(done.stderr)
+
+    for _ in range(rounds):
+        start = threading.Barrier(count)
+        threads = [threading.Thread(target=one, args=(start,)) for _ in range(count)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        time.sleep(0.5)
+    if failed:
+        sys.exit(f"bench: {' '.join(argv)} failed: {failed[0].decode().strip()}")
+    times.sort()
+    return statistics.median(times), times[min(len(times) - 1, int(len(times) * 0.99))]
+
+
+GNU_TIME = "/usr/bin/time"
+
+
+def peak_memory_kib(argv: Sequence[str], stdin: bytes) -> int | None:
+    """The call's peak RSS, measured by GNU time. (A process forked from this one would report
+    this one's peak: Linux carries ``ru_maxrss`` across fork and exec.)"""
+    if not os.access(GNU_TIME, os.X_OK):
+        return None
+    done = subprocess.run(
+        [GNU_TIME, "-f", "%M", *argv], input=stdin, capture_output=True, check=False
+    )
+    return int(done.stderr.decode().strip().splitlines()[-1])
+
+
+def median_of(times: int, argv: Sequence[str], stdin: bytes = b"") -> tuple[float, int | None]:
+    """Median seconds over ``times`` runs (every one must succeed) and peak memory (KiB)."""
+    runs = [run(argv, stdin) for _ in range(times)]
+    failed = [r for r in runs if r.status != 0]
+    if failed:
+        sys.exit(f"bench: {' '.join(argv)} failed: {failed[0].stderr.decode().strip()}")
+    return statistics.median(r.seconds for r in runs), peak_memory_kib(argv, stdin)
+
+
+class Bench:
+    def __init__(
+        self, endpoint: str, workdir: Path, transport: str, resident: bool, repeat: int
+    ) -> None:
+        self.endpoint = endpoint
+        self.workdir = workdir
+        self.transport = transport
+        self.resident = resident
+        self.repeat = repeat
+        self.config = self.config_for(PREFIX)
+        self.keys = KeyLayout(PREFIX, "gpu")
+        self.etcd = HttpTransport(EtcdConfig(machines=[endpoint]))
+        self.etcdctl = [etcdctl_binary(), f"--endpoints={endpoint}"]
+        self.rows: list[tuple[str, str, str, str, str]] = []
+
+    def config_for(self, prefix: str, *, unbounded: bool = False) -> Path:
+        """A config for ``prefix``, with the default stream bounds (or none at all)."""
+        name = prefix.strip("/") + ("-unbounded" if unbounded else "")
+        path = self.workdir / f"{name}.yaml"
+        settings = {"machines": [self.endpoint], "prefix": prefix, "transport": self.transport}
+        config: dict[str, object] = {"etcd": settings, "resident": self.resident}
+        if unbounded:
+            config["streams"] = {"budget": 0, "max_events": 0}
+        path.write_text(json.dumps(config))  # JSON is YAML
+        return path
+
+    def warm_up(self, config: Path | None = None, program: str = "resource-gpu") -> None:
+        """A few calls first: with the resident helper on, the first one starts the helper for
+        that config; without it, the first one leaves the config's parsed copy."""
+        for _ in range(5):
+            self.plugin("get-nodes-resource-info", {"nodenames": ["short"]}, 1, config, program)
+            time.sleep(0.2)
+
+    def helper_memory(self) -> str:
+        """The memory (VmRSS) of the resident helper serving the main config, if one does."""
+        argv = ["resource-gpu", "--config", str(self.config), "helper", "--json"]
+        shown = subprocess.run(argv, capture_output=True, check=False)
+        if shown.returncode != 0:
+            return ""
+        [helper] = json.loads(shown.stdout)
+        status = Path(f"/proc/{helper['pid']}/status").read_text()
+        rss = next(line for line in status.splitlines() if line.startswith("VmRSS"))
+        return f"; the resident helper holds {int(rss.split()[1]) / 1024:.0f} MiB"
+
+    # -- seeding ------------------------------------------------------------------------------
+
+    def put_all(self, items: list[tuple[bytes, bytes]]) -> None:
+        for i in range(0, len(items), 128):
+            ops = [wire.put(key, value) for key, value in items[i : i + 128]]
+            self.etcd.send(0, wire.TxnRequest(success=ops), wire.TxnResponse, 30)
+
+    def seed_upstream_heads(self, prefix: str, count: int) -> list[str]:
+        """``count`` node records as the upstream plugin writes them, alone under ``prefix``."""
+        names = [f"gpu-node-{i:05d}" for i in range(count)]
+        head = encode(
+            GpuRecord(capacity=Resource.of({PRODUCT: 8}), usage=Resource.of({PRODUCT: 2}))
+        )  # each fits SEEDED_FITS copies of one card
+        self.put_all([(KeyLayout(prefix, "gpu").head(name), head) for name in names])
+        return names
+
+    def seed_stream(self, node: str, length: int) -> None:
+        """A node whose stream holds ``length`` events (taking and giving back one card), with
+        room for every card the write rows take (a take past capacity would be refused)."""
+        at = datetime.now(timezone.utc)
+        capacity = {PRODUCT: SEEDED_CARDS}
+        added = NodeAdded(capacity=capacity)
+        events = [Event(seq=1, at=at, verb="add-node", op="seed", change=added)]
+        for seq in range(2, length + 1):
+            delta = {PRODUCT: 1 if seq % 2 == 0 else -1}
+            events.append(
+                Event(seq=seq, at=at, verb="seed", op=f"s{seq}", change=UsageChanged(delta=delta))
+            )
+        usage = {PRODUCT: 1} if length % 2 == 0 else {}
+        head = GpuRecord(capacity=Resource.of(capacity), usage=Resource.of(usage), seq=length)
+        items = [(self.keys.event(node, e.seq), encode(e)) for e in events]
+        self.put_all([*items, (self.keys.head(node), encode(head))])
+
+    # -- measuring ----------------------------------------------------------------------------
+
+    def plugin(
+        self,
+        verb: str,
+        request: object,
+        times: int | None = None,
+        config: Path | None = None,
+        program: str = "resource-gpu",
+    ) -> tuple[float, int | None]:
+        argv = [program, "--config", str(config or self.config), verb]
+        return median_of(times or self.repeat, argv, json.dumps(request).encode())
+
+    def answer(self, verb: str, request: object, config: Path) -> Any:
+        """The call's answer, once: a row measures a call that did its work."""
+        argv = ["resource-gpu", "--config", str(config), verb]
+        done = subprocess.run(argv, input=json.dumps(request).encode(), capture_output=True)
+        if done.returncode != 0:
+            raise SystemExit(f"{' '.join(argv)} failed: {done.stderr.decode()}")
+        return json.loads(done.stdout)
+
+    @property
+    def call_goals(self) -> tuple[float, float]:
+        """A read's and a write's goal against etcdctl's: with the helper, a read cheaper than
+        etcdctl's and a write within a fifth of its; without it (a whole Python process per
+        call, every one), within twice etcdctl's, reads and writes alike."""
+        return (0.9, 1.2) if self.resident else (2.0, 2.0)
+
+    def ctl(self, *args: str, times: int | None = None) -> float:
+        return median_of(times or self.repeat, [*self.etcdctl, *args])[0]
+
+    def row(self, what: str, ours: float, theirs: float, against: str, goal: float | None) -> None:
+        ratio = ours / theirs
+        verdict = "" if goal is None else (" ✓" if ratio <= goal else " ✗")
+        self.rows.append(
+            (what, f"{ours * 1000:.1f} ms", f"{theirs * 1000:.1f} ms ({against})",
+             f"{ratio:.2f}x{verdict}", f"≤ {goal}x" if goal else "")
+        )  # fmt: skip
+
+    def limit_row(self, what: str, ours: float, theirs: float, against: str, limit: float) -> None:
+        """A row whose goal is a time, not a ratio."""
+        within = " ✓" if ours < limit else " ✗"
+        self.rows.append(
+            (what, f"{ours * 1000:.0f} ms", f"{theirs * 1000:.0f} ms ({against})",
+             f"{ours / theirs:.2f}x", f"< {limit:g} s{within}")
+        )  # fmt: skip
+
+    # -- the runs -----------------------------------------------------------------------------
+
+    def single_node(self) -> dict[str, int | None]:
+        self.seed_stream("short", 10)
+        self.warm_up()
+        head_key = self.keys.head("short").decode()
+        read, read_rss = self.plugin("get-node-resource-info", {"nodename": "short"})
+        goals = self.call_goals
+        self.row(
+            "read: get-node-resource-info", read, self.ctl("get", head_key), "etcdctl get",
+            goals[0],
+        )  # fmt: skip
+        take = {
+            "nodename": "short",
+            "workloads_resource": [{"prod_count_map": {PRODUCT: 1}}],
+            "delta": True,
+            "incr": True,
+        }
+        write, write_rss = self.plugin("set-node-resource-usage", {**take, "incr": True})
+        put = self.ctl("put", f"{PREFIX}/scratch", "x")
+        self.row("write: set-node-resource-usage", write, put, "etcdctl put", goals[1])
+        verbs, verbs_rss = median_of(self.repeat, ["resource-gpu", "verbs"])
+        self.row(
+            "verbs (no etcd, in-process)", verbs, self.ctl("get", head_key), "etcdctl get", None
+        )
+        # What any call pays before the plugin's own code: the interpreter's bare start as the
+        # launcher starts it (isolated, without ``site``) and whole (as the venv's bin/ script
+        # does: pip drops a shebang's flags), and, for a call run in-process, msgspec (which
+        # imports typing, datetime, decimal, uuid and platform).
+        bare, _ = median_of(self.repeat, [sys.executable, "-I", "-S", "-c", "pass"])
+        self.row("read against the floor: python -I -S -c pass", read, bare,
+                 "python -I -S -c pass", None)  # fmt: skip
+        for what, argv in (
+            ("python -I -S -c pass", [sys.executable, "-I", "-S", "-c", "pass"]),
+            ("python -c pass", [sys.executable, "-c", "pass"]),
+            ("python -c 'import msgspec'", [sys.executable, "-c", "import msgspec"]),
+        ):
+            floor, _ = median_of(self.repeat, argv)
+            self.row(f"floor: {what}", floor, self.ctl("get", head_key), "etcdctl get", None)
+        return {"read": read_rss, "write": write_rss, "verbs": verbs_rss}
+
+    def many_nodes(self, counts: list[int]) -> dict[str, int | None]:
+        rss = {}
+        for count in counts:
+            prefix = f"{PREFIX}-fleet-{count}"
+            names = self.seed_upstream_heads(prefix, count)
+            request = {
+                "nodenames": names,
+                "workload_resource": {"prod_count_map": {PRODUCT: 1}},
+            }
+            times = max(3, self.repeat // 3)
+            config = self.config_for(prefix)
+            self.warm_up(config)
+            answer = self.answer("get-nodes-deploy-capacity", request, config)
+            fits = {e["Capacity"] for e in answer["nodes_deploy_capacity_map"].values()}
+            assert fits == {SEEDED_FITS}, f"each node should fit {SEEDED_FITS}: {fits}"
+            ours, rss[f"{count:,} nodes"] = self.plugin(
+                "get-nodes-deploy-capacity", request, times, config
+            )
+            root = KeyLayout(prefix, "gpu").root.decode()
+            theirs = self.ctl("get", "--prefix", root, times=times)
+            goal = 2.0 if count >= 10_000 else None
+            self.row(f"get-nodes-deploy-capacity, {count:,} nodes", ours, theirs,
+                     "etcdctl get --prefix, same records", goal)  # fmt: skip
+            if count >= 10_000:
+                listed, rss[f"nodes, {count:,} nodes"] = median_of(
+                    times, ["resource-gpu", "--config", str(config), "nodes", "--json"]
+                )
+                self.row(f"nodes --json, {count:,} nodes", listed, theirs,
+                         "etcdctl get --prefix, same records", None)  # fmt: skip
+        return rss
+
+    def fleet(self, count: int) -> dict[str, int | None]:
+        """The largest fleet: one call must finish inside core's 30 s call timeout."""
+        prefix = f"{PREFIX}-fleet-{count}"
+        names = self.seed_upstream_heads(prefix, count)
+        request = {"nodenames": names, "workload_resource": {"prod_count_map": {PRODUCT: 1}}}
+        config = self.config_for(prefix)
+        self.warm_up(config)
+        ours, rss = self.plugin("get-nodes-deploy-capacity", request, 3, config)
+        theirs = self.ctl("get", "--prefix", KeyLayout(prefix, "gpu").root.decode(), times=3)
+        self.limit_row(f"get-nodes-deploy-capacity, {count:,} nodes", ours, theirs,
+                       "etcdctl get --prefix, same records", 30)  # fmt: skip
+        return {f"{count:,} nodes": rss}
+
+    def long_stream(self, length: int) -> None:
+        """A write's cost against its stream's length: bounds off, so that the stream stays
+        long (bounded, it would be compacted once its events are streams.min_age old)."""
+        self.seed_stream("long", length)
+        config = self.config_for(PREFIX, unbounded=True)
+        self.warm_up(config)
+        take = {
+            "nodename": "long",
+            "resource_request": {"prod_count_map": {PRODUCT: 1}},
+            "delta": True,
+            "incr": True,
+        }
+        give = {**take, "incr": False}
+        short = {**take, "nodename": "short"}
+        short_give = {**give, "nodename": "short"}
+        ours = statistics.median(
+            self.plugin("set-node-resource-usage", request, 1, config)[0]
+            for _ in range(self.repeat)
+            for request in (take, give)
+        )
+        base = statistics.median(
+            self.plugin("set-node-resource-usage", request, 1, config)[0]
+            for _ in range(self.repeat)
+            for request in (short, short_give)
+        )
+        self.row(f"write on a {length:,}-event stream", ours, base, "same, 10-event stream", 1.1)
+
+    def contention(self, seconds: float) -> str:
+        # Enough cards in use that giving one back never fails: every call can commit.
+        info = {"nodename": "hot", "capacity": {"prod_count_map": {PRODUCT: 100_000}},
+                "usage": {"prod_count_map": {PRODUCT: 50_000}}}  # fmt: skip
+        verb = ["resource-gpu", "--config", str(self.config)]
+        run([*verb, "set-node-resource-info"], json.dumps(info).encode())
+        argv = [*verb, "set-node-resource-usage"]
+        results: list[int] = []
+        stop = time.monotonic() + seconds
+
+        def writer(index: int) -> None:
+            incr = index % 2 == 0
+            while time.monotonic() < stop:
+                request = {
+                    "nodename": "hot",
+                    "resource_request": {"prod_count_map": {PRODUCT: 1}},
+                    "delta": True,
+                    "incr": incr,
+                }
+                results.append(run(argv, json.dumps(request).encode()).status)
+                incr = not incr
+
+        before = self.proposals()
+        started = time.perf_counter()
+        threads = [threading.Thread(target=writer, args=(i,)) for i in range(WRITERS)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        elapsed = time.perf_counter() - started
+        commits = results.count(0)
+        txns = self.proposals() - before
+        retries = max(txns - commits, 0)
+        return (
+            f"{WRITERS} writers on one node for {elapsed:.1f} s: {commits} commits "
+            f"({commits / elapsed:.1f}/s), {len(results) - commits} failed calls, "
+            f"{retries} compare-and-swap retries ({retries / max(commits, 1):.2f} per commit)"
+        )
+
+    def concurrent(self, callers: int, rounds: int) -> str:
+        """``callers`` reads started at once, ``rounds`` times, through one helper: the p99 of
+        their times against one read's median; and, for the floor, as many bare interpreters
+        started as the launcher starts one (``python -I -S -c pass``) at once: the goal is a
+        p99 within 1.3x theirs (3x a lone read cannot be met on two cores)."""
+        argv = ["resource-gpu", "--config", str(self.config), "get-node-resource-info"]
+        stdin = json.dumps({"nodename": "short"}).encode()
+        alone = statistics.median(run(argv, stdin).seconds for _ in range(self.repeat))
+        median, p99 = at_once(argv, stdin, callers, rounds)
+        _, bare = at_once([sys.executable, "-I", "-S", "-c", "pass"], b"", callers, rounds)
+        verdict = "✓" if p99 <= 1.3 * bare else "✗"
+        return (
+            f"{callers} reads at once through one helper ({rounds} rounds): median "
+            f"{median * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms, one read alone {alone * 1000:.1f} "
+            f"ms ({p99 / alone:.1f}x); {callers} bare interpreters at once (python -I -S -c "
+            f"pass): p99 {bare * 1000:.0f} ms: ours {p99 / bare:.2f}x theirs {verdict} "
+            "(goal ≤ 1.3x)"
+        )
+
+    def proposals(self) -> int:
+        """Write transactions etcd has applied (a lost compare-and-swap is one too)."""
+        with urllib.request.urlopen(f"{self.endpoint}/metrics", timeout=5) as page:
+            for line in page.read().decode().splitlines():
+                if line.startswith("etcd_server_proposals_applied_total "):
+                    return int(float(line.split()[1]))
+        raise RuntimeError("etcd /metrics has no etcd_server_proposals_applied_total")
+
+
+@contextmanager
+def benched(transport: str, resident: bool, repeat: int) -> Iterator[Bench]:
+    """A throwaway etcd and a Bench on it. The helpers (one per config) live in a runtime
+    directory of the bench's own, and are stopped with it: nothing is left running, nothing of
+    the user's is touched."""
+    with throwaway_etcd() as (endpoint, directory):
+        yield Bench(endpoint, directory, transport, resident, repeat)
