@@ -19,9 +19,9 @@ MAX_REQUEST_BYTES = 4 * 1024 * 1024
 
 
 def programs() -> "dict[str, Plugin]":
-    """Both programs, by name (``resource-gpu``: ``projections.gpu.plugin.PLUGIN``)."""
-    from resource_extend.projections.gpu.plugin import PLUGIN as GPU
-    from resource_extend.projections.storage.plugin import PLUGIN as STORAGE
+    """Both programs, by name (``resource-gpu``: ``commands.gpu.plugin.PLUGIN``)."""
+    from resource_extend.commands.gpu.plugin import PLUGIN as GPU
+    from resource_extend.commands.storage.plugin import PLUGIN as STORAGE
 
     return {plugin.name: plugin for plugin in (GPU, STORAGE)}
 

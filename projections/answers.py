@@ -3,7 +3,7 @@ programs answer a verb in the same bytes.
 
 An upstream plugin answers with a Go map (``RawParams``), whose keys Go writes sorted; so the
 fields of these answers are declared in that order, and answers are encoded with every map's
-keys sorted (``commands.protocol.respond``). What they hold are Go structs, written in their
+keys sorted (the shell's ``respond``). What they hold are Go structs, written in their
 fields' order."""
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """A resource kind, whole: the one value that says everything the shell serves of it.
 
-Each kind defines one (``projections.gpu.plugin.PLUGIN``, ``projections.storage.plugin.PLUGIN``),
-and the installed script hands it to ``commands.main``; nothing looks a kind up by name, and
-nothing keeps a "current" one. Cheap to import, because core's thin calls import it: the
-kind's heavy parts (its fold, its views, its gauges) load on first use (:attr:`Plugin.parts`).
+The shell assembles one for each kind, from the kind's pure half here (its name, its parts)
+and its own (its verbs, its help), and the installed script hands it on; nothing looks a kind
+up by name, and nothing keeps a "current" one. This module knows no module of the shell. Cheap
+to import, because core's thin calls import it: the kind's heavy parts (its fold, its views,
+its gauges) load on first use (:attr:`Plugin.parts`).
 """
 
 TYPE_CHECKING = False  # not typing's: the thin client of every core call imports this module
@@ -60,8 +61,8 @@ class Plugin:
         """The module that defines this value as ``PLUGIN``: how the resident helper's own
         process finds it again."""
         self.verbs = verbs
-        """The package of its core verbs (``resource_extend.commands.gpu``); each is where
-        ``commands.registry`` says (``.writes:add_node``)."""
+        """The package of its core verbs, in the shell; each is where the shell's registry says
+        (``.writes:add_node``)."""
         self.exporter_port = exporter_port
         """The exporter's default port: one for each program, so both serve on one host."""
         self.summary = summary

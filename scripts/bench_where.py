@@ -29,14 +29,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from resource_extend.commands.gpu.plugin import PLUGIN as GPU
 from resource_extend.commands.launcher import launcher
 from resource_extend.commands.protocol import CallIO, Session
 from resource_extend.commands.registry import load_verb
 from resource_extend.commands.resident import client
 from resource_extend.commands.resident.client import package_dir
+from resource_extend.commands.storage.plugin import PLUGIN as STORAGE
 from resource_extend.ledger.etcd import transport
-from resource_extend.projections.gpu.plugin import PLUGIN as GPU
-from resource_extend.projections.storage.plugin import PLUGIN as STORAGE
 
 if TYPE_CHECKING:
     from resource_extend.projections.plugin import Plugin
@@ -200,8 +200,8 @@ def where_rows(bench: Bench, calls: list[tuple[str, Call]]) -> list[str]:
 def gpu_and_storage_calls(bench: Bench, storage_config: Path) -> list[tuple[str, Call]]:
     """A read and a write of each kind, on the nodes ``single_node`` and ``storage_rows``
     seeded."""
-    from scripts.benching import PRODUCT
     from scripts.bench_storage import WORKLOAD
+    from scripts.benching import PRODUCT
 
     cards = {"prod_count_map": {PRODUCT: 1}}
     take = {"nodename": "short", "resource_request": cards, "delta": True, "incr": True}

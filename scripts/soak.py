@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from resource_extend.commands.gpu.plugin import PLUGIN as GPU
 from resource_extend.commands.protocol import CallIO, Session
 from resource_extend.commands.registry import load_verb
 from resource_extend.ledger.config import EtcdConfig
@@ -31,7 +32,6 @@ from resource_extend.ledger.store import Store
 from resource_extend.ledger.store.keys import KeyLayout
 from resource_extend.ledger.upkeep import export
 from resource_extend.ledger.upkeep.footprint import etcd_footprint, measure
-from resource_extend.projections.gpu.plugin import PLUGIN as GPU
 from tests.etcd_server import Cluster, etcdctl_binary
 
 PRODUCT = "nvidia-3090"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from resource_extend.commands.gpu.plugin import PLUGIN as GPU
 from resource_extend.commands.registry import CORE_VERBS, people_commands
-from resource_extend.projections.gpu.plugin import PLUGIN as GPU
 from tests.plugin import Plugin, Result, binary, failure_line
 
 pytestmark = pytest.mark.resident

@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.grpc, pytest.mark.resident]
 PROBE = """
 import sys
 from resource_extend.commands.main import main
-from resource_extend.projections.{kind}.plugin import PLUGIN
+from resource_extend.commands.{kind}.plugin import PLUGIN
 try:
     main(PLUGIN, [{verb!r}])
 except SystemExit:
@@ -139,7 +139,7 @@ WITHOUT_GRPC = """
 import sys
 sys.modules["etcd3"] = None  # as on an install without the grpc extra
 from resource_extend.commands.main import main
-from resource_extend.projections.gpu.plugin import PLUGIN
+from resource_extend.commands.gpu.plugin import PLUGIN
 main(PLUGIN, ["get-node-resource-info"])
 """
 
@@ -169,7 +169,7 @@ from resource_extend.commands.protocol import CallIO, Session
 from resource_extend.commands.registry import load_verb
 from resource_extend.commands.resident import client, daemon, warm  # daemon: the helper's own
 from resource_extend.ledger.store.appender import who
-from resource_extend.projections.{kind}.plugin import PLUGIN
+from resource_extend.commands.{kind}.plugin import PLUGIN
 warm.warm_up(PLUGIN)  # what the helper does before it forks a call's process
 warm.ready_for_calls(sys.argv[2])
 client.code_identity(), who()  # (Helper.__init__: what it runs, for whom)

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from resource_extend.commands.gpu.plugin import PLUGIN as GPU
 from resource_extend.commands.launcher import MARK, install
-from resource_extend.projections.gpu.plugin import PLUGIN as GPU
 from tests.plugin import Plugin, R, binary, copied_code
 
 pytestmark = pytest.mark.resident

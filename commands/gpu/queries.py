@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from resource_extend.commands.gpu import Session, requests, verb
+from resource_extend.commands.gpu import requests
 from resource_extend.commands.gpu.answers import node_resources, workloads_sum
+from resource_extend.commands.gpu.verbs import Session, verb
 from resource_extend.commands.nodes import (
     metrics_of,
     node_names,

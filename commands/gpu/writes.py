@@ -6,8 +6,10 @@ from typing import Any
 
 import msgspec
 
-from resource_extend.commands.gpu import Session, requests, verb
+from resource_extend.commands.gpu import requests
 from resource_extend.commands.gpu.answers import node_resources, workloads_sum
+from resource_extend.commands.gpu.plugin import PLUGIN
+from resource_extend.commands.gpu.verbs import Session, verb
 from resource_extend.commands.nodes import present
 from resource_extend.commands.requests import EngineInfo, NodeRequest
 from resource_extend.ledger.model.errors import InvalidRequest
@@ -16,7 +18,6 @@ from resource_extend.projections.answers import BeforeAfter, NodeResourceInfo
 from resource_extend.projections.gpu import cards, decide
 from resource_extend.projections.gpu.cards import Cards
 from resource_extend.projections.gpu.events import UsageRebuilt
-from resource_extend.projections.gpu.plugin import PLUGIN
 from resource_extend.projections.gpu.resources import (
     Resource,
     held_cards,

@@ -61,9 +61,10 @@ def ready_for_calls(config_path: str) -> None:
 
 
 def _kinds_packages(plugin: Plugin) -> list[types.ModuleType]:
-    """The kind's two folders: the package of its value and the package of its verbs."""
+    """The kind's two folders: its pure half's (the package of its fold) and its shell's (the
+    package of its verbs, beside its value)."""
     found = []
-    for name in (plugin.origin, plugin.verbs):
+    for name in (type(plugin.parts.fold).__module__, plugin.verbs):
         module = importlib.import_module(name)
         if not hasattr(module, "__path__"):  # a module: its folder is its package
             module = importlib.import_module(name.rpartition(".")[0])

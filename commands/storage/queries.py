@@ -12,7 +12,8 @@ from resource_extend.commands.nodes import (
     resource_info_map,
 )
 from resource_extend.commands.requests import Metrics, NodesRequest
-from resource_extend.commands.storage import Session, requests, verb
+from resource_extend.commands.storage import requests
+from resource_extend.commands.storage.verbs import Session, verb
 from resource_extend.ledger.model.names import check_node_name
 from resource_extend.projections.answers import MostIdle, NodeResourceInfo, NodesDeployCapacity
 from resource_extend.projections.metrics import Metric

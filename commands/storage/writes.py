@@ -7,13 +7,14 @@ from typing import Any
 
 from resource_extend.commands.nodes import present
 from resource_extend.commands.requests import NodeRequest
-from resource_extend.commands.storage import Session, requests, verb
+from resource_extend.commands.storage import requests
+from resource_extend.commands.storage.plugin import PLUGIN
+from resource_extend.commands.storage.verbs import Session, verb
 from resource_extend.ledger.model.names import check_node_name
 from resource_extend.projections.answers import BeforeAfter, NodeResourceInfo
 from resource_extend.projections.storage import decide
 from resource_extend.projections.storage.events import UsageRebuilt
 from resource_extend.projections.storage.node_requests import node_request_of
-from resource_extend.projections.storage.plugin import PLUGIN
 from resource_extend.projections.storage.resources import NodeResource
 from resource_extend.projections.storage.state import NodeState
 from resource_extend.projections.storage.stored import node_resource_of

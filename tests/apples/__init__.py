@@ -4,7 +4,7 @@ holds apples, and workloads eat them. It follows docs/ledger.md's "Adding a kind
 This module is what ``projections/<kind>/`` is for a kind of the product: what the ledger asks
 of a kind (``projections.node.NodeKind``: how its values add, how a state is said, its record's
 bytes) and what the shell asks of one (``projections.parts``: its cells and JSON for the
-auditor commands, its gauges), bundled as :data:`PLUGIN` the way ``projections.gpu.plugin``
+auditor commands, its gauges), bundled as :data:`PLUGIN` the way ``commands.gpu.plugin``
 bundles GPU's. Its core verbs are ``writes`` and ``queries`` beside it, what
 ``commands/<kind>/`` is for a kind of the product. ``tests/unit/test_toy_kind.py`` runs the
 ledger on it, ``tests/ledger/test_toy_kind_commands.py`` its verbs and the auditor commands.

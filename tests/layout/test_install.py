@@ -60,7 +60,7 @@ def test_both_commands_are_installed(wheel: zipfile.ZipFile, program: str) -> No
     (script,) = [n for n in wheel.namelist() if n.endswith(f".data/scripts/{program}")]
     kind = program.removeprefix("resource-")
     text = wheel.read(script)
-    assert f"from resource_extend.projections.{kind}.plugin import PLUGIN".encode() in text
+    assert f"from resource_extend.commands.{kind}.plugin import PLUGIN".encode() in text
     assert b"run(PLUGIN)" in text
 
 

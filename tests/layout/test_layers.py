@@ -1,11 +1,13 @@
 """The layers run one way: ``commands`` -> ``projections`` (pure, per kind) and ``ledger``
 (etcd I/O, generic over kinds). ``ledger`` never imports ``projections`` or ``commands``, and
-``projections`` never imports ``commands``, not even lazily inside a function. Inside
+``projections`` never imports ``commands``, not even lazily inside a function, nor names one
+of its modules in a string. Inside
 ``ledger`` the rooms run one way too (``ROOMS``), and ``projections`` sees only its pure model."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -47,6 +49,42 @@ def test_the_check_sees_a_lazy_import(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text("def f():\n    from resource_extend.projections.gpu import node\n")
     assert imported(module) == [(2, "resource_extend.projections.gpu")]
+
+
+NAMES_OF_THE_SHELL = re.compile(r"\b(?:resource_extend\.)?commands\.[a-z_]+")
+"""A module of the shell named in text: ``resource_extend.commands.gpu``, ``commands.main``."""
+
+
+def named_in_strings(path: Path, names: re.Pattern[str]) -> list[str]:
+    """Every string in ``path`` (docstrings, module paths handed on as data) that names what
+    ``names`` matches, with its line: an import by another name is a dependency too."""
+    return [
+        f"{path.relative_to(path.parents[1])}:{node.lineno}: {found.group()}"
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        for found in names.finditer(node.value)
+    ]
+
+
+def test_the_pure_layer_names_no_module_of_the_shell_even_in_a_string() -> None:
+    """A kind is bound one way: the shell (``commands/<kind>/plugin.py``) assembles its
+    ``Plugin`` from the pure half, which names none of the shell's modules, not even as a
+    string to be imported later (``"resource_extend.commands.gpu.detect:detect"``)."""
+    found = [
+        line
+        for path in sorted((ROOT / "projections").rglob("*.py"))
+        for line in named_in_strings(path, NAMES_OF_THE_SHELL)
+    ]
+    assert found == []
+
+
+def test_the_string_check_sees_a_module_path_handed_on_as_data(tmp_path: Path) -> None:
+    (tmp_path / "gpu").mkdir()
+    module = tmp_path / "gpu" / "plugin.py"
+    module.write_text('PLUGIN = Plugin(verbs="resource_extend.commands.gpu")\n')
+    assert named_in_strings(module, NAMES_OF_THE_SHELL) == [
+        "gpu/plugin.py:1: resource_extend.commands.gpu"
+    ]
 
 
 # -- no cycles ------------------------------------------------------------------------------------

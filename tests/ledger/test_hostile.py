@@ -33,8 +33,8 @@ from etcd3 import etcdrpc
 from hypothesis import HealthCheck, currently_in_test_context, event, given, settings
 from hypothesis import strategies as st
 
+from resource_extend.commands.gpu.plugin import PLUGIN as GPU
 from resource_extend.commands.registry import CORE_VERBS, HIDDEN_VERBS
-from resource_extend.projections.gpu.plugin import PLUGIN as GPU
 from tests.etcdkv import RPC_TIMEOUT, Etcd, prefix_end, upstream_head
 from tests.plugin import Plugin, R, Result
 from tests.plugin import in_process as run_here

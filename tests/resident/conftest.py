@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from resource_extend.commands.gpu.plugin import PLUGIN as GPU
 from resource_extend.commands.resident import client as resident
-from resource_extend.projections.gpu.plugin import PLUGIN as GPU
 from tests.plugin import Plugin, R, kill_helpers_for, stop_helpers
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -247,7 +247,7 @@ import click, yaml  # and what the code imports only when it needs it
 uid, gid = int(sys.argv[1]), int(sys.argv[2])
 os.setgroups([]); os.setgid(gid); os.setuid(uid)
 from resource_extend.commands.main import main
-from resource_extend.projections.gpu.plugin import PLUGIN
+from resource_extend.commands.gpu.plugin import PLUGIN
 main(PLUGIN, sys.argv[3:])
 """
 """``resource-gpu ARGS`` (argv 3 on) run as the user of argv 1 and 2."""

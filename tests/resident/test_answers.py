@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from resource_extend.projections.gpu.plugin import PLUGIN as GPU
+from resource_extend.commands.gpu.plugin import PLUGIN as GPU
 from tests.etcdkv import Etcd
 from tests.plugin import MODE, Plugin, R, counts
 from tests.resident.conftest import (

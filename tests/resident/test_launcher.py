@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from resource_extend.commands import launcher
+from resource_extend.commands.gpu.plugin import PLUGIN as GPU
 from resource_extend.commands.resident.client import package_dir
-from resource_extend.projections.gpu.plugin import PLUGIN as GPU
 from tests.plugin import Plugin, binary, launched
 from tests.resident.conftest import G, helper_pid, resident_plugin, started, wait_for
 

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from resource_extend.commands.registry import CORE_VERBS, HIDDEN_VERBS
-from resource_extend.projections.storage.plugin import PLUGIN as STORAGE
+from resource_extend.commands.storage.plugin import PLUGIN as STORAGE
 from tests.etcdkv import Etcd
 from tests.plugin import Plugin, Result, in_process
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from resource_extend.commands.gpu.plugin import PLUGIN as GPU
 from resource_extend.commands.resident import arbiter, call_process
 from resource_extend.commands.resident.arbiter import Helper
 from resource_extend.commands.resident.call_process import CallProcess
-from resource_extend.projections.gpu.plugin import PLUGIN as GPU
 
 
 class Pair:

@@ -18,6 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from resource_extend.commands.gpu import detect as shell
+from resource_extend.commands.gpu.plugin import PLUGIN as GPU
 from resource_extend.ledger.config import ENV_VAR, parse
 from resource_extend.ledger.model.errors import PluginError
 from resource_extend.projections.gpu.detect import (
@@ -32,7 +33,6 @@ from resource_extend.projections.gpu.detect import (
     parse_query,
     with_instances,
 )
-from resource_extend.projections.gpu.plugin import PLUGIN as GPU
 from resource_extend.projections.gpu.resources import Resource, positive_cards
 from tests.unit.strategies import FAST
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from resource_extend.commands.gpu.plugin import PLUGIN as GPU
 from resource_extend.commands.launcher import (
     MARK,
     SHEBANG_MAX,
@@ -17,9 +18,8 @@ from resource_extend.commands.launcher import (
     launcher,
 )
 from resource_extend.commands.resident.client import package_dir
-from resource_extend.projections.gpu.plugin import PLUGIN as GPU
+from resource_extend.commands.storage.plugin import PLUGIN as STORAGE
 from resource_extend.projections.plugin import Plugin
-from resource_extend.projections.storage.plugin import PLUGIN as STORAGE
 
 
 @pytest.mark.parametrize("plugin", [GPU, STORAGE], ids=lambda plugin: plugin.name)

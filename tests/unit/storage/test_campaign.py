@@ -32,8 +32,8 @@ from hypothesis.stateful import (
 
 from resource_extend.commands import registry
 from resource_extend.commands.protocol import CallIO, Session
+from resource_extend.commands.storage.plugin import PLUGIN as STORAGE
 from resource_extend.ledger.store import Store
-from resource_extend.projections.storage.plugin import PLUGIN as STORAGE
 from tests.unit.memory_etcd import MemoryEtcd
 
 NODE = "n"
