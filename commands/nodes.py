@@ -28,7 +28,7 @@ S = TypeVar("S", bound=Struct)
 
 def read_state(session: Session[S], node: str) -> S:
     """The node's state; an unknown node is an error."""
-    state = session.store.records.read(node).state
+    state = session.reads.records.read(node).state
     if state is None:
         raise NodeNotFound(node)
     return state
@@ -36,7 +36,7 @@ def read_state(session: Session[S], node: str) -> S:
 
 def read_states(session: Session[S], names: list[str]) -> dict[str, S]:
     """All named nodes' states, in the order given; an unknown node is an error."""
-    found = session.store.records.read_many(names)
+    found = session.reads.records.read_many(names)
     for node in names:
         if node not in found:
             raise NodeNotFound(node)
@@ -53,7 +53,7 @@ def resource_info_map(
     session: Session[S], names: list[str] | None, shown: Callable[[S], Answer]
 ) -> dict[str, Answer]:
     """get-nodes-resource-info's answer: each named node that exists, as ``shown``."""
-    states = session.store.records.read_many([check_node_name(name) for name in names or []])
+    states = session.reads.records.read_many([check_node_name(name) for name in names or []])
     return {"node_resource_info_map": {node: shown(state) for node, state in states.items()}}
 
 
@@ -66,7 +66,7 @@ def metrics_of(
         node = check_node_name(request.nodename)
         return node_metrics(request.podname or "", node, read_state(session, node))
     wanted = [(item.podname or "", check_node_name(item.nodename)) for item in request.nodes]
-    states = session.store.records.read_many(node for _, node in wanted)
+    states = session.reads.records.read_many(node for _, node in wanted)
     return [
         metric
         for podname, node in wanted

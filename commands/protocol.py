@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from resource_extend.ledger.config import Config
     from resource_extend.ledger.model.events import Change
     from resource_extend.ledger.model.kinds import Kind
-    from resource_extend.ledger.store import Store
+    from resource_extend.ledger.store import Reads, Store
     from resource_extend.ledger.store.appender import Resume, WriteHook
     from resource_extend.ledger.store.outcomes import Appended
     from resource_extend.projections.parts import KindView
@@ -118,11 +118,26 @@ class Session(Generic[S]):
         return self.plugin.parts.view
 
     @cached_property
+    def reads(self) -> Reads[S]:
+        """What a query reads etcd through: the store's reading parts alone (the call's store,
+        if it has one already)."""
+        if "store" in self.__dict__:
+            return self.store
+        settings = self.config.etcd  # a config error must not cost the etcd client's import
+        from resource_extend.ledger.store import Reads
+
+        return Reads(settings, self.kind)
+
+    @cached_property
     def store(self) -> Store[S]:
+        """What a write goes through, on the connection the call's reads hold, if any: one
+        time budget for the call."""
         settings = self.config.etcd  # a config error must not cost the etcd client's import
         from resource_extend.ledger.store import Store
 
-        return Store(settings, self.kind, write_hook=self._write_hook, by=self._caller)
+        reads = self.__dict__.get("reads")
+        etcd = reads.etcd if reads is not None else None
+        return Store(settings, self.kind, etcd=etcd, write_hook=self._write_hook, by=self._caller)
 
     def append(self, node: str, decide: Callable[[S | None], Change | None]) -> Appended[S]:
         """``store.append`` of the running verb's change, keeping the stream within its bound
@@ -135,9 +150,9 @@ class Session(Generic[S]):
 
     def close(self) -> None:
         """Close etcd, if opened; the next use opens it again, with a new time budget."""
-        store = self.__dict__.pop("store", None)
-        if store is not None:
-            store.close()
+        opened = [self.__dict__.pop(name, None) for name in ("reads", "store")]
+        for etcd in {id(view.etcd): view.etcd for view in opened if view is not None}.values():
+            etcd.close()
 
 
 def fail(

@@ -10,6 +10,7 @@ or from the resident helper's ``/``.
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Annotated, Literal, Protocol
 
@@ -62,9 +63,15 @@ class EtcdConfig(msgspec.Struct, kw_only=True):
 
     @property
     def endpoints(self) -> list[Endpoint]:
-        """One per ``machines`` entry, in order, each knowing whether it speaks TLS."""
+        """One per ``machines`` entry, in order, each knowing whether it speaks TLS: parsed
+        once for the process (the config's checks, the connection and the transport all ask)."""
         tls_files = bool(self.ca or self.cert or self.key)
-        return [parse_endpoint(entry, tls_files=tls_files) for entry in self.machines]
+        return list(_parsed(tuple(self.machines), tls_files))
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(machines: tuple[str, ...], tls_files: bool) -> tuple[Endpoint, ...]:
+    return tuple(parse_endpoint(entry, tls_files=tls_files) for entry in machines)
 
 
 class Destination(msgspec.Struct, frozen=True):

@@ -24,7 +24,6 @@ from resource_extend.ledger.etcd.transport import (
     Request,
     Transport,
     Unavailable,
-    endpoint_of,
 )
 from resource_extend.ledger.model.errors import EtcdFull, StoreError
 
@@ -88,7 +87,7 @@ class Connection:
         deadline: float | None = None,
     ) -> None:
         self._config = config
-        self._endpoints = [endpoint_of(url) for url in config.machines]
+        self._endpoints = [(where.host, where.port) for where in config.endpoints]
         self._transport = transport or open_transport(config)
         self._current = 0
         self._started = time.monotonic()

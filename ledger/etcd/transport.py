@@ -23,7 +23,6 @@ from resource_extend.ledger.endpoints import (
     REFUSED_CERTIFICATE_SIGNS,
     UNVERIFIED,
     certificate_refused,
-    parse_endpoint,
     read_tls_file,
 )
 from resource_extend.ledger.etcd import http11, kept, wire
@@ -133,15 +132,6 @@ class Transport(Protocol):
         """Forget the endpoint's connection: the next request there dials afresh."""
 
     def close(self) -> None: ...
-
-
-def endpoint_of(url: str) -> tuple[str, int]:
-    """The host and port of an ``etcd.machines`` entry, for messages."""
-    try:
-        endpoint = parse_endpoint(url, tls_files=False)
-    except ValueError as exc:  # the config checked every entry already
-        raise StoreError(str(exc)) from None
-    return endpoint.host, endpoint.port
 
 
 class _GatewayError(msgspec.Struct):

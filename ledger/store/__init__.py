@@ -1,7 +1,8 @@
 """The etcd store: what the plugin reads and writes in etcd, and how (``ledger.etcd.transport``
 carries the requests).
 
-A store is composed of parts that each own one job, as etcd's own client is:
+A store is composed of parts that each own one job, as etcd's own client is; a query opens
+only the reading ones (:class:`Reads`):
 
 * ``etcd``: the connection (requests within the call's time budget, fail-over);
 * ``scans``: reads across many nodes;
@@ -34,9 +35,10 @@ S = TypeVar("S", bound=msgspec.Struct)
 """The node state of the store's resource kind."""
 
 
-class Store(Generic[S]):
-    """One plugin call's store for one resource kind in etcd, bounded in time by
-    ``config.timeout``: its parts."""
+class Reads(Generic[S]):
+    """One plugin call's read-only view of the store for one resource kind, bounded in time by
+    ``config.timeout``: what a query needs (as etcd's client gives reads a KV, and writes a
+    transaction), and nothing that writes."""
 
     def __init__(
         self,
@@ -45,23 +47,41 @@ class Store(Generic[S]):
         transport: Transport | None = None,
         *,
         deadline: float | None = None,
-        write_hook: WriteHook | None = None,
-        by: str | None = None,
+        etcd: Connection | None = None,
     ) -> None:
         self.config = config
         self.kind = kind
         self.keys = KeyLayout(config.prefix, kind.name)
-        self.by = by or who()
-        self.etcd = Connection(config, transport, deadline=deadline)
+        self.etcd = etcd or Connection(config, transport, deadline=deadline)
+        """The connection: this view's own, or (``etcd``) one a call already holds."""
         self.scans = Scans(self.etcd, self.keys)
         self.streams = StreamReads(self.etcd, self.keys, kind)
         self.records = NodeReads(self.etcd, self.keys, kind, self.scans, self.streams)
+
+    def close(self) -> None:
+        self.etcd.close()
+
+
+class Store(Reads[S]):
+    """One plugin call's store for one resource kind in etcd: its reads, and what writes
+    (``outcomes``, ``appender``, ``checkpoints``)."""
+
+    def __init__(
+        self,
+        config: EtcdConfig,
+        kind: Kind[S],
+        transport: Transport | None = None,
+        *,
+        deadline: float | None = None,
+        etcd: Connection | None = None,
+        write_hook: WriteHook | None = None,
+        by: str | None = None,
+    ) -> None:
+        super().__init__(config, kind, transport, deadline=deadline, etcd=etcd)
+        self.by = by or who()
         self.outcomes = Outcomes(self.etcd, self.keys, kind, self.streams, self.by)
         self.appender = Appender(
             config, kind, self.keys, self.etcd, self.records, self.outcomes,
             by=self.by, write_hook=write_hook,
         )  # fmt: skip
         self.checkpoints = Checkpoints(self.etcd, self.keys, self.outcomes, by=self.by)
-
-    def close(self) -> None:
-        self.etcd.close()
