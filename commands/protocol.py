@@ -99,8 +99,8 @@ class Session(Generic[S]):
 
     @cached_property
     def config(self) -> Config:
-        from resource_extend.commands.resident.copies import RuntimeCopies
         from resource_extend.ledger import config
+        from resource_extend.ledger.copies import RuntimeCopies
 
         default = self.plugin.config_file
         return config.load(

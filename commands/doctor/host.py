@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from resource_extend.commands.doctor.findings import Finding, fail, ok, warn
 from resource_extend.commands.resident import client as resident
 from resource_extend.commands.resident import command as helper
-from resource_extend.commands.resident import rundir
+from resource_extend.ledger import rundir
 from resource_extend.ledger.upkeep.export import unsafe_directory
 
 if TYPE_CHECKING:

@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING
 
 from resource_extend.commands.program import installed_version
 from resource_extend.commands.resident import client as resident
-from resource_extend.commands.resident import rundir
 from resource_extend.commands.resident.call_process import FREE, CallProcess
 from resource_extend.commands.resident.claim import locked
 from resource_extend.commands.resident.warm import config_or_none, ready_for_calls
+from resource_extend.ledger import rundir
 from resource_extend.ledger.store.appender import who
 
 if TYPE_CHECKING:

@@ -22,9 +22,9 @@ import msgspec
 from resource_extend.commands.protocol import CallIO, Session
 from resource_extend.commands.registry import CORE_VERBS, HIDDEN_VERBS, load_verb
 from resource_extend.commands.resident import client as resident
-from resource_extend.commands.resident import rundir
 from resource_extend.commands.resident.heartbeat import Heartbeat
 from resource_extend.commands.resident.warm import config_or_none
+from resource_extend.ledger import rundir
 from resource_extend.ledger.model.errors import PluginError
 
 if TYPE_CHECKING:

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from resource_extend.commands.resident import client as resident
-from resource_extend.commands.resident import rundir
 from resource_extend.commands.resident.warm import warm_up
+from resource_extend.ledger import rundir
 
 if TYPE_CHECKING:
     from resource_extend.projections.plugin import Plugin

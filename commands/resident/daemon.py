@@ -23,9 +23,9 @@ import sys
 
 from resource_extend.commands.program import programs
 from resource_extend.commands.resident import client as resident
-from resource_extend.commands.resident import rundir
 from resource_extend.commands.resident.arbiter import Helper
 from resource_extend.commands.resident.claim import claim
+from resource_extend.ledger import rundir
 
 
 def main(argv: list[str]) -> None:

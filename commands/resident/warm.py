@@ -26,7 +26,7 @@ def warm_up(plugin: Plugin) -> None:
     """Import every verb and what it uses now, not on a client's time: what a Session imports
     only when a call needs it too (a call's process would import it, and forget it, each
     time)."""
-    importlib.import_module("resource_extend.commands.resident.copies")  # Session.config
+    importlib.import_module("resource_extend.ledger.copies")  # Session.config
     importlib.import_module("resource_extend.ledger.upkeep.bounds")  # Session.append
     for package in _kinds_packages(plugin):  # what its verbs import only when they need it
         for module in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):

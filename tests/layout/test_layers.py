@@ -203,8 +203,12 @@ def test_the_cycle_check_sees_a_lazy_cycle(tmp_path: Path) -> None:
 # -- the ledger's rooms ---------------------------------------------------------------------------
 
 LEDGER = "resource_extend.ledger"
-SETTINGS = tuple(f"{LEDGER}.{name}" for name in ("config", "endpoints", "files"))
-"""The operator's configuration and the files it names: the ledger's top-level modules."""
+SETTINGS = tuple(
+    f"{LEDGER}.{name}" for name in ("config", "endpoints", "files", "copies", "rundir", "lean")
+)
+"""The operator's configuration, the files it names, its parsed copies and the private runtime
+directory they are kept in (with the little of ``os`` that directory's walk needs): the
+ledger's top-level modules."""
 ROOMS = {
     "projections": (f"{LEDGER}.model",),
     f"{LEDGER}.model": (f"{LEDGER}.model",),

@@ -27,10 +27,10 @@ from typing import Any
 
 from resource_extend.commands.gpu.plugin import PLUGIN as GPU
 from resource_extend.commands.resident import client as resident
-from resource_extend.commands.resident import rundir
 from resource_extend.commands.resident.arbiter import Helper
 from resource_extend.commands.resident.call_process import CallProcess
 from resource_extend.commands.resident.claim import claim
+from resource_extend.ledger import rundir
 
 FAULTS = ("dies-before-answering", "hangs-after-writing", "hangs-before-writing")
 

@@ -127,11 +127,18 @@ def test_a_call_the_helper_answers_loads_neither_site_nor_the_plugin(
     loaded, answer = imports_of(launched(), plugin, READ)
     assert json.loads(answer)["capacity"] == {"prod_count_map": {G: 8}}
     assert "resource_extend.commands.resident.client" in loaded, "the helper was not asked"
-    # Nor os (1 ms: commands.lean does its part), zlib, typing, __future__ (its modules write
-    # the annotations that need it in quotes) or the ledger.
+    # Nor os (1 ms: ledger.lean does its part), zlib, typing, __future__ (its modules write
+    # the annotations that need it in quotes), nor of the ledger more than its runtime directory.
     unwanted = ["site", "os", "zlib", "typing", "__future__", "msgspec", "click", "yaml"]
-    for module in [*unwanted, "resource_extend.ledger"]:
+    for module in unwanted:
         assert module not in loaded, f"a call the helper answered imported {module}"
+    ledger = {module for module in loaded if module.startswith("resource_extend.ledger")}
+    thin = {
+        "resource_extend.ledger",
+        "resource_extend.ledger.lean",
+        "resource_extend.ledger.rundir",
+    }
+    assert ledger == thin, f"a call the helper answered imported {sorted(ledger - thin)}"
     # Without a helper the call goes on in its own process, which starts whole: the same probe
     # sees site and the ledger (and would have seen them above).
     resident_plugin(plugin, on=False)

@@ -1,10 +1,10 @@
 """The little of ``os`` a core call's thin client needs, from ``posix`` alone.
 
 A call the resident helper answers runs nothing but the thin client, in a Python started
-without ``site`` (``commands.launcher``); importing ``os`` would cost it about 1 ms of its
-total (``os.environ`` is a mapping, which loads the collections' abstract classes). These do
-what ``os`` would, for this client's needs: reading the environment, making a path absolute,
-asking whether a file is a regular file, encoding a path for a socket frame.
+without ``site`` (by the launcher ``install`` writes); importing ``os`` would cost it about
+1 ms of its total (``os.environ`` is a mapping, which loads the collections' abstract
+classes). These do what ``os`` would, for this client's needs: reading the environment, making
+a path absolute, asking whether a file is a regular file, encoding a path for a socket frame.
 """
 
 import posix

@@ -1,4 +1,4 @@
-"""Parsed copies of config files, kept in the runtime directory (``commands.resident.rundir``).
+"""Parsed copies of config files, kept in the runtime directory (``ledger.rundir``).
 
 With ``resident: false`` every call is a new process that reads the config; parsing it takes
 PyYAML, whose import costs about as much as the rest of the plugin's. So the first call keeps
@@ -9,14 +9,14 @@ parse afresh. A config with a password is never copied: its calls parse it each 
 copy left from before it had one is removed. A copy is written under a temporary name and
 renamed into place; anything amiss means "no copy".
 
-Imports only ``os`` and ``zlib`` beyond ``commands.resident.rundir``.
+Imports only ``os`` and ``zlib`` beyond ``ledger.rundir``.
 """
 
 from __future__ import annotations
 
 import os
 
-from resource_extend.commands.resident import rundir
+from resource_extend.ledger import rundir
 
 MAX_COPY_BYTES = 4 * 1024 * 1024
 """Bigger than any copy of a config (which is at most 1 MiB of text): not one of ours."""
