@@ -14,7 +14,6 @@ import sys
 
 import click
 
-from resource_extend.commands.people import click_plugin, verb_command
 from resource_extend.commands.program import DISTRIBUTION, installed_version, programs
 from resource_extend.commands.protocol import Verb
 from resource_extend.commands.registry import (
@@ -24,6 +23,7 @@ from resource_extend.commands.registry import (
     operator_commands,
     people_commands,
 )
+from resource_extend.commands.under_click import click_plugin, verb_command
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ class LazyGroup(click.Group):
         plugin = click_plugin(ctx)
         formatter.write_paragraph()
         with formatter.indentation():
-            text = plugin.fill(HELP).replace("{summary}", plugin.summary)
+            text = plugin.own_words(HELP).replace("{summary}", plugin.summary)
             text = text.replace("{programs}", " and ".join(programs()))
             formatter.write_text(inspect.cleandoc(text))
 
@@ -64,7 +64,7 @@ class LazyGroup(click.Group):
                     continue
                 arguments = [p for p in command.params if isinstance(p, click.Argument)]
                 rows.append((" ".join([name, *map(_synopsis, arguments)]), command))
-            with formatter.section(click_plugin(ctx).fill(title)):
+            with formatter.section(click_plugin(ctx).own_words(title)):
                 formatter.write_dl(
                     [(synopsis, command.get_short_help_str(200)) for synopsis, command in rows]
                 )
@@ -82,7 +82,7 @@ class LazyGroup(click.Group):
         command = copy.copy(command)
         command.params = [*(_filled(p, plugin) for p in command.params), _config_after(plugin)]
         if command.help:
-            command.help = plugin.fill(command.help)
+            command.help = plugin.own_words(command.help)
         return command
 
     def resolve_command(
@@ -101,7 +101,7 @@ class LazyGroup(click.Group):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if not args and not ctx.resilient_parsing:  # a bare "resource-gpu" (not completion):
             # a few lines, not the whole manual as an error
-            click.echo(click_plugin(ctx).fill(SHORT_USAGE))
+            click.echo(click_plugin(ctx).own_words(SHORT_USAGE))
             ctx.exit(0)
         return super().parse_args(ctx, args)
 
@@ -130,7 +130,7 @@ def _filled(param: click.Parameter, plugin: Plugin) -> click.Parameter:
         return param
     param = copy.copy(param)
     if help:
-        param.help = plugin.fill(help)
+        param.help = plugin.own_words(help)
     if decide is not None:
         param.type = decide(plugin)
     return param
@@ -153,7 +153,7 @@ def _config_after(plugin: Plugin) -> click.Option:
         expose_value=False,
         is_eager=True,
         callback=remember,
-        help=plugin.fill(CONFIG_HELP),
+        help=plugin.own_words(CONFIG_HELP),
     )
 
 

@@ -25,9 +25,9 @@ import time
 
 import click
 
-from resource_extend.commands.people import click_plugin
 from resource_extend.commands.program import DISTRIBUTION, VERSION
 from resource_extend.commands.resident.client import package_dir, taken_from
+from resource_extend.commands.under_click import click_plugin
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

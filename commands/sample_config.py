@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from resource_extend.commands.people import click_plugin
+from resource_extend.commands.under_click import click_plugin
 from resource_extend.ledger.model.errors import PluginError
 
 TYPE_CHECKING = False
@@ -27,7 +27,7 @@ def sample(plugin: Plugin, name: str) -> str:
 
     import resource_extend.samples
 
-    file = plugin.fill(SAMPLES[name][0])
+    file = plugin.own_words(SAMPLES[name][0])
     # A data-only folder, so a namespace package: importlib.resources.files() fails on the
     # entries an editable install adds to its path, hence a look in each real directory.
     for directory in resource_extend.samples.__path__:
@@ -56,6 +56,6 @@ def sample_config(what: str, listing: bool) -> None:
     plugin = click_plugin()
     if listing:
         for name, (file, about) in SAMPLES.items():
-            click.echo(f"{name:<10} {plugin.fill(file):<30} {plugin.fill(about)}")
+            click.echo(f"{name:<10} {plugin.own_words(file):<30} {plugin.own_words(about)}")
         return
     click.echo(sample(plugin, what), nl=False)

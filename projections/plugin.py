@@ -92,7 +92,7 @@ class Plugin:
         """This program's environment variable: ``RESOURCE_GPU_<SUFFIX>``."""
         return f"{self.env_prefix}_{suffix}"
 
-    def fill(self, text: str) -> str:
+    def own_words(self, text: str) -> str:
         """``text`` (help written once for every program) with ``{prog}``, ``{PROG}`` (its
         environment variables' prefix, ``RESOURCE_GPU``), ``{kind}``, ``{config}`` and
         ``{port}`` made this program's; anything else in braces is left as it is."""

@@ -28,7 +28,7 @@ import pytest
 
 from resource_extend.commands.doctor.clock import clock_offset, fail_after, judge_clock
 from resource_extend.commands.doctor.durability import CHECK as DURABILITY
-from resource_extend.commands.gpu.host import container_runtime
+from resource_extend.commands.gpu.host_checks import container_runtime
 from tests.audit.helpers import G, added, event, head, plant, put_head, used, write_streams
 from tests.etcd_server import (
     Cluster,

@@ -15,8 +15,8 @@ import click
 import msgspec
 from msgspec import Struct
 
-from resource_extend.commands.people import answered
 from resource_extend.commands.protocol import Answer, Session, report_failure, respond
+from resource_extend.commands.under_click import answered
 from resource_extend.ledger.config import Destination
 from resource_extend.ledger.model.errors import PluginError
 from resource_extend.ledger.upkeep.bounds import bound_for

@@ -6,12 +6,12 @@ import click
 from msgspec import Struct
 
 from resource_extend.commands.audit.verify import named_nodes, nodes_or_all
-from resource_extend.commands.people import answered
 from resource_extend.commands.protocol import Answer, Session, respond
+from resource_extend.commands.under_click import answered
 from resource_extend.ledger.config import Destination
 from resource_extend.ledger.model import audit
+from resource_extend.ledger.model.counts import plural
 from resource_extend.ledger.model.errors import PluginError
-from resource_extend.ledger.model.words import plural
 from resource_extend.ledger.upkeep.compaction import compact as compact_node
 
 

@@ -6,9 +6,9 @@ import click
 import msgspec
 from msgspec import Struct
 
-from resource_extend.commands.people import answered
 from resource_extend.commands.protocol import Answer, Session
 from resource_extend.commands.tables import columns
+from resource_extend.commands.under_click import answered
 from resource_extend.ledger.upkeep.bounds import EVENT_BYTES, bound_for
 from resource_extend.ledger.upkeep.footprint import etcd_footprint, measure
 

@@ -9,9 +9,9 @@ import msgspec
 from msgspec import Struct
 
 from resource_extend.commands.audit.archive import archive_dir, archive_option
-from resource_extend.commands.people import answered
 from resource_extend.commands.protocol import Answer, Session
 from resource_extend.commands.tables import columns
+from resource_extend.commands.under_click import answered
 from resource_extend.ledger.model import audit
 from resource_extend.ledger.model.errors import InvalidRequest, PluginError
 from resource_extend.ledger.model.events import AnyEvent as Event

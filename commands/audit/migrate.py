@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 from msgspec import Struct
 
-from resource_extend.commands.people import answered
 from resource_extend.commands.protocol import Answer, Session
+from resource_extend.commands.under_click import answered
 from resource_extend.ledger.store import migration
 
 

@@ -6,9 +6,9 @@ import click
 import msgspec
 from msgspec import Struct
 
-from resource_extend.commands.people import answered
 from resource_extend.commands.protocol import Answer, Session
 from resource_extend.commands.tables import columns
+from resource_extend.commands.under_click import answered
 from resource_extend.ledger.model.events import Checkpoint, HeadRepaired
 from resource_extend.ledger.model.kinds import Kind
 from resource_extend.projections.changes import NodeRemoved

@@ -14,9 +14,9 @@ from resource_extend.commands.audit.history import (
     point_option,
     positions_of,
 )
-from resource_extend.commands.people import answered
 from resource_extend.commands.protocol import Answer, Session
 from resource_extend.commands.tables import columns
+from resource_extend.commands.under_click import answered
 from resource_extend.ledger.model import audit
 from resource_extend.ledger.model.errors import PluginError
 from resource_extend.ledger.model.events import AnyEvent as Event

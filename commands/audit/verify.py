@@ -6,11 +6,11 @@ import click
 from msgspec import Struct
 
 from resource_extend.commands.audit.archive import archive_dir, archive_option
-from resource_extend.commands.people import answered
 from resource_extend.commands.protocol import Answer, Session, respond
+from resource_extend.commands.under_click import answered
+from resource_extend.ledger.model.counts import plural
 from resource_extend.ledger.model.errors import PluginError
 from resource_extend.ledger.model.names import check_node_name
-from resource_extend.ledger.model.words import plural
 from resource_extend.ledger.store import Store
 from resource_extend.ledger.upkeep.verification import Trust, Verified, verify_node
 

@@ -13,13 +13,13 @@ import functools
 import os
 from typing import TYPE_CHECKING
 
-from resource_extend.commands.doctor import etcd, host, prefix
+from resource_extend.commands.doctor import etcd, prefix, this_host
 from resource_extend.commands.doctor.findings import Finding, fail, guarded, not_checked, ok, warn
 from resource_extend.commands.registry import resolve
 from resource_extend.ledger import config as config_files
 from resource_extend.ledger.config import Config
+from resource_extend.ledger.model.counts import plural
 from resource_extend.ledger.model.errors import PluginError
-from resource_extend.ledger.model.words import plural
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -76,9 +76,9 @@ def every_finding(plugin: Plugin, explicit: str | None) -> list[Finding]:
             findings += guarded(plugin, "prefix", lambda: prefix.check_prefix(plugin, explicit))
         else:
             findings.append(not_checked("prefix", "no etcd endpoint passed its check"))
-        findings += guarded(plugin, "exports", lambda: host.check_exports(config))
-    findings += guarded(plugin, "launcher", lambda: host.check_launcher(plugin, explicit))
-    findings += guarded(plugin, "helper", lambda: host.check_helper(plugin, explicit, config))
+        findings += guarded(plugin, "exports", lambda: this_host.check_exports(config))
+    findings += guarded(plugin, "launcher", lambda: this_host.check_launcher(plugin, explicit))
+    findings += guarded(plugin, "helper", lambda: this_host.check_helper(plugin, explicit, config))
     for check, target in plugin.host_checks.items():  # what only this kind needs on a host
         findings += guarded(plugin, check, functools.partial(_own_check, plugin, target))
     return findings

@@ -9,8 +9,8 @@ import msgspec
 from msgspec import Struct
 
 from resource_extend.commands.doctor.checks import every_finding
-from resource_extend.commands.people import answered, click_config
 from resource_extend.commands.protocol import Answer, Session, respond
+from resource_extend.commands.under_click import answered, click_config
 from resource_extend.ledger.model.errors import PluginError
 
 if TYPE_CHECKING:

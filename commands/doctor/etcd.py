@@ -32,8 +32,8 @@ from resource_extend.ledger.etcd.transport import (
     Transport,
     Unavailable,
 )
+from resource_extend.ledger.model.counts import plural
 from resource_extend.ledger.model.errors import StoreError
-from resource_extend.ledger.model.words import plural
 from resource_extend.ledger.store.keys import KeyLayout, range_end
 
 if TYPE_CHECKING:

@@ -28,7 +28,9 @@ class Finding(msgspec.Struct, frozen=True):
     def filled(self, plugin: Plugin) -> Finding:
         """The finding as ``program`` says it: its ``{prog}``, ``{config}`` and so on filled
         (checks are written once for both programs)."""
-        return Finding(self.check, self.status, plugin.fill(self.message), plugin.fill(self.fix))
+        return Finding(
+            self.check, self.status, plugin.own_words(self.message), plugin.own_words(self.fix)
+        )
 
 
 def ok(check: str, message: str) -> Finding:

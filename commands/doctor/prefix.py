@@ -19,9 +19,9 @@ from msgspec import Struct
 from resource_extend.commands.doctor.findings import Finding, fail, ok, warn
 from resource_extend.commands.protocol import Session
 from resource_extend.ledger.model import audit, verdicts
+from resource_extend.ledger.model.counts import plural
 from resource_extend.ledger.model.errors import PluginError
 from resource_extend.ledger.model.walk import Walk
-from resource_extend.ledger.model.words import plural
 from resource_extend.ledger.store import Store
 
 if TYPE_CHECKING:

@@ -9,9 +9,9 @@ import click
 from msgspec import Struct
 
 from resource_extend.commands.exporter.listen import DEFAULT_HOST, Address, parse_listen
-from resource_extend.commands.people import answered, click_plugin
 from resource_extend.commands.program import installed_version
 from resource_extend.commands.protocol import Answer, Session, report_failure, respond
+from resource_extend.commands.under_click import answered, click_plugin
 from resource_extend.ledger.model.errors import PluginError
 
 INSTALL_HINT = "pip install 'resource-extend[exporter]' (or pip install prometheus-client)"

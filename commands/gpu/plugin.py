@@ -16,6 +16,6 @@ PLUGIN = Plugin(
     summary="The eru GPU resource plugin: whole cards by product model",
     parts=parts,
     commands={"detect": "resource_extend.commands.gpu.detect:detect"},
-    host_checks={"gpu driver": "resource_extend.commands.gpu.host:check_gpu_host"},
+    host_checks={"gpu driver": "resource_extend.commands.gpu.host_checks:check_gpu_host"},
 )
 """resource-gpu: the plugin of this kind."""

@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
-from resource_extend.commands.people import click_config, click_plugin
 from resource_extend.commands.resident import client as resident
+from resource_extend.commands.under_click import click_config, click_plugin
 from resource_extend.ledger import rundir
 
 NOT_RUNNING = 3

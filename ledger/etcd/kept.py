@@ -1,10 +1,10 @@
 """What a process keeps from one call to the next: etcd auth tokens, TLS contexts (gRPC's
-channel credentials), idle HTTP connections and gRPC channels, each by what it was had with.
+channel credentials), idle HTTP connections and gRPC channels, each by what it was made from.
 
 etcd checks a password with bcrypt (about 60 ms of its CPU a time) and the system's CAs take
 about 20 ms to load, so a process that makes call after call (a call process of the resident
-helper, the exporter) pays them once, not on every call. A key is everything the value was had
-with (a token: the endpoint, user, password and TLS files; a context: the bytes of its files),
+helper, the exporter) pays them once, not on every call. A key is everything the value was made
+from (a token: the endpoint, user, password and TLS files; a context: the bytes of its files),
 so a value is never used past a change of them; a token etcd no longer takes
 (:func:`token_refused`) is forgotten by the transport that found it out, and asked for afresh,
 once. A connection (:class:`Idle`) is taken while a transport uses it and given back when it is
@@ -32,7 +32,7 @@ forgotten."""
 
 
 class Kept(Generic[K, V]):
-    """Values by what they were had with, for the life of the process."""
+    """Values by what they were made from, for the life of the process."""
 
     def __init__(self) -> None:
         self._values: dict[K, V] = {}
@@ -110,7 +110,7 @@ class Idle(Generic[K, C]):
 
 
 TokenKey = tuple[Endpoint, str, str, str, str, str]
-"""An auth token's endpoint, user and password, and the TLS files it was had through."""
+"""An auth token's endpoint, user and password, and the TLS files it was asked for through."""
 
 TOKENS: Kept[TokenKey, str] = Kept()
 """etcd auth tokens, for either transport (a token is etcd's, not the transport's)."""

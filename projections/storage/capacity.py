@@ -6,7 +6,6 @@ from collections.abc import Iterable
 
 from resource_extend.projections import answers
 from resource_extend.projections.answers import DeployCapacity, NodesDeployCapacity
-from resource_extend.projections.storage.host import Classes, build_host, classify
 from resource_extend.projections.storage.plans import (
     MAX_PLACED_BINDINGS,
     bindings_each,
@@ -14,6 +13,7 @@ from resource_extend.projections.storage.plans import (
 )
 from resource_extend.projections.storage.resources import NodeResource, WorkloadRequest
 from resource_extend.projections.storage.schedule import schedule
+from resource_extend.projections.storage.scheduler_view import Classes, build_host, classify
 
 
 def deploy_capacity(

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from resource_extend.projections.storage.bindings import Binding
 from resource_extend.projections.storage.disks import NO_QUOTA, Quota, fits, subtract
-from resource_extend.projections.storage.host import Classes, Host
+from resource_extend.projections.storage.scheduler_view import Classes, Host
 
 
 def shares(mono: Sequence[Binding], whole: int) -> list[int]:

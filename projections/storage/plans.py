@@ -19,7 +19,6 @@ from resource_extend.projections.storage.bindings import (
     parse_bindings,
 )
 from resource_extend.projections.storage.disks import Disk
-from resource_extend.projections.storage.host import build_host
 from resource_extend.projections.storage.requests import ParsedWorkloadRequest, normalise
 from resource_extend.projections.storage.resources import (
     EngineParams,
@@ -29,6 +28,7 @@ from resource_extend.projections.storage.resources import (
     WorkloadResource,
 )
 from resource_extend.projections.storage.schedule import Plan, schedule
+from resource_extend.projections.storage.scheduler_view import build_host
 from resource_extend.projections.storage.sizes import go_div
 
 INSUFFICIENT = "cannot alloc a plan, not enough resource"

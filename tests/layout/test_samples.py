@@ -18,7 +18,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 @pytest.mark.parametrize("what", sorted(SAMPLES))
 def test_each_sample_is_the_file_under_docs(name: str, what: str) -> None:
     serving = program.programs()[name]
-    file = serving.fill(SAMPLES[what][0])
+    file = serving.own_words(SAMPLES[what][0])
     assert sample(serving, what) == (DOCS / file).read_text()
 
 

@@ -104,7 +104,7 @@ def test_an_auth_change_of_another_user_is_authenticated_past_once(
 
 
 def test_another_password_is_another_token(member: Member, over: Over, asked: Recorded) -> None:
-    """A token is kept for the credentials it was had with: a config whose password is
+    """A token is kept for the credentials it was made from: a config whose password is
     wrong never rides on a token the right one got."""
     call(member, over)
     with pytest.raises(transport.Refused, match="authentication failed"):

@@ -12,10 +12,10 @@ import pytest
 
 from resource_extend.projections.storage.bindings import InvalidVolume
 from resource_extend.projections.storage.disks import Disk
-from resource_extend.projections.storage.host import build_host, classify, go_search
 from resource_extend.projections.storage.monopoly import shares
 from resource_extend.projections.storage.resources import NodeResource
 from resource_extend.projections.storage.schedule import Plan, plan_count, volume_plans
+from resource_extend.projections.storage.scheduler_view import build_host, classify, go_search
 from tests.unit.storage import reference
 from tests.unit.storage.schedule_fixtures import (
     S_CAPACITY,

@@ -1,6 +1,6 @@
 """``doctor``'s look at this host: the directory compactions write exports to, and the
 resident helper (running, which code, its socket's owner and mode). What only a kind needs on
-a host is the kind's own (``Plugin.host_checks``: ``commands.gpu.host``)."""
+a host is the kind's own (``Plugin.host_checks``: ``commands.gpu.host_checks``)."""
 
 from __future__ import annotations
 
