@@ -173,9 +173,9 @@ def answer(path: str, plugin: Plugin) -> None:
 )
 def install_command(directory: str, replace: bool) -> None:
     """Write the command core runs into its plugin directory: DIRECTORY/{prog}, a launcher
-    that starts this installation's Python isolated and without Python's site set-up (-IS),
-    so that a call the resident helper answers loads nothing else: about 2 ms less than the
-    venv's bin/{prog} on every call. Isolated, a call runs this installation's code whatever
+    that starts this installation's Python isolated and without site (-IS). A call the
+    resident helper answers then loads nothing else: about 2 ms less than the venv's
+    bin/{prog} on every call. Isolated, a call runs this installation's code whatever
     PYTHONPATH, PYTHONHOME, the user's site directory or the working directory say.
 
     The launcher is run once, then renamed over what was there: a call finds the old file or
