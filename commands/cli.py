@@ -8,9 +8,9 @@ etcd nor a config file).
 
 from __future__ import annotations
 
-import copy
 import inspect
 import sys
+from collections.abc import Iterable
 
 import click
 
@@ -30,20 +30,51 @@ if TYPE_CHECKING:
     from resource_extend.projections.plugin import Plugin
 
 
+class OwnFormatter(click.HelpFormatter):
+    """Help written once for every program (``{prog}``, ``{config}``, ``{port}``), put in this
+    program's words as it is written out, before it is wrapped: no command, option or text is
+    copied to be made a program's own."""
+
+    def __init__(self, plugin: Plugin, width: int | None, max_width: int | None) -> None:
+        super().__init__(width=width, max_width=max_width)
+        self.plugin = plugin
+
+    def write_usage(self, prog: str, args: str = "", prefix: str | None = None) -> None:
+        super().write_usage(prog, self.plugin.own_words(args), prefix)
+
+    def write_heading(self, heading: str) -> None:
+        super().write_heading(self.plugin.own_words(heading))
+
+    def write_text(self, text: str) -> None:
+        super().write_text(self.plugin.own_words(text))
+
+    def write_dl(
+        self, rows: Iterable[tuple[str, str]], col_max: int = 30, col_spacing: int = 2
+    ) -> None:
+        own = self.plugin.own_words
+        super().write_dl([(own(term), own(text)) for term, text in rows], col_max, col_spacing)
+
+
+class OwnContext(click.Context):
+    """The context of the program's commands: its help comes out in the program's words."""
+
+    def make_formatter(self) -> click.HelpFormatter:
+        return OwnFormatter(click_plugin(self), self.terminal_width, self.max_content_width)
+
+
 class LazyGroup(click.Group):
     """A group whose subcommands are imported on first use (click's lazy-loading pattern)."""
+
+    context_class = OwnContext
 
     def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The manual (:data:`HELP`), written once, as this program's."""
         plugin = click_plugin(ctx)
         formatter.write_paragraph()
         with formatter.indentation():
-            text = plugin.own_words(HELP).replace("{summary}", plugin.summary)
+            text = HELP.replace("{summary}", plugin.summary)
             text = text.replace("{programs}", " and ".join(programs()))
             formatter.write_text(inspect.cleandoc(text))
-
-    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
-        return [_filled(param, click_plugin(ctx)) for param in super().get_params(ctx)]
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [*CORE_VERBS, *people_commands(click_plugin(ctx))]
@@ -64,25 +95,23 @@ class LazyGroup(click.Group):
                     continue
                 arguments = [p for p in command.params if isinstance(p, click.Argument)]
                 rows.append((" ".join([name, *map(_synopsis, arguments)]), command))
-            with formatter.section(click_plugin(ctx).own_words(title)):
+            with formatter.section(title):
+                # (a first sentence is cut at 200 characters as written, {prog} and all)
                 formatter.write_dl(
                     [(synopsis, command.get_short_help_str(200)) for synopsis, command in rows]
                 )
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        plugin = click_plugin(ctx)
-        loaded = load(plugin, cmd_name)
+        loaded = load(click_plugin(ctx), cmd_name)
         command = verb_command(loaded) if isinstance(loaded, Verb) else loaded
         if command is None:
             return None
         assert isinstance(command, click.Command)
-        # A copy: the shared commands' help (the command's and its options') is written once,
-        # naming {prog}, {config} and {port}, and each command takes --config after its name
-        # as well; the command stays as written.
-        command = copy.copy(command)
-        command.params = [*(_filled(p, plugin) for p in command.params), _config_after(plugin)]
-        if command.help:
-            command.help = plugin.own_words(command.help)
+        # The command as written, shared by both programs: its help comes out in the running
+        # program's words (OwnContext), and it takes --config after its name as well.
+        command.context_class = OwnContext
+        if CONFIG_AFTER not in command.params:
+            command.params.append(CONFIG_AFTER)
         return command
 
     def resolve_command(
@@ -121,40 +150,13 @@ Core runs one verb per call ({prog} VERB < request.json); people run the rest:
 Run "{prog} --help" for every command, "{prog} COMMAND --help" for one."""
 
 
-def _filled(param: click.Parameter, plugin: Plugin) -> click.Parameter:
-    """``param``, or a copy that is this program's: its help names the program's file, port
-    and so on; a type the program decides (``for_program``, ``history --kind``) is decided."""
-    help = getattr(param, "help", None)
-    decide = getattr(param.type, "for_program", None)
-    if (not help or "{" not in help) and decide is None:
-        return param
-    param = copy.copy(param)
-    if help:
-        param.help = plugin.own_words(help)
-    if decide is not None:
-        param.type = decide(plugin)
-    return param
-
-
-def _config_after(plugin: Plugin) -> click.Option:
-    """``--config`` after the command's name: ``{prog} show n1 --config gpu.yaml``."""
-
-    def remember(ctx: click.Context, _: click.Parameter, value: str | None) -> None:
-        if value is None:
-            return
-        root = ctx.find_root().params
-        if root.get("config") not in (None, value):
-            raise click.UsageError(f"--config given twice: {root['config']!r} and {value!r}")
-        root["config"] = value
-
-    return click.Option(
-        ["--config"],
-        metavar="PATH",
-        expose_value=False,
-        is_eager=True,
-        callback=remember,
-        help=plugin.own_words(CONFIG_HELP),
-    )
+def _remember_config(ctx: click.Context, _: click.Parameter, value: str | None) -> None:
+    if value is None:
+        return
+    root = ctx.find_root().params
+    if root.get("config") not in (None, value):
+        raise click.UsageError(f"--config given twice: {root['config']!r} and {value!r}")
+    root["config"] = value
 
 
 HELP = """{summary}, on an event-sourced ledger in etcd.
@@ -185,6 +187,12 @@ Shell completion (bash; zsh and fish likewise):
 """
 
 CONFIG_HELP = "Config file (default: $ERU_RESOURCE_CONFIG_PATH, else ./{config})."
+
+CONFIG_AFTER = click.Option(
+    ["--config"], metavar="PATH", expose_value=False, is_eager=True, callback=_remember_config,
+    help=CONFIG_HELP,
+)  # fmt: skip
+"""``--config`` after a command's name as well: ``{prog} show n1 --config gpu.yaml``."""
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -11,7 +11,7 @@ from msgspec import Struct
 from resource_extend.commands.audit.archive import archive_dir, archive_option
 from resource_extend.commands.protocol import Answer, Session
 from resource_extend.commands.tables import columns
-from resource_extend.commands.under_click import answered
+from resource_extend.commands.under_click import answered, click_plugin
 from resource_extend.ledger.model import audit
 from resource_extend.ledger.model.errors import InvalidRequest, PluginError
 from resource_extend.ledger.model.events import AnyEvent as Event
@@ -22,8 +22,9 @@ from resource_extend.ledger.upkeep.export import json_lines
 from resource_extend.ledger.upkeep.history import Archive, Selection, selected
 
 if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
+
     from resource_extend.projections.parts import KindView
-    from resource_extend.projections.plugin import Plugin
 
 
 POINT_HELP = "a seq (42) or an RFC 3339 time (2026-11-29T03:00:00Z; no offset means UTC)"
@@ -89,13 +90,24 @@ def positions_of(session: Session[Struct], node: str) -> Positions[Struct]:
 
 class ChangeKind(click.ParamType):  # type: ignore[type-arg]  # generic in newer click
     """A change kind of the program's own (``history --kind``): which kinds there are is the
-    program's to say, so the CLI makes this a ``click.Choice`` of them (:meth:`for_program`)
-    when it shows or runs the command."""
+    running program's to say, so this is a ``click.Choice`` of them, decided when the command
+    is shown or run (one command serves both programs)."""
 
     name = "kind"
 
-    def for_program(self, plugin: Plugin) -> click.Choice[str]:
-        return click.Choice(plugin.parts.view.KINDS)
+    def choice(self, ctx: click.Context | None) -> click.Choice[str]:
+        return click.Choice(click_plugin(ctx).parts.view.KINDS if ctx is not None else [])
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str | None:
+        return self.choice(ctx).get_metavar(param, ctx)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return self.choice(ctx).convert(value, param, ctx)
+
+    def shell_complete(
+        self, ctx: click.Context, param: click.Parameter, incomplete: str
+    ) -> list[CompletionItem]:
+        return self.choice(ctx).shell_complete(ctx, param, incomplete)
 
 
 @click.command("history")
