@@ -4,8 +4,8 @@ holds apples, and workloads eat them. It follows docs/ledger.md's "Adding a kind
 This module is what ``projections/<kind>/`` is for a kind of the product: what the ledger asks
 of a kind (``projections.node.NodeKind``: how its values add, how a state is said, its record's
 bytes) and what the shell asks of one (``projections.parts``: its cells and JSON for the
-auditor commands, its gauges), bundled as :data:`PLUGIN` the way ``commands.gpu.plugin``
-bundles GPU's. Its core verbs are ``writes`` and ``queries`` beside it, what
+auditor commands, its gauges), handed over as :func:`parts`. Its core verbs are ``writes``
+and ``queries`` beside it, and its value ``plugin.PLUGIN`` assembled from the two, what
 ``commands/<kind>/`` is for a kind of the product. ``tests/unit/test_toy_kind.py`` runs the
 ledger on it, ``tests/ledger/test_toy_kind_commands.py`` its verbs and the auditor commands.
 """
@@ -25,7 +25,6 @@ from resource_extend.projections.changes import NodeAdded, NodeRemoved, UsageCha
 from resource_extend.projections.metrics import Gauge, Sample
 from resource_extend.projections.node import NodeKind
 from resource_extend.projections.parts import Parts
-from resource_extend.projections.plugin import Plugin
 
 
 class Apples(msgspec.Struct, frozen=True, kw_only=True):
@@ -157,12 +156,6 @@ class Gauges:
         return [("apples", (), float(state.capacity))]
 
 
-PLUGIN = Plugin(
-    "apples",
-    origin=__name__,
-    verbs=__name__,
-    exporter_port=18499,
-    summary="A plugin of apples, for the tests",
-    parts=lambda: Parts(fold=APPLES, view=View(), gauges=Gauges(), metrics=[]),
-)
-"""The whole kind, as an installed script would hand it to ``commands.main``."""
+def parts() -> Parts:
+    """The kind's parts, as ``projections/<kind>/parts.py`` gives a kind's of the product."""
+    return Parts(fold=APPLES, view=View(), gauges=Gauges(), metrics=[])

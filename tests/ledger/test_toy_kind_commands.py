@@ -18,7 +18,8 @@ import pytest
 
 from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.store import Store
-from tests.apples import APPLES, NODE, PLUGIN, Apples, eat, plant
+from tests.apples import APPLES, NODE, Apples, eat, plant
+from tests.apples.plugin import PLUGIN
 from tests.etcdkv import Etcd
 from tests.plugin import Plugin, Result, in_process
 
@@ -177,7 +178,7 @@ def test_the_toy_kind_runs_as_a_script_core_runs(orchard: Orchard, tmp_path: Pat
         f"#!{sys.executable}\n"
         f"import sys; sys.path.insert(0, {str(root)!r})\n"
         "from resource_extend.commands.main import run\n"
-        "from tests.apples import PLUGIN\n"
+        "from tests.apples.plugin import PLUGIN\n"
         "run(PLUGIN)\n"
     )
     script.chmod(0o755)
