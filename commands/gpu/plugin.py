@@ -5,8 +5,20 @@ its parts) and its own (its verbs beside this module, its exporter port and help
 pure half knows nothing of the shell. Cheap to import: core's thin calls do."""
 
 from resource_extend.projections.gpu import KIND
-from resource_extend.projections.gpu.parts import parts
 from resource_extend.projections.plugin import Plugin
+
+TYPE_CHECKING = False  # not typing's: core's thin calls import this module
+if TYPE_CHECKING:
+    from resource_extend.projections.parts import Parts
+
+
+def parts() -> "Parts":
+    """The kind's parts (``projections.gpu.parts``), imported when first asked for: a call
+    the resident helper answers never asks."""
+    from resource_extend.projections.gpu.parts import parts
+
+    return parts()
+
 
 PLUGIN = Plugin(
     KIND,
