@@ -7,17 +7,15 @@ waits out gRPC's reconnect backoff. Against a real etcd."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 
 import grpc
 import pytest
 
 from resource_extend.ledger.config import EtcdConfig
-from resource_extend.ledger.etcd import grpc_transport, kept, wire
-from resource_extend.ledger.etcd.connection import open_transport
+from resource_extend.ledger.etcd import grpc_transport, kept
 from resource_extend.ledger.etcd.transport import Unavailable
 from tests.etcd_server import Cluster
-from tests.ledger.transports import Calls, Recorded
+from tests.ledger.transports import Calls, Recorded, put, version
 
 pytestmark = pytest.mark.grpc
 
@@ -29,70 +27,49 @@ def made(monkeypatch: pytest.MonkeyPatch) -> Recorded:
     return Calls(monkeypatch, grpc, "insecure_channel").made
 
 
-@pytest.fixture
-def etcd() -> Iterator[Cluster]:
-    cluster = Cluster(1).start()
-    yield cluster
-    cluster.stop()
-
-
 def config(endpoint: str) -> EtcdConfig:
     return EtcdConfig(machines=[endpoint], transport="grpc")
 
 
 def read(endpoint: str, key: bytes = b"/x") -> int:
-    """One call's read: a transport of its own, closed after; the key's version (0: none)."""
-    transport = open_transport(config(endpoint))
-    try:
-        reply = transport.send(0, wire.RangeRequest(key=key), wire.RangeResponse, 5)
-        return reply.kvs[0].version if reply.kvs else 0
-    finally:
-        transport.close()
+    """One call's read, over gRPC: the key's version."""
+    return version(config(endpoint), key)
 
 
-def put(endpoint: str, key: bytes) -> None:
-    transport = open_transport(config(endpoint))
-    try:
-        txn = wire.TxnRequest(success=[wire.put(key, b"v")])
-        assert transport.send(0, txn, wire.TxnResponse, 5).succeeded
-    finally:
-        transport.close()
-
-
-def test_calls_in_one_process_make_one_channel(etcd: Cluster, made: Recorded) -> None:
-    (endpoint,) = etcd.endpoints
+def test_calls_in_one_process_make_one_channel(member: Cluster, made: Recorded) -> None:
+    (endpoint,) = member.endpoints
     for _ in range(3):
         assert read(endpoint) == 0
-    put(endpoint, b"/k")
+    put(config(endpoint), b"/k")
     assert (read(endpoint, b"/k"), len(made)) == (1, 1)
 
 
-def test_a_channel_etcd_let_go_serves_the_next_call(etcd: Cluster, made: Recorded) -> None:
-    (endpoint,) = etcd.endpoints
+def test_a_channel_etcd_let_go_serves_the_next_call(member: Cluster, made: Recorded) -> None:
+    (endpoint,) = member.endpoints
     assert read(endpoint) == 0
-    etcd.kill()
-    etcd.start()  # every connection it had is gone
-    put(endpoint, b"/k")  # the write went once
+    member.kill()
+    member.start()  # every connection it had is gone
+    put(config(endpoint), b"/k")  # the write went once
     assert read(endpoint, b"/k") == 1
 
 
-def test_a_channel_that_failed_is_never_asked_again(etcd: Cluster, made: Recorded) -> None:
+def test_a_channel_that_failed_is_never_asked_again(member: Cluster, made: Recorded) -> None:
     """etcd down: a call fails, and its channel goes into gRPC's reconnect backoff (a second
     and more), in which it fails every request at once. etcd back: the next call succeeds on a
     fresh channel. (With the failed channel kept, it failed.)"""
-    (endpoint,) = etcd.endpoints
+    (endpoint,) = member.endpoints
     assert read(endpoint) == 0
-    etcd.kill()
+    member.kill()
     with pytest.raises(Unavailable):
         read(endpoint)
-    etcd.start()
-    put(endpoint, b"/k")
+    member.start()
+    put(config(endpoint), b"/k")
     assert read(endpoint, b"/k") == 1
     assert len(made) == 2
 
 
-def test_a_forked_child_makes_its_own_channel(etcd: Cluster, made: Recorded) -> None:
-    (endpoint,) = etcd.endpoints
+def test_a_forked_child_makes_its_own_channel(member: Cluster, made: Recorded) -> None:
+    (endpoint,) = member.endpoints
     assert read(endpoint) == 0
     key = (config(endpoint).endpoints[0], None)
     assert grpc_transport.CHANNELS.get(key) is not None

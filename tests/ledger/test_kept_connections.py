@@ -18,7 +18,7 @@ from resource_extend.ledger.etcd.connection import open_transport
 from resource_extend.ledger.etcd.transport import Unavailable
 from tests.etcd_server import Cluster
 from tests.faults import LetsGoSecondRequests
-from tests.ledger.transports import Calls, Recorded
+from tests.ledger.transports import Calls, Recorded, put, version
 
 
 @pytest.fixture
@@ -28,57 +28,28 @@ def dialled(monkeypatch: pytest.MonkeyPatch) -> Recorded:
     return Calls(monkeypatch, http11, "_connected").made
 
 
-@pytest.fixture
-def etcd() -> Iterator[Cluster]:
-    cluster = Cluster(1).start()
-    yield cluster
-    cluster.stop()
-
-
 def read(endpoint: str) -> int:
-    """One call's read: a transport of its own, closed after."""
-    transport = open_transport(EtcdConfig(machines=[endpoint]))
-    try:
-        return transport.send(0, wire.RangeRequest(key=b"/x"), wire.RangeResponse, 5).count
-    finally:
-        transport.close()
+    """One call's read, over HTTP: ``/x``'s version."""
+    return version(EtcdConfig(machines=[endpoint]))
 
 
-def put(endpoint: str, key: bytes) -> None:
-    transport = open_transport(EtcdConfig(machines=[endpoint]))
-    try:
-        txn = wire.TxnRequest(success=[wire.put(key, b"v")])
-        assert transport.send(0, txn, wire.TxnResponse, 5).succeeded
-    finally:
-        transport.close()
-
-
-def versions(endpoint: str, key: bytes) -> int:
-    transport = open_transport(EtcdConfig(machines=[endpoint]))
-    try:
-        reply = transport.send(0, wire.RangeRequest(key=key), wire.RangeResponse, 5)
-        return reply.kvs[0].version if reply.kvs else 0
-    finally:
-        transport.close()
-
-
-def test_calls_in_one_process_dial_once(etcd: Cluster, dialled: Recorded) -> None:
-    (endpoint,) = etcd.endpoints
+def test_calls_in_one_process_dial_once(member: Cluster, dialled: Recorded) -> None:
+    (endpoint,) = member.endpoints
     for _ in range(3):
         assert read(endpoint) == 0
-    put(endpoint, b"/k")
+    put(EtcdConfig(machines=[endpoint]), b"/k")
     assert len(dialled) == 1
 
 
 def test_a_connection_etcd_let_go_is_found_out_and_dialled_again(
-    etcd: Cluster, dialled: Recorded
+    member: Cluster, dialled: Recorded
 ) -> None:
-    (endpoint,) = etcd.endpoints
+    (endpoint,) = member.endpoints
     assert read(endpoint) == 0
-    etcd.kill()
-    etcd.start()  # every connection it had is gone
-    put(endpoint, b"/k")  # on a connection dialled afresh: the write went once
-    assert versions(endpoint, b"/k") == 1
+    member.kill()
+    member.start()  # every connection it had is gone
+    put(EtcdConfig(machines=[endpoint]), b"/k")  # on a connection dialled afresh: once
+    assert version(EtcdConfig(machines=[endpoint]), b"/k") == 1
     assert len(dialled) == 2
 
 

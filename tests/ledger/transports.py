@@ -1,5 +1,5 @@
-"""What the tests of both etcd transports share: which transport a test takes, and a record of
-the calls made to a function while the function still runs."""
+"""What the tests of both etcd transports share: which transport a test takes, a record of the
+calls made to a function while the function still runs, and one call's read and write."""
 
 from __future__ import annotations
 
@@ -7,6 +7,10 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 import pytest
+
+from resource_extend.ledger.config import EtcdConfig
+from resource_extend.ledger.etcd import wire
+from resource_extend.ledger.etcd.connection import open_transport
 
 Over = Literal["http", "grpc"]
 """The transport a test's calls take (``etcd.transport``)."""
@@ -36,3 +40,24 @@ class Calls:
             return original(*args, **kwargs)
 
         monkeypatch.setattr(owner, name, recorded)
+
+
+def version(config: EtcdConfig, key: bytes = b"/x") -> int:
+    """One call's read of ``key`` over a transport of its own, closed after: its version
+    (how often it was written; 0: no such key)."""
+    transport = open_transport(config)
+    try:
+        reply = transport.send(0, wire.RangeRequest(key=key), wire.RangeResponse, 5)
+        return reply.kvs[0].version if reply.kvs else 0
+    finally:
+        transport.close()
+
+
+def put(config: EtcdConfig, key: bytes) -> None:
+    """One call's write of ``key``, over a transport of its own, closed after."""
+    transport = open_transport(config)
+    try:
+        txn = wire.TxnRequest(success=[wire.put(key, b"v")])
+        assert transport.send(0, txn, wire.TxnResponse, 5).succeeded
+    finally:
+        transport.close()
