@@ -1,11 +1,13 @@
 """How a command for people runs under click: its program and ``--config`` from click's
-context, and :func:`answered`, which makes one function a command that fails in one line,
-as a core verb does (``commands.protocol.run``)."""
+context, :func:`answered`, which makes one function a command that fails in one line, as a
+core verb does (``commands.protocol.run``), and :func:`with_progress` for long walks."""
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from functools import wraps
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 from msgspec import Struct
@@ -13,9 +15,27 @@ from msgspec import Struct
 from resource_extend.commands.protocol import Answer, Session, Verb, run
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
+    from contextlib import AbstractContextManager
 
     from resource_extend.projections.plugin import Plugin
+
+
+T = TypeVar("T")
+
+
+def with_progress(
+    items: Iterable[T], label: str, length: int | None = None
+) -> AbstractContextManager[Iterable[T]]:
+    """``items``, walked under click's progress bar on stderr when stderr is a terminal, and
+    as they are when it is not (a pipe, a file, a log: nothing extra is printed). For the
+    commands people run over many nodes; core's verbs print nothing but their answer."""
+    if not sys.stderr.isatty():
+        return contextlib.nullcontext(items)
+    bar: AbstractContextManager[Iterable[T]] = click.progressbar(
+        items, length=length, label=label, file=sys.stderr
+    )
+    return bar
 
 
 def click_config() -> str | None:

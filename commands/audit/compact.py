@@ -7,7 +7,7 @@ from msgspec import Struct
 
 from resource_extend.commands.audit.verify import named_nodes, nodes_or_all
 from resource_extend.commands.protocol import Answer, Session, respond
-from resource_extend.commands.under_click import answered
+from resource_extend.commands.under_click import answered, with_progress
 from resource_extend.ledger.config import Destination
 from resource_extend.ledger.model import audit
 from resource_extend.ledger.model.counts import plural
@@ -88,20 +88,21 @@ def compact(
     lines = []
     targets = named_nodes(store, nodes, every)
     failed = 0
-    for node in targets:
-        try:
-            done = compact_node(store, node, keep=keep, to=to, min_age=age)
-        except PluginError as exc:  # the others are still compacted, and all reported
-            if len(targets) == 1:
-                raise PluginError(exc.reason, node=node) from None
-            lines.append(f"node {node}: not compacted: {exc.reason}")
-            failed += 1
-            continue
-        if done is None:
-            lines.append(f"node {node}: nothing to compact")
-            continue
-        steps = f" ({done.steps} steps, an export each)" if done.steps > 1 else ""
-        lines.append(f"node {node}: {audit.compacted_note(done.checkpoint)}{steps}")
+    with with_progress(targets, "compacting") as walked:
+        for node in walked:
+            try:
+                done = compact_node(store, node, keep=keep, to=to, min_age=age)
+            except PluginError as exc:  # the others are still compacted, and all reported
+                if len(targets) == 1:
+                    raise PluginError(exc.reason, node=node) from None
+                lines.append(f"node {node}: not compacted: {exc.reason}")
+                failed += 1
+                continue
+            if done is None:
+                lines.append(f"node {node}: nothing to compact")
+                continue
+            steps = f" ({done.steps} steps, an export each)" if done.steps > 1 else ""
+            lines.append(f"node {node}: {audit.compacted_note(done.checkpoint)}{steps}")
     if failed:
         respond("\n".join(lines), text=True, io=session.io)
         raise PluginError(f"{failed} of {plural(len(targets), 'node')} not compacted")

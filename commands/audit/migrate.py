@@ -6,7 +6,7 @@ import click
 from msgspec import Struct
 
 from resource_extend.commands.protocol import Answer, Session
-from resource_extend.commands.under_click import answered
+from resource_extend.commands.under_click import answered, with_progress
 from resource_extend.ledger.store import migration
 
 
@@ -41,15 +41,16 @@ def migrate(session: Session[Struct], dry_run: bool, as_json_output: bool) -> An
 
     store = session.store
     moved: dict[str, int] = {}
-    for node in migration.legacy_nodes(store.scans):
-        session.node = node
-        if dry_run:
-            moved[node] = migration.legacy_count(store.etcd, store.keys, node)
-        else:
-            moved[node] = migration.migrate_node(
-                store.etcd, store.keys, node, before_batch=store.etcd.renew
-            )
-        session.node = None
+    with with_progress(migration.legacy_nodes(store.scans), "migrating") as walked:
+        for node in walked:
+            session.node = node
+            if dry_run:
+                moved[node] = migration.legacy_count(store.etcd, store.keys, node)
+            else:
+                moved[node] = migration.migrate_node(
+                    store.etcd, store.keys, node, before_batch=store.etcd.renew
+                )
+            session.node = None
     total = sum(moved.values())
     if as_json_output:
         return {"nodes": moved, "events": total, "dry_run": dry_run}

@@ -8,7 +8,7 @@ from msgspec import Struct
 
 from resource_extend.commands.protocol import Answer, Session
 from resource_extend.commands.tables import columns
-from resource_extend.commands.under_click import answered
+from resource_extend.commands.under_click import answered, with_progress
 from resource_extend.ledger.model.events import Checkpoint, HeadRepaired
 from resource_extend.ledger.model.kinds import Kind
 from resource_extend.projections.changes import NodeRemoved
@@ -41,29 +41,30 @@ def nodes(session: Session[Struct], as_json_output: bool) -> Answer:
     headless = {n for n in streams if n not in heads}
     bounds = store.scans.stream_bounds(streams, tails=headless)
     rows, shown = [], []
-    for name in names:
-        raw = heads.get(name)
-        stream = bounds.get(name)
-        try:
-            state = store.kind.read_head(raw).state if raw is not None else None
-            status = "live" if stream else "upstream"
-            if raw is None:
-                tail = stream.tail if stream else None
-                status = "head missing" if _exists_after(store.kind, tail) else "removed"
-        except msgspec.DecodeError:
-            state, status = None, "unreadable"
-        if known[name].legacy:
-            status = "0.1-layout"
-        shown.append(view.state_cells(view.EMPTY if state is None else state))
-        rows.append(
-            {
-                "nodename": name,
-                "state": status,
-                **view.state_json(state),
-                "events": stream.count if stream else 0,
-                "seq": stream.last if stream else 0,
-            }
-        )
+    with with_progress(names, "reading nodes") as walked:
+        for name in walked:
+            raw = heads.get(name)
+            stream = bounds.get(name)
+            try:
+                state = store.kind.read_head(raw).state if raw is not None else None
+                status = "live" if stream else "upstream"
+                if raw is None:
+                    tail = stream.tail if stream else None
+                    status = "head missing" if _exists_after(store.kind, tail) else "removed"
+            except msgspec.DecodeError:
+                state, status = None, "unreadable"
+            if known[name].legacy:
+                status = "0.1-layout"
+            shown.append(view.state_cells(view.EMPTY if state is None else state))
+            rows.append(
+                {
+                    "nodename": name,
+                    "state": status,
+                    **view.state_json(state),
+                    "events": stream.count if stream else 0,
+                    "seq": stream.last if stream else 0,
+                }
+            )
     if as_json_output:
         return rows
     return columns(

@@ -7,7 +7,7 @@ from msgspec import Struct
 
 from resource_extend.commands.audit.archive import archive_dir, archive_option
 from resource_extend.commands.protocol import Answer, Session, respond
-from resource_extend.commands.under_click import answered
+from resource_extend.commands.under_click import answered, with_progress
 from resource_extend.ledger.model.counts import plural
 from resource_extend.ledger.model.errors import PluginError
 from resource_extend.ledger.model.names import check_node_name
@@ -114,23 +114,24 @@ def verify(
     total = Verified()
     failed = 0
     unknown: list[str] = []
-    for node in targets:
-        try:
-            found = verify_node(store, node, trust, repair, directories)
-        except PluginError as exc:
-            found = Verified(findings=[f"cannot verify: {exc.reason}"], agrees=False)
-        if not found.known:
-            unknown.append(node)
-            continue
-        if found.findings:
-            reports.append(f"node {node}: {'; '.join(found.findings)}")
-        if digests and found.tip:
-            reports.append(f"node {node}: {found.tip}")
-        failed += not found.agrees
-        total.repaired += found.repaired
-        total.exports_read += found.exports_read
-        total.exports_elsewhere += found.exports_elsewhere
-        total.clocks += found.clocks
+    with with_progress(targets, "verifying") as walked:
+        for node in walked:
+            try:
+                found = verify_node(store, node, trust, repair, directories)
+            except PluginError as exc:
+                found = Verified(findings=[f"cannot verify: {exc.reason}"], agrees=False)
+            if not found.known:
+                unknown.append(node)
+                continue
+            if found.findings:
+                reports.append(f"node {node}: {'; '.join(found.findings)}")
+            if digests and found.tip:
+                reports.append(f"node {node}: {found.tip}")
+            failed += not found.agrees
+            total.repaired += found.repaired
+            total.exports_read += found.exports_read
+            total.exports_elsewhere += found.exports_elsewhere
+            total.clocks += found.clocks
     if reports:
         respond("\n".join(reports), text=True, io=session.io)
     verified = len(targets) - len(unknown)

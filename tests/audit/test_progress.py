@@ -1,0 +1,86 @@
+"""The commands people run over many nodes (``verify --all``, ``compact --all``, ``nodes``,
+``migrate``) show click's progress bar on stderr when it is a terminal, and print nothing
+extra when it is not; core's verbs never do (stdout is the protocol, stderr stays clean on
+success). Each run as a process of its own, its stderr a pseudo-terminal or a pipe."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import subprocess
+
+import pytest
+
+from tests.plugin import Plugin, command_for
+
+pytestmark = pytest.mark.etcd
+
+G = "nvidia-3090"
+
+
+def run(
+    plugin: Plugin, args: list[str], *, terminal: bool, stdin: bytes = b""
+) -> tuple[int, bytes, bytes]:
+    """``args`` as its program runs them, stderr a pseudo-terminal (``terminal``) or a pipe:
+    the exit status, stdout, and what reached stderr."""
+    env = {**os.environ, "ERU_RESOURCE_CONFIG_PATH": str(plugin.config), "COLUMNS": "100"}
+    command = [*command_for(plugin.program, args[0]), *args]
+    if not terminal:
+        done = subprocess.run(command, input=stdin, capture_output=True, env=env, timeout=60)
+        return done.returncode, done.stdout, done.stderr
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=follower, env=env
+    )
+    os.close(follower)
+    out, _ = process.communicate(stdin, timeout=60)
+    said = b""
+    while select.select([leader], [], [], 0.5)[0]:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the other end is closed: all is read
+            break
+        if not chunk:
+            break
+        said += chunk
+    os.close(leader)
+    return process.returncode, out, said
+
+
+@pytest.fixture
+def fleet(plugin: Plugin) -> Plugin:
+    for index in range(3):
+        plugin.add(f"n{index}", {G: 2})
+    return plugin
+
+
+@pytest.mark.parametrize(
+    ("args", "label"),
+    [
+        (["verify", "--all"], b"verifying"),
+        (["compact", "--all", "--keep", "1", "--min-age", "0"], b"compacting"),
+        (["nodes"], b"reading nodes"),
+    ],
+    ids=["verify", "compact", "nodes"],
+)
+def test_long_work_shows_progress_on_a_terminal_and_nothing_on_a_pipe(
+    fleet: Plugin, args: list[str], label: bytes
+) -> None:
+    status, out, said = run(fleet, args, terminal=True)
+    assert status == 0, said
+    assert label in said and b"100%" in said, said  # the bar, done
+    assert label not in out  # the answer is as it always was
+    status, piped_out, piped = run(fleet, args, terminal=False)
+    assert (status, piped) == (0, b"")
+    assert piped_out == out or args[0] == "compact"  # (a second compaction has less to do)
+
+
+def test_a_core_verb_prints_no_progress_on_a_terminal(fleet: Plugin) -> None:
+    request = (
+        b'{"nodenames": ["n0", "n1", "n2"], "workload_resource": {"prod_count_map": {"%s": 1}}}'
+        % G.encode()
+    )
+    status, out, said = run(fleet, ["get-nodes-deploy-capacity"], terminal=True, stdin=request)
+    assert (status, said) == (0, b"")
+    assert b"nodes_deploy_capacity_map" in out
