@@ -98,14 +98,7 @@ def checked_python(python: str) -> str:
 def ours(path: str) -> bool:
     """Whether ``path`` may be replaced without ``--replace``: a link (``ln -s``, as installs
     before this command did), or a launcher this command wrote."""
-    if os.path.islink(path):
-        return True
-    try:
-        with open(path, "rb") as file:
-            file.readline()
-            return file.readline().startswith(MARK.encode())
-    except OSError:
-        return False
+    return os.path.islink(path) or read_launcher(path) is not None
 
 
 def install(plugin: Plugin, directory: str, *, replace: bool) -> str:
