@@ -53,7 +53,13 @@ from resource_extend.ledger.etcd.transport import (
 )
 
 _TRANSIENT = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
-_GRPC_OPTIONS = [("grpc.max_receive_message_length", 64 * 1024 * 1024)]
+_GRPC_OPTIONS = [
+    ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+    # A channel of its own connections: gRPC otherwise shares a target's connection among a
+    # process's channels, so a channel made afresh after one failed would wait out the failed
+    # one's reconnect backoff (seen: "Connection refused" from an etcd already back).
+    ("grpc.use_local_subchannel_pool", 1),
+]
 _METHODS: dict[type, tuple[str, str]] = {
     wire.RangeRequest: ("KV", "Range"),
     wire.TxnRequest: ("KV", "Txn"),
