@@ -62,7 +62,8 @@ def compact(
 
     Events younger than --min-age stay whatever --keep says, and so does everything after the
     first of them: a core call whose answer was lost settles it by finding its own event among
-    the recent ones.
+    the recent ones. Both are judged as the compaction begins: what is written, or comes of
+    age, while it runs waits for the next one, so it ends however busy the node.
 
     Compactions of one node may run at once (by hand, and after writes with
     streams.max_events): of those that start from the same first event only one commits, and

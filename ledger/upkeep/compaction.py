@@ -8,6 +8,8 @@ an unpublished temporary (``<name>.partial``). How:
    ``min_age`` seconds and everything after it (by this process's clock against each event's
    time; a checkpoint's is the last event it replaced; a time far ahead of this clock is not
    believed, and such an event goes only with an older one after it: ``audit.believed_at``).
+   Both are judged once, as the call begins (``_Horizon``): what is written or comes of age
+   while it runs waits for the next compaction, so a call ends under a steady write load.
    A call whose answer was lost looks for its own event among the recent ones
    (``Store._landed``): they must outlive it.
 2. Export the events to go under a temporary name, flushed to disk (``ledger.upkeep.export``), the
@@ -88,9 +90,10 @@ def compact(
     compaction makes one, and the next write goes on from its checkpoint.
     """
     at_least = max(at_least, 1)  # so every compaction deletes the stream's first key
+    horizon = _Horizon(datetime.now(timezone.utc), keep)
     done: Compacted | None = None
     while steps is None or done is None or done.steps < steps:
-        step = _step(store, node, keep=keep, to=to, min_age=min_age, at_least=at_least, verb=verb)
+        step = _step(store, node, horizon, to=to, min_age=min_age, at_least=at_least, verb=verb)
         if step is None:
             break
         if done is not None:
@@ -99,11 +102,29 @@ def compact(
     return done
 
 
+class _Horizon:
+    """How far one compaction call may cut, judged as it begins: events old enough at ``now``,
+    and none of the ``keep`` newest of the stream as it first read it (``last``). A call cutting
+    in steps while writers go on would otherwise chase the events that come of age meanwhile,
+    and end only when the writers stop."""
+
+    def __init__(self, now: datetime, keep: int) -> None:
+        self.now = now
+        self.keep = keep
+        self.last: int | None = None
+
+    def through(self, seq: int) -> int:
+        """The last event the cut may take, the stream's newest being ``seq`` now."""
+        if self.last is None:
+            self.last = seq - self.keep
+        return min(self.last, seq - self.keep)
+
+
 def _step(
     store: Store[Any],
     node: str,
+    horizon: _Horizon,
     *,
-    keep: int,
     to: Destination,
     min_age: float,
     at_least: int,
@@ -114,7 +135,7 @@ def _step(
     for attempt in range(ATTEMPTS):
         try:
             stream = _to_cut(
-                store, node, keep=keep, min_age=min_age, at_least=at_least, exact=attempt > 0
+                store, node, horizon, min_age=min_age, at_least=at_least, exact=attempt > 0
             )
             if stream is None:
                 return None
@@ -129,17 +150,23 @@ class _Raced(Exception):
 
 
 def _to_cut(
-    store: Store[Any], node: str, *, keep: int, min_age: float, at_least: int, exact: bool
+    store: Store[Any],
+    node: str,
+    horizon: _Horizon,
+    *,
+    min_age: float,
+    at_least: int,
+    exact: bool,
 ) -> Stream | None:
     """The events to replace, from the stream's first to the cut, read at one revision (None:
     too few). ``exact``: find the first key by a range, rather than take the recorded first."""
     record = store.records.read(node, with_first=True)
     assert record.first is not None
     first = store.records.first_key(node) if exact else record.first
-    through = min(record.seq - keep, first + STEP - 1)
+    through = min(horizon.through(record.seq), first + STEP - 1)
     if through - first < at_least:
         return None
-    now = datetime.now(timezone.utc)
+    now = horizon.now
     stream = store.streams.read_stream(
         node,
         after=first - 1,
