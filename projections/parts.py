@@ -12,6 +12,17 @@ from resource_extend.ledger.model.kinds import Kind
 from resource_extend.projections.metrics import Gauge, MetricDescription, Sample
 
 
+class Measure(NamedTuple):
+    """One figure of a node's state that its chart follows (``history --html``): the capacity
+    of it and the usage of it, counted in ``unit`` (``cards``, ``B``, ``B/s``, ``IOPS``)."""
+
+    chart: str
+    """What it is, as the chart is titled: ``H100``, ``volume /data0``, ``/dev/vda read``."""
+    unit: str
+    capacity: int
+    usage: int
+
+
 class KindView(Protocol):
     """How the auditor commands (``history``, ``show``, ``nodes``) print a kind: they are
     written once, and each kind supplies its cells and JSON (``projections.gpu.views``)."""
@@ -37,6 +48,11 @@ class KindView(Protocol):
 
     def summary(self, change: Any) -> str | None:
         """One of the kind's own changes in a few words (None: not one of its own)."""
+        ...
+
+    def measures(self, state: Any) -> list[Measure]:
+        """What a node's chart follows of a state (``None``: no node; nothing), in the order
+        the charts are drawn."""
         ...
 
 

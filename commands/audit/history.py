@@ -9,15 +9,20 @@ import msgspec
 from msgspec import Struct
 
 from resource_extend.commands.audit.archive import archive_dir, archive_option
+from resource_extend.commands.audit.reading import (
+    NOT_ADOPTED,
+    POINT_HELP,
+    point_option,
+    positions_of,
+    summary,
+)
 from resource_extend.commands.protocol import Answer, Session
 from resource_extend.commands.tables import columns
 from resource_extend.commands.under_click import answered, click_plugin
 from resource_extend.ledger.model import audit
-from resource_extend.ledger.model.errors import InvalidRequest, PluginError
+from resource_extend.ledger.model.errors import PluginError
 from resource_extend.ledger.model.events import AnyEvent as Event
-from resource_extend.ledger.model.events import Checkpoint, HeadRepaired
 from resource_extend.ledger.model.names import check_node_name
-from resource_extend.ledger.store.positions import Positions
 from resource_extend.ledger.upkeep.export import json_lines
 from resource_extend.ledger.upkeep.history import Archive, Selection, selected
 
@@ -25,32 +30,6 @@ if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
 
     from resource_extend.projections.parts import KindView
-
-
-POINT_HELP = "a seq (42) or an RFC 3339 time (2026-11-29T03:00:00Z; no offset means UTC)"
-
-
-def point_option(
-    ctx: click.Context, param: click.Parameter, value: str | None
-) -> audit.Point | None:
-    """``--since``, ``--until``, ``--at`` (a click callback): a point not understood is a usage
-    error (exit 2), said before anything is read."""
-    try:
-        return None if value is None else audit.parse_point(value)
-    except InvalidRequest as exc:
-        raise click.BadParameter(exc.reason, ctx, param) from None
-
-
-def summary(view: KindView, event: Event) -> str:
-    """What one event did, in a few words: the ledger's own changes here, the kind's by its
-    view."""
-    change = event.change
-    if isinstance(change, Checkpoint):
-        return f"stands for events {change.first}..{event.seq}, exported to {change.export}"
-    if isinstance(change, HeadRepaired):
-        return f"head rewritten from the stream; it was: {change.found}"
-    said = view.summary(change)
-    return repr(change) if said is None else said
 
 
 def as_json(event: Event) -> dict[str, Any]:
@@ -69,23 +48,6 @@ def table(view: KindView, rows: list[tuple[Event, Struct | None]]) -> str:
         cells = view.state_cells(state)
         lines.append((str(event.seq), when, event.verb, event.kind, *cells, summary(view, event)))
     return columns(lines)
-
-
-NOT_ADOPTED = (
-    "no events yet: the record was written by the upstream plugin; it is adopted (as event 1) "
-    "on its first write"
-)
-
-
-def positions_of(session: Session[Struct], node: str) -> Positions[Struct]:
-    """The node's stream, to read by position (empty for an upstream record not adopted
-    yet); an error if the plugin has never known the node."""
-    session.node = check_node_name(node)
-    session.store.etcd.budget_per_request()  # an auditor's read may be long; no request may be
-    found: Positions[Struct] = Positions(session.store, node)
-    if not found.first and found.head is None:
-        raise PluginError("no events: the plugin has never known this node")
-    return found
 
 
 class ChangeKind(click.ParamType):  # type: ignore[type-arg]  # generic in newer click
@@ -133,6 +95,17 @@ class ChangeKind(click.ParamType):  # type: ignore[type-arg]  # generic in newer
 )
 @archive_option
 @click.option("--json", "as_json_output", is_flag=True, help="Print a JSON array, oldest first.")
+@click.option(
+    "--html",
+    "page_file",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    metavar="FILE",
+    help=(
+        "Write the events as one HTML page to FILE instead (-: print it): capacity and usage "
+        "as step charts over time, every event marked (its words on hover) and listed, and "
+        "verify's verdict at the top. Self-contained: it opens offline, and prints."
+    ),
+)
 @answered
 def history(
     session: Session[Struct],
@@ -143,6 +116,7 @@ def history(
     limit: int | None,
     archive: str | None,
     as_json_output: bool,
+    page_file: str | None,
 ) -> Answer:
     """Print NODE's events, oldest first: when, which verb, what changed, and the capacity and
     usage after each.
@@ -157,14 +131,26 @@ def history(
     streams.archive_dir), the events before it are read from there, back to event 1: the
     node's whole life. Filters never change the capacity and usage shown: those are always
     folded from the start.
-    """
 
+    \b
+    With --html FILE, the same events make a page for an audit record:
+      {prog} history n1 --since 2026-11-01T00:00:00Z --html n1.html
+    The charts follow every event from the first selected to the last (--kind picks the
+    events marked and listed); compactions, fixes, repairs, adoption and removal are ruled
+    across them.
+    """
+    if page_file is not None and as_json_output:
+        raise click.UsageError("--json and --html each say where the events go: give one")
     positions = positions_of(session, node)
     first = positions.at_or_after(positions.first) if positions.first else None
-    if first is None:
-        return [] if as_json_output else NOT_ADOPTED
     select = Selection(since, until, kinds, limit)
     archived = Archive(archive_dir(session, archive), named=bool(archive))
+    if page_file is not None:
+        from resource_extend.commands.audit import life
+
+        return life.write(session, node, positions, first, select, archived, page_file)
+    if first is None:
+        return [] if as_json_output else NOT_ADOPTED
     rows = selected(session.kind, positions, first, select, archived)
     if as_json_output:
         return [as_json(e) for e, _ in rows]

@@ -8,7 +8,7 @@ import click
 from msgspec import Struct
 
 from resource_extend.commands.audit.archive import archive_dir, archive_option
-from resource_extend.commands.audit.history import (
+from resource_extend.commands.audit.reading import (
     NOT_ADOPTED,
     POINT_HELP,
     point_option,

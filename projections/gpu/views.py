@@ -10,6 +10,7 @@ from resource_extend.projections.gpu import cards
 from resource_extend.projections.gpu.events import KINDS as KINDS  # every change kind
 from resource_extend.projections.gpu.resources import Resource
 from resource_extend.projections.gpu.state import NodeState
+from resource_extend.projections.parts import Measure
 
 EMPTY = NodeState()
 """What a node without a readable record shows: no cards."""
@@ -44,3 +45,14 @@ def _signed(delta: cards.Cards) -> str:
 def summary(change: Any) -> str | None:
     """What a change of a GPU stream did, in a few words (None: the ledger's own)."""
     return changes.summary(change, cards.describe, _signed)
+
+
+def measures(state: NodeState | None) -> list[Measure]:
+    """A chart per product: the cards the node has of it, and those in use."""
+    if state is None:
+        return []
+    products = sorted(state.capacity.keys() | state.usage.keys())
+    return [
+        Measure(product, "cards", state.capacity.get(product, 0), state.usage.get(product, 0))
+        for product in products
+    ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from resource_extend.projections import changes
+from resource_extend.projections.parts import Measure
 from resource_extend.projections.storage.disks import Disk
 from resource_extend.projections.storage.events import KINDS as KINDS  # every change kind
 from resource_extend.projections.storage.resources import NodeResource
@@ -101,3 +102,30 @@ def _signed(delta: NodeResource) -> str:
 def summary(change: Any) -> str | None:
     """What a change of a storage stream did, in a few words (None: the ledger's own)."""
     return changes.summary(change, describe, _signed)
+
+
+_QUOTAS = (("read IOPS", "IOPS"), ("write IOPS", "IOPS"), ("read B/s", "B/s"), ("write B/s", "B/s"))
+"""A disk's four quotas, in ``Disk.quota``'s order, as its charts are titled and counted."""
+
+
+def measures(state: NodeState | None) -> list[Measure]:
+    """A chart per volume, one of the storage total, and four per disk (read and write IOPS,
+    read and write bytes a second)."""
+    if state is None:
+        return []
+    capacity, usage = state.capacity, state.usage
+    cap_volumes, used_volumes = capacity.volumes or {}, usage.volumes or {}
+    found = [
+        Measure(f"volume {path}", "B", cap_volumes.get(path, 0), used_volumes.get(path, 0))
+        for path in sorted(cap_volumes.keys() | used_volumes.keys())
+    ]
+    found.append(Measure("storage", "B", capacity.storage, usage.storage))
+    cap_disks = {disk.device: disk.quota for disk in capacity.disks or ()}
+    used_disks = {disk.device: disk.quota for disk in usage.disks or ()}
+    for device in sorted(cap_disks.keys() | used_disks.keys()):
+        has, uses = cap_disks.get(device, (0, 0, 0, 0)), used_disks.get(device, (0, 0, 0, 0))
+        found += [
+            Measure(f"{device} {quota}", unit, has[index], uses[index])
+            for index, (quota, unit) in enumerate(_QUOTAS)
+        ]
+    return found

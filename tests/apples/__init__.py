@@ -24,7 +24,7 @@ from resource_extend.projections import changes
 from resource_extend.projections.changes import NodeAdded, NodeRemoved, UsageChanged, UsageRebuilt
 from resource_extend.projections.metrics import Gauge, Sample
 from resource_extend.projections.node import NodeKind
-from resource_extend.projections.parts import Parts
+from resource_extend.projections.parts import Measure, Parts
 
 
 class Apples(msgspec.Struct, frozen=True, kw_only=True):
@@ -144,6 +144,10 @@ class View:
     @staticmethod
     def summary(change: Any) -> str | None:
         return changes.summary(change, lambda n: f"{n} apples", lambda n: f"{n:+d}")
+
+    @staticmethod
+    def measures(state: Apples | None) -> list[Measure]:
+        return [] if state is None else [Measure("apples", "apples", state.capacity, state.usage)]
 
 
 class Gauges:

@@ -6,20 +6,19 @@ with an older one after it, and never an event that is young by a clock it can b
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from resource_extend.ledger.config import Destination, EtcdConfig
+from resource_extend.ledger.config import Destination
 from resource_extend.ledger.store import Store
 from resource_extend.ledger.upkeep.compaction import compact
-from resource_extend.projections.gpu.node import GPU
 from tests.audit.helpers import Doc, G, added, event, head, ok_text, plant, run, stamp, used
 from tests.etcdkv import Etcd
-from tests.plugin import TRANSPORT, Plugin
+from tests.plugin import Plugin
 
 NOW = datetime.now(timezone.utc)
 AHEAD = NOW + timedelta(days=3)
@@ -43,14 +42,6 @@ def planted(etcd: Etcd, later: list[Doc]) -> None:
     events = [event(1, added({G: 16})), event(2, used({G: 1})), event(3, used({G: 1}))]
     events += [by_a_clock_ahead(4), *later]
     plant(etcd, "n1", events, head({G: 16}, {G: len(events) - 1}, len(events)))
-
-
-@pytest.fixture
-def store(plugin: Plugin) -> Iterator[Store[Any]]:
-    settings = EtcdConfig(machines=plugin.endpoints, prefix=plugin.prefix, transport=TRANSPORT)
-    opened = Store(settings, GPU)
-    yield opened
-    opened.close()
 
 
 OLD = [raised(seq, NOW - timedelta(minutes=10, seconds=-seq)) for seq in range(5, 11)]

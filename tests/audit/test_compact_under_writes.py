@@ -6,20 +6,17 @@ and ended only when the writers stopped (seen as a ``compact`` of 60 s under 32 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from resource_extend.ledger.config import Destination, EtcdConfig
+from resource_extend.ledger.config import Destination
 from resource_extend.ledger.store import Store
 from resource_extend.ledger.upkeep import compaction
-from resource_extend.projections.gpu.node import GPU
 from tests.audit.helpers import G, added, event, head, plant, used
 from tests.etcdkv import Etcd
-from tests.plugin import TRANSPORT, Plugin
 
 NODE = "n1"
 STEP = 4
@@ -27,14 +24,6 @@ STEP = 4
 MIN_AGE = 600.0
 WAIT = 2.0
 """Seconds after the compaction begins that its young events come of age."""
-
-
-@pytest.fixture
-def store(plugin: Plugin) -> Iterator[Store[Any]]:
-    settings = EtcdConfig(machines=plugin.endpoints, prefix=plugin.prefix, transport=TRANSPORT)
-    opened = Store(settings, GPU)
-    yield opened
-    opened.close()
 
 
 def old_events(first: int, last: int) -> list[dict[str, Any]]:

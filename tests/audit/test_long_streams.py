@@ -11,31 +11,21 @@ The streams are written straight into etcd as the plugin would have written them
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.store import Store
-from resource_extend.projections.gpu.node import GPU, NodeState
+from resource_extend.projections.gpu.node import NodeState
 from tests.audit.helpers import G, ok_json, ok_text, run, stamp, take, write_streams
 from tests.etcdkv import Etcd
 from tests.long_stream import CARDS, at, grow, usage_after
-from tests.plugin import TRANSPORT, Plugin
+from tests.plugin import Plugin
 
 pytestmark = pytest.mark.grpc
 
 LENGTH = 5_500
 """Past a compaction step (5,000 events) and five snapshots."""
-
-
-@pytest.fixture
-def store(plugin: Plugin) -> Iterator[Store[NodeState]]:
-    settings = EtcdConfig(machines=plugin.endpoints, prefix=plugin.prefix, transport=TRANSPORT)
-    opened = Store(settings, GPU)
-    yield opened
-    opened.close()
 
 
 def shown(plugin: Plugin, node: str, *argv: str) -> dict[str, object]:

@@ -1,0 +1,131 @@
+"""``history NODE --html FILE``: gather what the page shows (the rows selected, the rows charted,
+``verify``'s verdict), have ``page`` render it, and write it whole or not at all."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+
+from msgspec import Struct
+
+from resource_extend.commands.audit.page import Page, Verdict, render
+from resource_extend.commands.audit.reading import NOT_ADOPTED, summary
+from resource_extend.commands.audit.verify import streams_dir
+from resource_extend.commands.program import installed_version
+from resource_extend.commands.protocol import Session
+from resource_extend.ledger.model import audit
+from resource_extend.ledger.model.errors import PluginError
+from resource_extend.ledger.model.events import AnyEvent as Event
+from resource_extend.ledger.model.events import Checkpoint
+from resource_extend.ledger.store.positions import Positions
+from resource_extend.ledger.upkeep.history import Archive, Row, Selection, selected, window
+from resource_extend.ledger.upkeep.verification import Trust, verify_node
+
+MOST = 20_000
+"""The most events one page holds: 10,000 make a page of 5.5 MB that headless Chromium opens in
+3.6 s (docs/auditing.md); a whole stream of a million would make one no browser opens."""
+
+
+def write(
+    session: Session[Struct],
+    node: str,
+    positions: Positions[Struct],
+    first: Event | None,
+    select: Selection,
+    archive: Archive,
+    path: str,
+) -> str:
+    """Write NODE's page to ``path``; what was written, in one line (``-``: the page, to
+    print)."""
+    rows: list[Row] = []
+    charted: list[Row] = []
+    notes = [said] if (said := selection_note(select)) else []
+    if first is None:
+        notes.append(NOT_ADOPTED)
+    else:
+        if not select.kinds and select.limit is None:  # refused before a long stream is read
+            low, high = window(positions, select.since, select.until)
+            too_many(high - low + 1)
+        rows = selected(session.kind, positions, first, select, archive)
+        too_many(len(rows))
+        charted = rows
+        if rows and select.kinds:  # the charts follow every event between
+            every = Selection(since=rows[0][0].seq, until=rows[-1][0].seq)
+            charted = selected(session.kind, positions, first, every, archive)
+        if charted and isinstance(charted[0][0].change, Checkpoint):
+            notes.append(
+                f"The stream starts with a checkpoint: {audit.compacted_note(charted[0][0])}"
+            )
+    page = Page(
+        program=session.kind.program,
+        node=node,
+        rows=rows,
+        charted=charted,
+        verdict=verdict(session, node, archive),
+        notes=notes,
+        written=datetime.now(timezone.utc),
+        version=installed_version(),
+    )
+    html = render(page, session.view, lambda event: summary(session.view, event))
+    if path == "-":
+        return html.rstrip("\n")
+    write_whole(Path(path), html.encode())
+    count = f"{len(rows):,} event{'s' * (len(rows) != 1)}"
+    agrees = "agrees" if page.verdict.agrees else "disagrees"
+    return f"wrote {path}: node {node}, {count}; verify: {agrees}"
+
+
+def too_many(count: int) -> None:
+    """Refuse a page of more than ``MOST`` events, saying how to select fewer."""
+    if count > MOST:
+        raise PluginError(
+            f"{count:,} events selected: a page holds at most {MOST:,}; select fewer with "
+            "--since, --until, --kind or --limit"
+        )
+
+
+def selection_note(select: Selection) -> str:
+    """What the auditor selected, as the options said it (empty: everything)."""
+    said = []
+    if select.since is not None:
+        said.append(f"--since {audit.shown_point(select.since)}")
+    if select.until is not None:
+        said.append(f"--until {audit.shown_point(select.until)}")
+    said += [f"--kind {kind}" for kind in select.kinds]
+    if select.limit is not None:
+        said.append(f"--limit {select.limit}")
+    return f"Selected: {' '.join(said)}" if said else ""
+
+
+def verdict(session: Session[Struct], node: str, archive: Archive) -> Verdict:
+    """What ``verify NODE`` (with the same archive) says of the node now: read-only."""
+    exports = archive.directory or ""
+    directories = list(dict.fromkeys(d for d in (exports, streams_dir(session)) if d))
+    try:
+        found = verify_node(session.store, node, Trust(exports), False, directories)
+    except PluginError as exc:
+        return Verdict(False, [f"cannot verify: {exc.reason}"])
+    return Verdict(found.agrees, found.findings)
+
+
+def write_whole(path: Path, data: bytes) -> None:
+    """``data`` as the file at ``path``, whole or not at all: written beside it under a
+    temporary name (permissions as the umask makes them), flushed, then renamed over it."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+    try:
+        descriptor = os.open(temporary, flags, 0o666)
+    except OSError as exc:
+        raise PluginError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise PluginError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None

@@ -1,0 +1,221 @@
+"""``history NODE --html FILE``, through the program and in a real browser: headless Chromium
+(Debian's ``chromium``; ``.ci/run`` installs it) opens each page written, and the test reads
+what it rendered: the DOM after parsing (``--dump-dom``: the charts, the table's rows, the
+verdict) and a screenshot's pixels (the usage areas are drawn). A GPU node's page and a storage
+node's, a page with no events, and one of 10,000 events.
+
+Where Chromium is missing these tests fail, saying how to install it; a developer without it
+may set ``RESOURCE_EXTEND_NO_BROWSER=1`` to skip them knowingly (CI never does)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PIL import Image
+
+from resource_extend.ledger.store import Store
+from resource_extend.projections.gpu.node import NodeState
+from tests.audit.helpers import G, error_line, ok_text, run, take, usage_error
+from tests.long_stream import grow
+from tests.plugin import Plugin
+
+USAGE = ((0xAE, 0xD6, 0xF1), (0x28, 0x74, 0xA6))
+"""The usage areas' fill and edge (``commands.audit.page.STYLE``): 10,000 events a millisecond
+apart, each taking a card or giving it back, draw an edge so dense no fill shows between."""
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found:
+        return found
+    if os.environ.get("RESOURCE_EXTEND_NO_BROWSER") == "1":
+        pytest.skip("no Chromium here, and RESOURCE_EXTEND_NO_BROWSER=1 says so")
+    pytest.fail(
+        "Chromium is missing: the page tests open the pages in it (apt-get install chromium; "
+        "or set RESOURCE_EXTEND_NO_BROWSER=1 to skip them knowingly)"
+    )
+
+
+class Rendered:
+    """A page as Chromium rendered it: its DOM after parsing, and a screenshot."""
+
+    def __init__(self, browser: str, page: Path) -> None:
+        profile = page.parent / f"{page.stem}.profile"
+        flags = [
+            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--hide-scrollbars", "--no-first-run", f"--user-data-dir={profile}",
+            "--window-size=1000,1200",
+        ]  # fmt: skip
+        url = page.resolve().as_uri()
+        dumped = subprocess.run(
+            [browser, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=120
+        )
+        assert dumped.returncode == 0, dumped.stderr[-2000:]
+        self.dom = dumped.stdout
+        shot = page.with_suffix(".png")
+        taken = subprocess.run(
+            [browser, *flags, f"--screenshot={shot}", url], capture_output=True, timeout=120
+        )
+        assert taken.returncode == 0 and shot.exists(), taken.stderr[-2000:]
+        with Image.open(shot) as image:
+            counted = image.convert("RGB").getcolors(maxcolors=1 << 24) or []
+        self.colours: dict[Any, int] = {colour: count for count, colour in counted}
+
+    @staticmethod
+    def printed(browser: str, page: Path) -> bytes:
+        """The page as Chromium prints it to PDF."""
+        pdf = page.with_suffix(".pdf")
+        flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-pdf-header-footer"]
+        done = subprocess.run(
+            [browser, *flags, f"--user-data-dir={page.parent / 'print.profile'}",
+             f"--print-to-pdf={pdf}", page.resolve().as_uri()],
+            capture_output=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0 and pdf.exists(), done.stderr[-2000:]
+        return pdf.read_bytes()
+
+    def count(self, pattern: str) -> int:
+        return len(re.findall(pattern, self.dom))
+
+    def usage_drawn(self) -> int:
+        """How many pixels of the screenshot are a usage area's (within a few shades: strokes
+        drawn over each other blend a little)."""
+
+        def near(colour: Any) -> bool:
+            return any(max(abs(a - b) for a, b in zip(colour, u, strict=True)) <= 8 for u in USAGE)
+
+        return sum(count for colour, count in self.colours.items() if near(colour))
+
+
+def page_of(plugin: Plugin, node: str, path: Path, *options: str) -> str:
+    """Write ``node``'s page to ``path``; the line the program answered."""
+    return ok_text(run(plugin, "history", node, "--html", str(path), *options)).strip()
+
+
+def test_a_gpu_nodes_page_renders_its_charts_marks_and_table(
+    plugin: Plugin, chromium: str, tmp_path: Path
+) -> None:
+    plugin.ok("add-node", {"nodename": "n1", "resource": {"prod_count_map": {G: 4, "a100": 2}}})
+    for _ in range(3):
+        plugin.ok(*take("n1", {G: 1}))
+    plugin.ok("fix-node-resource", {"nodename": "n1", "workloads_resource": []})
+    page = tmp_path / "n1.html"
+    said = page_of(plugin, "n1", page)
+    assert said == f"wrote {page}: node n1, 5 events; verify: agrees"
+
+    shown = Rendered(chromium, page)
+    assert shown.count(r'<svg class="chart"') == 2  # a100 and the 3090
+    assert shown.count(r'<tr id="e\d+"') == 5
+    assert shown.count(r'<a href="#e\d+"><line') == 5 + 2  # ticks, and the fix ruled twice
+    assert "verify: the head agrees with the stream" in shown.dom
+    assert "usage_rebuilt" in shown.dom and "diffs:" in shown.dom
+    assert shown.usage_drawn() > 2000, "no usage area was drawn"
+    pdf = Rendered.printed(chromium, page)
+    assert pdf.startswith(b"%PDF") and len(re.findall(rb"/Type\s*/Page\b", pdf)) >= 1
+
+
+def test_a_storage_nodes_page_charts_volumes_storage_and_disks(
+    storage: Plugin, chromium: str, tmp_path: Path
+) -> None:
+    resource = {
+        "volumes": ["/data0:1T"],
+        "storage": "100G",
+        "disks": ["/dev/vda:/data0:1000:1000:1G:1G"],
+    }
+    storage.ok("add-node", {"nodename": "d1", "resource": resource})
+    request = {"volumes-request": ["AUTO:/data:rw:300G"], "volumes-limit": ["AUTO:/data:rw:300G"]}
+    for _ in range(2):  # two deploys: the first's usage spans the time to the second
+        planned = storage.ok(
+            "calculate-deploy",
+            {"nodename": "d1", "deploy_count": 1, "workload_resource_request": request},
+        )
+        storage.ok(
+            "set-node-resource-usage",
+            {"nodename": "d1", "workloads_resource": planned["workloads_resource"],
+             "delta": True, "incr": True},
+        )  # fmt: skip
+    page = tmp_path / "d1.html"
+    page_of(storage, "d1", page)
+
+    shown = Rendered(chromium, page)
+    for chart in ("volume /data0", "storage", "/dev/vda read IOPS", "/dev/vda write B/s"):
+        assert f'aria-label="{chart}"' in shown.dom
+    assert shown.count(r'<tr id="e\d+"') == 3
+    assert shown.usage_drawn() > 2000, "no usage area was drawn"
+
+
+def test_a_page_with_no_events_renders_and_says_so(
+    plugin: Plugin, chromium: str, tmp_path: Path
+) -> None:
+    plugin.ok("add-node", {"nodename": "n1", "resource": {"prod_count_map": {G: 4}}})
+    page = tmp_path / "none.html"
+    said = page_of(plugin, "n1", page, "--since", "99")
+    assert said == f"wrote {page}: node n1, 0 events; verify: agrees"
+
+    shown = Rendered(chromium, page)
+    assert "No events match." in shown.dom and "Selected: --since 99" in shown.dom
+    assert shown.count(r"<svg") == 0 and shown.count(r'<tr id="e') == 0
+    assert shown.count(r"<th>") > 0  # the table's header
+    assert shown.usage_drawn() == 0
+
+
+def test_a_page_of_10000_events_renders_them_all(
+    plugin: Plugin, store: Store[NodeState], chromium: str, tmp_path: Path
+) -> None:
+    grow(store, "long", 10_000)
+    page = tmp_path / "long.html"
+    page_of(plugin, "long", page)
+
+    shown = Rendered(chromium, page)
+    assert shown.count(r'<tr id="e\d+"') == 10_000
+    assert shown.count(r'<svg class="chart"') == 1
+    assert shown.usage_drawn() > 2000, "no usage area was drawn"
+
+
+def test_bad_pages_are_one_line_and_write_nothing(plugin: Plugin, tmp_path: Path) -> None:
+    plugin.ok("add-node", {"nodename": "n1", "resource": {"prod_count_map": {G: 4}}})
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    both = run(plugin, "history", "n1", "--json", "--html", str(pages / "p.html"))
+    assert "--json and --html" in usage_error(both)
+    nowhere = pages / "missing" / "p.html"
+    line = error_line(run(plugin, "history", "n1", "--html", str(nowhere)), "history")
+    assert "cannot write" in line and str(nowhere) in line
+    unknown = error_line(run(plugin, "history", "n9", "--html", str(pages / "p.html")), "history")
+    assert "never known" in unknown
+    assert list(pages.iterdir()) == [], "a page was left behind"
+
+
+def test_a_relative_file_is_written_where_the_command_ran(plugin: Plugin, tmp_path: Path) -> None:
+    plugin.ok("add-node", {"nodename": "n1", "resource": {"prod_count_map": {G: 4}}})
+    done = plugin.run("history", None, "n1", "--html", "n1.html", cwd=tmp_path)
+    assert ok_text(done).strip() == "wrote n1.html: node n1, 1 event; verify: agrees"
+    assert (tmp_path / "n1.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def test_a_page_of_more_than_20000_events_is_refused_saying_how_to_select_fewer(
+    plugin: Plugin, store: Store[NodeState], tmp_path: Path
+) -> None:
+    grow(store, "long", 20_002)
+    page = tmp_path / "long.html"
+    whole = error_line(run(plugin, "history", "long", "--html", str(page)), "history")
+    assert "20,002 events selected: a page holds at most 20,000; select fewer with" in whole
+    kind = run(plugin, "history", "long", "--kind", "usage_changed", "--html", str(page))
+    assert "20,001 events selected" in error_line(kind, "history")  # counted once selected
+    assert not page.exists()
+    said = page_of(plugin, "long", page, "--since", "3")
+    assert said == f"wrote {page}: node long, 20,000 events; verify: agrees"
+
+
+def test_a_page_to_dash_is_printed(plugin: Plugin) -> None:
+    plugin.ok("add-node", {"nodename": "n1", "resource": {"prod_count_map": {G: 4}}})
+    page = ok_text(run(plugin, "history", "n1", "--html", "-"))
+    assert page.startswith("<!DOCTYPE html>") and page.endswith("</html>\n")
+    assert '<tr id="e1" class="k-node_added">' in page
