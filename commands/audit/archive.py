@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import stat
@@ -16,10 +17,11 @@ import msgspec
 from msgspec import Struct
 
 from resource_extend.commands.protocol import Answer, Session, report_failure, respond
-from resource_extend.commands.under_click import answered
+from resource_extend.commands.under_click import answered, with_progress
 from resource_extend.ledger.config import Destination
 from resource_extend.ledger.model.errors import PluginError
-from resource_extend.ledger.upkeep.bounds import bound_for
+from resource_extend.ledger.store import Store
+from resource_extend.ledger.upkeep.bounds import Bound, bound_for
 from resource_extend.ledger.upkeep.compaction import compact
 from resource_extend.ledger.upkeep.export import DIRECTORY_MODE, unsafe_directory
 
@@ -59,10 +61,12 @@ def archive_pass(
     directory: str,
     min_age: float,
     stopping: threading.Event | None = None,
+    *,
+    shown: bool = False,
 ) -> Pass:
     """Compact every stream longer than half its bound into ``directory``, longest first, each
     etcd request with etcd.timeout of its own. ``stopping`` ends the pass between two
-    compactions."""
+    compactions; ``shown``: under a progress bar, on a terminal (``with_progress``)."""
     store, streams = session.store, session.config.streams
     store.etcd.budget_per_request()  # a pass over many nodes takes longer than one call may
     known, heads = store.scans.survey()
@@ -72,28 +76,40 @@ def archive_pass(
     if target is None:
         return done
     target = target.halved()
-    for node, bounds in sorted(lengths.items(), key=lambda item: (-item[1].count, item[0])):
-        if bounds.count <= target.over or (stopping is not None and stopping.is_set()):
-            break
-        try:
-            compacted = compact(
-                store,
-                node,
-                keep=target.keep - 1,
-                to=Destination(directory, archive=True),
-                min_age=min_age,
-                at_least=target.at_least,
-                verb="archive",
-            )
-        except PluginError as exc:
-            done.failed.append((node, exc.reason))
-            continue
-        if compacted is not None:
-            removed = compacted.checkpoint.seq - compacted.first  # the checkpoint stays
-            done.compacted += 1
-            done.events += removed
-            done.left -= removed
+    due = sorted(
+        ((node, bounds) for node, bounds in lengths.items() if bounds.count > target.over),
+        key=lambda item: (-item[1].count, item[0]),
+    )
+    with with_progress(due, "archiving") if shown else contextlib.nullcontext(due) as walked:
+        for node, _ in walked:
+            if stopping is not None and stopping.is_set():
+                break
+            _archive_one(store, node, target, directory, min_age, done)
     return done
+
+
+def _archive_one(
+    store: Store[Struct], node: str, target: Bound, directory: str, min_age: float, done: Pass
+) -> None:
+    """Compact one stream into the archive, counting it in ``done``."""
+    try:
+        compacted = compact(
+            store,
+            node,
+            keep=target.keep - 1,
+            to=Destination(directory, archive=True),
+            min_age=min_age,
+            at_least=target.at_least,
+            verb="archive",
+        )
+    except PluginError as exc:
+        done.failed.append((node, exc.reason))
+        return
+    if compacted is not None:
+        removed = compacted.checkpoint.seq - compacted.first  # the checkpoint stays
+        done.compacted += 1
+        done.events += removed
+        done.left -= removed
 
 
 def _checked_directory(directory: str) -> str:
@@ -169,7 +185,7 @@ def archive(
     age = session.config.streams.min_age if min_age is None else min_age
     while True:
         try:
-            done = archive_pass(session, directory, age, stopping)
+            done = archive_pass(session, directory, age, stopping, shown=every is None)
         except PluginError as exc:
             if every is None:
                 raise

@@ -1,6 +1,6 @@
 """The commands people run over many nodes (``verify --all``, ``compact --all``, ``nodes``,
-``migrate``) show click's progress bar on stderr when it is a terminal, and print nothing
-extra when it is not; core's verbs never do (stdout is the protocol, stderr stays clean on
+``archive``, ``migrate``) show click's progress bar on stderr when it is a terminal, and print
+nothing extra when it is not; core's verbs never do (stdout is the protocol, stderr stays clean on
 success). Each run as a process of its own, its stderr a pseudo-terminal or a pipe."""
 
 from __future__ import annotations
@@ -9,9 +9,12 @@ import os
 import pty
 import select
 import subprocess
+from pathlib import Path
 
 import pytest
 
+from tests.audit.helpers import added, event, head, plant, take, used, write_streams
+from tests.etcdkv import Etcd
 from tests.plugin import Plugin, command_for
 
 pytestmark = pytest.mark.etcd
@@ -74,6 +77,43 @@ def test_long_work_shows_progress_on_a_terminal_and_nothing_on_a_pipe(
     status, piped_out, piped = run(fleet, args, terminal=False)
     assert (status, piped) == (0, b"")
     assert piped_out == out or args[0] == "compact"  # (a second compaction has less to do)
+
+
+def test_an_archiving_pass_shows_progress_on_a_terminal_and_nothing_on_a_pipe(
+    fleet: Plugin, tmp_path: Path
+) -> None:
+    """Each stream over half its bound (4 events, of 8) is archived under the bar; a second
+    pass, with nothing left to do, on a pipe prints its line and nothing else."""
+    archive = tmp_path / "archive"
+    write_streams(fleet, {"max_events": 8, "archive_dir": str(archive), "min_age": 0})
+    for node in ("n0", "n1", "n2"):
+        for turn in range(6):  # a card taken and given back, by turns
+            verb, request = take(node, {G: 1})
+            fleet.ok(verb, {**request, "incr": turn % 2 == 0})
+    status, out, said = run(fleet, ["archive"], terminal=True)
+    assert status == 0, said
+    assert b"archiving" in said and b"100%" in said, said
+    assert b"3 streams compacted" in out, out
+    status, out, piped = run(fleet, ["archive"], terminal=False)
+    assert (status, piped) == (0, b"")
+    assert b"0 streams compacted" in out, out
+
+
+def test_a_migration_shows_progress_on_a_terminal_and_nothing_on_a_pipe(
+    plugin: Plugin, etcd: Etcd
+) -> None:
+    """Three nodes with their streams in 0.1's layout are moved under the bar; a second run,
+    with nothing left to move, on a pipe prints its line and nothing else."""
+    for node in ("n0", "n1", "n2"):
+        events = [event(1, added({G: 2})), event(2, used({G: 1}))]
+        plant(etcd, node, events, head({G: 2}, {G: 1}, 2), legacy=True)
+    status, out, said = run(plugin, ["migrate"], terminal=True)
+    assert status == 0, said
+    assert b"migrating" in said and b"100%" in said, said
+    assert out.count(b"2 events moved") == 3, out
+    status, out, piped = run(plugin, ["migrate"], terminal=False)
+    assert (status, piped) == (0, b"")
+    assert b"nothing to migrate" in out, out
 
 
 def test_a_core_verb_prints_no_progress_on_a_terminal(fleet: Plugin) -> None:
