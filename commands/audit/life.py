@@ -52,8 +52,9 @@ def write(
         too_many(len(rows))
         charted = rows
         if rows and select.kinds:  # the charts follow every event between
-            every = Selection(since=rows[0][0].seq, until=rows[-1][0].seq)
-            charted = selected(session.kind, positions, first, every, archive)
+            since, until = rows[0][0].seq, rows[-1][0].seq
+            too_many(until - since + 1, "the charts would follow")
+            charted = selected(session.kind, positions, first, Selection(since, until), archive)
         if charted and isinstance(charted[0][0].change, Checkpoint):
             notes.append(
                 f"The stream starts with a checkpoint: {audit.compacted_note(charted[0][0])}"
@@ -77,11 +78,11 @@ def write(
     return f"wrote {path}: node {node}, {count}; verify: {agrees}"
 
 
-def too_many(count: int) -> None:
+def too_many(count: int, what: str = "selected") -> None:
     """Refuse a page of more than ``MOST`` events, saying how to select fewer."""
     if count > MOST:
         raise PluginError(
-            f"{count:,} events selected: a page holds at most {MOST:,}; select fewer with "
+            f"{count:,} events {what}: a page holds at most {MOST:,}; select fewer with "
             "--since, --until, --kind or --limit"
         )
 

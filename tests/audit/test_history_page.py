@@ -20,6 +20,7 @@ import pytest
 from PIL import Image
 
 from resource_extend.ledger.store import Store
+from resource_extend.projections.changes import UsageRebuilt
 from resource_extend.projections.gpu.node import NodeState
 from tests.audit.helpers import G, error_line, ok_text, run, take, usage_error
 from tests.long_stream import grow
@@ -209,8 +210,16 @@ def test_a_page_of_more_than_20000_events_is_refused_saying_how_to_select_fewer(
     assert "20,002 events selected: a page holds at most 20,000; select fewer with" in whole
     kind = run(plugin, "history", "long", "--kind", "usage_changed", "--html", str(page))
     assert "20,001 events selected" in error_line(kind, "history")  # counted once selected
+    fixed: UsageRebuilt[dict[str, int]] = UsageRebuilt(
+        usage={}, diffs=["a card counted, none held"]
+    )
+    store.appender.append("long", "fix-node-resource", lambda _: fixed)  # event 20,003
+    ends = ["--kind", "node_added", "--kind", "usage_rebuilt", "--html", str(page)]
+    line = error_line(run(plugin, "history", "long", *ends), "history")
+    assert "20,003 events the charts would follow: a page holds at most 20,000" in line
+
     assert not page.exists()
-    said = page_of(plugin, "long", page, "--since", "3")
+    said = page_of(plugin, "long", page, "--since", "4")
     assert said == f"wrote {page}: node long, 20,000 events; verify: agrees"
 
 
