@@ -50,7 +50,7 @@ def photograph(browser: str, page: Path, shot: Path, size: tuple[int, int]) -> N
     with tempfile.TemporaryDirectory() as profile:
         subprocess.run(
             [
-                browser, "--headless", "--no-sandbox", "--disable-gpu",
+                browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                 "--disable-background-networking", "--hide-scrollbars", "--no-first-run",
                 f"--user-data-dir={profile}", f"--window-size={size[0]},{size[1]}",
                 f"--screenshot={shot}", page.as_uri(),

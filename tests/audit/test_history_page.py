@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -44,27 +45,33 @@ def chromium() -> str:
     )
 
 
+HEADLESS = (
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+    "--disable-background-networking", "--hide-scrollbars", "--no-first-run",
+)  # fmt: skip
+"""Chromium as the tests run it: no window, no sandbox (as root), no GPU, /tmp rather than a
+small /dev/shm, nothing fetched."""
+
+
+def chromium_run(browser: str, page: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    """Chromium once on ``page``, with a profile of its own (under the page's directory)."""
+    profile = tempfile.mkdtemp(prefix="chromium-profile.", dir=page.parent)
+    done = subprocess.run(
+        [browser, *HEADLESS, f"--user-data-dir={profile}", *flags, page.resolve().as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
 class Rendered:
     """A page as Chromium rendered it: its DOM after parsing, and a screenshot."""
 
     def __init__(self, browser: str, page: Path) -> None:
-        profile = page.parent / f"{page.stem}.profile"
-        flags = [
-            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--hide-scrollbars", "--no-first-run", f"--user-data-dir={profile}",
-            "--window-size=1000,1200",
-        ]  # fmt: skip
-        url = page.resolve().as_uri()
-        dumped = subprocess.run(
-            [browser, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=120
-        )
-        assert dumped.returncode == 0, dumped.stderr[-2000:]
-        self.dom = dumped.stdout
+        window = "--window-size=1000,1200"
+        self.dom = chromium_run(browser, page, window, "--dump-dom").stdout
         shot = page.with_suffix(".png")
-        taken = subprocess.run(
-            [browser, *flags, f"--screenshot={shot}", url], capture_output=True, timeout=120
-        )
-        assert taken.returncode == 0 and shot.exists(), taken.stderr[-2000:]
+        chromium_run(browser, page, window, f"--screenshot={shot}")
         with Image.open(shot) as image:
             counted = image.convert("RGB").getcolors(maxcolors=1 << 24) or []
         self.colours: dict[Any, int] = {colour: count for count, colour in counted}
@@ -73,13 +80,7 @@ class Rendered:
     def printed(browser: str, page: Path) -> bytes:
         """The page as Chromium prints it to PDF."""
         pdf = page.with_suffix(".pdf")
-        flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-pdf-header-footer"]
-        done = subprocess.run(
-            [browser, *flags, f"--user-data-dir={page.parent / 'print.profile'}",
-             f"--print-to-pdf={pdf}", page.resolve().as_uri()],
-            capture_output=True, timeout=120,
-        )  # fmt: skip
-        assert done.returncode == 0 and pdf.exists(), done.stderr[-2000:]
+        chromium_run(browser, page, "--no-pdf-header-footer", f"--print-to-pdf={pdf}")
         return pdf.read_bytes()
 
     def count(self, pattern: str) -> int:
