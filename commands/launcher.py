@@ -28,6 +28,7 @@ import click
 from resource_extend.commands.program import DISTRIBUTION, VERSION
 from resource_extend.commands.resident.client import package_dir, taken_from
 from resource_extend.commands.under_click import click_plugin
+from resource_extend.ledger.files import write_whole
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -116,22 +117,15 @@ def install(plugin: Plugin, directory: str, *, replace: bool) -> str:
             "move it aside, or give --replace"
         )
     text = launcher(plugin, checked_python(sys.executable), package_dir())
-    staged = os.path.join(os.path.dirname(target), f".{plugin.name}.new-{os.getpid()}")
-    try:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC  # no child keeps it open
-        descriptor = os.open(staged, flags, 0o755)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
+
+    def runs(staged: str) -> None:
         os.chmod(staged, 0o755)  # whatever the umask
         answer(staged, plugin)
-        os.replace(staged, target)
+
+    try:
+        write_whole(target, text.encode(), mode=0o755, check=runs)
     except OSError as exc:
         raise Refused(f"cannot write {target}: {exc.strerror or exc}") from None
-    finally:
-        if os.path.lexists(staged):
-            os.unlink(staged)
     return target
 
 

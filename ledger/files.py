@@ -1,10 +1,15 @@
 """Reading the small files a config names (itself, its TLS files) without being hung or flooded
-by what a path may turn out to be."""
+by what a path may turn out to be; writing a file people keep (a launcher, a page) whole or not
+at all."""
 
 from __future__ import annotations
 
 import os
 import stat
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 class UnfitFile(ValueError):
@@ -42,3 +47,28 @@ def _kind(mode: int) -> str:
         if test(mode):
             return kind
     return "not a file"
+
+
+def write_whole(
+    path: str, data: bytes, *, mode: int = 0o666, check: Callable[[str], None] | None = None
+) -> None:
+    """``data`` as the file at ``path``, whole or not at all: written beside it under a
+    temporary name (close-on-exec, so no child process keeps it open; ``mode`` as the umask
+    leaves it), flushed to disk, handed to ``check`` (which may raise to refuse it), then
+    renamed over ``path`` in one step. The temporary never outlives the call; an ``OSError``
+    is raised as it came."""
+    staged = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    descriptor = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+    try:
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        if check is not None:
+            check(staged)
+        os.replace(staged, path)
+    finally:
+        try:  # noqa: SIM105 (ledger.config, on every call, imports this module: no contextlib)
+            os.unlink(staged)
+        except OSError:  # gone already, once renamed
+            pass

@@ -3,18 +3,16 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
 from datetime import datetime, timezone
-from pathlib import Path
 
 from msgspec import Struct
 
-from resource_extend.commands.audit.page import Page, Verdict, render
+from resource_extend.commands.audit.page import Page, Verdict, counted, render
 from resource_extend.commands.audit.reading import NOT_ADOPTED, summary
-from resource_extend.commands.audit.verify import streams_dir
+from resource_extend.commands.audit.verify import export_dirs
 from resource_extend.commands.program import installed_version
 from resource_extend.commands.protocol import Session
+from resource_extend.ledger.files import write_whole
 from resource_extend.ledger.model import audit
 from resource_extend.ledger.model.errors import PluginError
 from resource_extend.ledger.model.events import AnyEvent as Event
@@ -72,10 +70,12 @@ def write(
     html = render(page, session.view, lambda event: summary(session.view, event))
     if path == "-":
         return html.rstrip("\n")
-    write_whole(Path(path), html.encode())
-    count = f"{len(rows):,} event{'s' * (len(rows) != 1)}"
+    try:
+        write_whole(path, html.encode())
+    except OSError as exc:
+        raise PluginError(f"cannot write {path!r}: {exc.strerror or exc}") from None
     agrees = "agrees" if page.verdict.agrees else "disagrees"
-    return f"wrote {path}: node {node}, {count}; verify: {agrees}"
+    return f"wrote {path}: node {node}, {counted(len(rows))}; verify: {agrees}"
 
 
 def too_many(count: int, what: str = "selected") -> None:
@@ -103,30 +103,9 @@ def selection_note(select: Selection) -> str:
 def verdict(session: Session[Struct], node: str, archive: Archive) -> Verdict:
     """What ``verify NODE`` (with the same archive) says of the node now: read-only."""
     exports = archive.directory or ""
-    directories = list(dict.fromkeys(d for d in (exports, streams_dir(session)) if d))
+    directories = export_dirs(session, exports)
     try:
         found = verify_node(session.store, node, Trust(exports), False, directories)
     except PluginError as exc:
         return Verdict(False, [f"cannot verify: {exc.reason}"])
     return Verdict(found.agrees, found.findings)
-
-
-def write_whole(path: Path, data: bytes) -> None:
-    """``data`` as the file at ``path``, whole or not at all: written beside it under a
-    temporary name (permissions as the umask makes them), flushed, then renamed over it."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-    try:
-        descriptor = os.open(temporary, flags, 0o666)
-    except OSError as exc:
-        raise PluginError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(descriptor, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
-        raise PluginError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None

@@ -63,7 +63,7 @@ class Page(NamedTuple):
 
 def render(page: Page, view: KindView, summary: Callable[[Event], str]) -> str:
     """The page, as one HTML document."""
-    said = {event.seq: summary(event) for event, _ in (*page.rows, *page.charted)}
+    said = {event.seq: summary(event) for event, _ in page.rows}  # all that is marked or listed
     title = f"{page.program}: node {page.node}"
     body = [
         f"<h1>{escape(title)}</h1>",
@@ -83,6 +83,11 @@ def render(page: Page, view: KindView, summary: Callable[[Event], str]) -> str:
     )
 
 
+def counted(events: int) -> str:
+    """``1 event``, ``10,000 events``."""
+    return f"{events:,} event{'s' * (events != 1)}"
+
+
 def _covers(page: Page) -> str:
     """What the page covers: its events, their times, when and by what it was written."""
     written = f"written {audit.rfc3339(page.written)} by {page.program} {page.version}"
@@ -90,7 +95,7 @@ def _covers(page: Page) -> str:
         return f'<p class="covers">{escape(written)}</p>'
     first, last = page.rows[0][0], page.rows[-1][0]
     times = f"{audit.rfc3339(audit.written_at(first))} to {audit.rfc3339(audit.written_at(last))}"
-    count = f"{len(page.rows):,} event{'s' * (len(page.rows) != 1)}"
+    count = counted(len(page.rows))
     return (
         f'<p class="covers">{count}, seq {first.seq} to {last.seq}, from {escape(times)} '
         f"(UTC) · {escape(written)}</p>"

@@ -29,9 +29,12 @@ def named_nodes(store: Store[Struct], nodes: tuple[str, ...], every: bool) -> li
     return [check_node_name(node) for node in dict.fromkeys(nodes)]
 
 
-def streams_dir(session: Session[Struct]) -> str:
-    """Where this host's compactions write when no archive is given (``StreamsConfig``)."""
-    return session.config.streams.destination.directory
+def export_dirs(session: Session[Struct], archive: str) -> list[str]:
+    """Where verify looks for the exports of compactions killed before their commit: the
+    archive, and where this host's compactions write when no archive is given
+    (``StreamsConfig``), each once."""
+    here = session.config.streams.destination.directory
+    return list(dict.fromkeys(d for d in (archive, here) if d))
 
 
 @click.command("verify")
@@ -109,7 +112,7 @@ def verify(
     targets = named_nodes(store, nodes, every)
     exports = archive_dir(session, archive)
     trust = Trust(exports, allow_elsewhere)
-    directories = list(dict.fromkeys(d for d in (exports, streams_dir(session)) if d))
+    directories = export_dirs(session, exports)
     reports: list[str] = []
     total = Verified()
     failed = 0
