@@ -8,6 +8,7 @@ the node (``chart``), and the events as a table, each row the target of its mark
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from html import escape
@@ -113,9 +114,7 @@ def _verdict(verdict: Verdict) -> str:
 
 def _legend(rows: Sequence[chart.Row]) -> str:
     """The kinds of event on the page, each with its colour and how many there are."""
-    counts: dict[str, int] = {}
-    for event, _ in rows:
-        counts[event.kind] = counts.get(event.kind, 0) + 1
+    counts = collections.Counter(event.kind for event, _ in rows)  # in order of first seen
     items = "".join(
         f'<li><span class="swatch" style="background:{COLOURS.get(kind, OTHER)}"></span>'
         f"{escape(kind)} {count:,}</li>"
