@@ -1,5 +1,5 @@
-"""How a verb reads the nodes a request names: every name checked, an unknown node an error
-(where the verb says so), whatever the kind."""
+"""How a verb reads the nodes a request names: every name checked, and a node with no record
+read as the kind's empty record (``projections.node.NodeKind.as_read``), whatever the kind."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from msgspec import Struct
 
 from resource_extend.commands.protocol import Answer, Session
 from resource_extend.commands.requests import Metrics
-from resource_extend.ledger.model.errors import InvalidRequest, NodeNotFound
+from resource_extend.ledger.model.errors import InvalidRequest
 from resource_extend.ledger.model.names import check_node_name
 from resource_extend.projections.metrics import Metric
 
@@ -27,24 +27,18 @@ S = TypeVar("S", bound=Struct)
 
 
 def read_state(session: Session[S], node: str) -> S:
-    """The node's state; an unknown node is an error."""
-    state = session.reads.records.read(node).state
-    if state is None:
-        raise NodeNotFound(node)
-    return state
+    """The node's state, the empty record for a node with none."""
+    return session.kind.as_read(session.reads.records.read(node).state)
 
 
 def read_states(session: Session[S], names: list[str]) -> dict[str, S]:
-    """All named nodes' states, in the order given; an unknown node is an error."""
+    """All named nodes' states, in the order given, the empty record for a node with none."""
     found = session.reads.records.read_many(names)
-    for node in names:
-        if node not in found:
-            raise NodeNotFound(node)
-    return {node: found[node] for node in names}
+    return {node: session.kind.as_read(found.get(node)) for node in names}
 
 
 def present(state: S | None) -> S:
-    """The state of a node a verb required (it returned, so the node is there)."""
+    """The state of a node a verb required or created (it returned, so the node is there)."""
     assert state is not None, "a verb that requires the node returned without it"
     return state
 
@@ -52,24 +46,21 @@ def present(state: S | None) -> S:
 def resource_info_map(
     session: Session[S], names: list[str] | None, shown: Callable[[S], Answer]
 ) -> dict[str, Answer]:
-    """get-nodes-resource-info's answer: each named node that exists, as ``shown``."""
-    states = session.reads.records.read_many([check_node_name(name) for name in names or []])
+    """get-nodes-resource-info's answer: each named node, as ``shown``."""
+    states = read_states(session, [check_node_name(name) for name in names or []])
     return {"node_resource_info_map": {node: shown(state) for node, state in states.items()}}
 
 
 def metrics_of(
     session: Session[S], request: Metrics, node_metrics: Callable[[str, str, S], list[Metric]]
 ) -> list[Metric]:
-    """get-metrics' answer: one node's gauges (an unknown node is an error), or, in the batched
-    form, those of each named node that exists."""
+    """get-metrics' answer: one node's gauges, or, in the batched form, those of each node
+    named."""
     if request.nodes is None:
         node = check_node_name(request.nodename)
         return node_metrics(request.podname or "", node, read_state(session, node))
     wanted = [(item.podname or "", check_node_name(item.nodename)) for item in request.nodes]
-    states = session.reads.records.read_many(node for _, node in wanted)
+    states = read_states(session, [node for _, node in wanted])
     return [
-        metric
-        for podname, node in wanted
-        if node in states
-        for metric in node_metrics(podname, node, states[node])
+        metric for podname, node in wanted for metric in node_metrics(podname, node, states[node])
     ]

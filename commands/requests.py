@@ -45,10 +45,16 @@ class NodesRequest(msgspec.Struct, kw_only=True):
     nodenames: Nodenames | None = None
 
 
+StorageTotal = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
+"""Bytes, as Go's int64: never negative."""
+
+
 class EngineInfo(msgspec.Struct, kw_only=True):
-    """The part of core's engine info the plugins read: ``Resources``, base64 JSON per plugin."""
+    """The part of core's engine info the plugins read: ``Resources``, base64 JSON per plugin,
+    and the engine's ``StorageTotal`` (resource-storage's share when add-node names none)."""
 
     resources: dict[str, bytes] | None = msgspec.field(default=None, name="Resources")
+    storage_total: StorageTotal = msgspec.field(default=0, name="StorageTotal")
 
 
 class MetricsNode(msgspec.Struct, kw_only=True):

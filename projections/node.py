@@ -66,6 +66,10 @@ class NodeKind(Generic[S, R]):
         """A node just added with ``capacity``, nothing used."""
         raise NotImplementedError
 
+    def empty(self) -> S:
+        """The empty record: what a node with no record reads as (:meth:`as_read`)."""
+        raise NotImplementedError
+
     def add(self, value: R, delta: R) -> R:
         raise NotImplementedError
 
@@ -87,8 +91,17 @@ class NodeKind(Generic[S, R]):
 
     # -- the fold, for every kind -----------------------------------------------------------
 
+    def as_read(self, state: S | None) -> S:
+        """The node as a verb reads it: a node with no record (never added, or removed) is an
+        empty one, holding nothing and using nothing (resource-extend's rule, so a cluster
+        keeps working when a plugin joins it after its nodes). Only add-node (it must be
+        missing), get-node-resource-info (``null``) and fix-node-resource (nothing to fix)
+        tell the two apart; a capacity or usage edit of such a node creates its record."""
+        return self.empty() if state is None else state
+
     def apply(self, state: S | None, change: Any) -> S | None:
-        """The state after one of the kind's own changes. ``None`` is "no such node"."""
+        """The state after one of the kind's own changes. ``None`` is "no such node", which an
+        edit reads as the empty node (:meth:`as_read`): its event begins the node's record."""
         if isinstance(change, NodeAdded):
             return self.added(change.capacity)
         if isinstance(change, Adopted):
@@ -97,8 +110,9 @@ class NodeKind(Generic[S, R]):
             return self.follow(change.capacity, change.usage)
         if isinstance(change, NodeRemoved):
             return None
-        if state is None:
+        if state is None and isinstance(change, UsageRebuilt):
             raise BrokenStream(f"{type(change).__name__} on a node that does not exist")
+        state = self.as_read(state)
         capacity: R = state.capacity
         usage: R = state.usage
         if isinstance(change, CapacitySet):

@@ -38,7 +38,8 @@ def calculate_deploy(
     stdout  {"engines_params": [R, ...], "workloads_resource": [R, ...]}
 
     Both lists hold deploy_count copies of the request. Fails with "not enough resource" when
-    they do not all fit the node's available cards (capacity minus usage).
+    they do not all fit the node's available cards (capacity minus usage). A node with no
+    record is an empty one: it hosts requests without cards.
     """
     node = check_node_name(request.nodename)
     wanted = positive_cards(request.workload_resource_request, "workload_resource_request")
@@ -59,7 +60,8 @@ def calculate_realloc(
 
     The request is merged into the workload's cards: negative counts give cards back, and a
     product that falls to zero or below disappears. The growth must fit the node's available
-    cards. delta_resource = new - current (negative counts kept).
+    cards. delta_resource = new - current (negative counts kept). A node with no record
+    is an empty one.
     """
     node = check_node_name(request.nodename)
     current = held_cards(request.workload_resource, "workload_resource")
@@ -84,7 +86,8 @@ def get_nodes_deploy_capacity(
 
     Capacity is the smallest available[p] // k[p] over the requested products, or 1000000
     for a request without cards; Usage is used/total cards, Rate requested/total cards.
-    Nodes that fit none are left out; an unknown node is an error.
+    Nodes that fit none are left out. A node with no record (added before the plugin was
+    installed, say) is an empty one: 1000000 for a request without cards, none otherwise.
     """
     names = node_names(request.nodenames)
     wanted = positive_cards(request.workload_resource, "workload_resource")
@@ -111,7 +114,7 @@ def get_node_resource_info(
 
 @verb(NodesRequest)
 def get_nodes_resource_info(request: NodesRequest, session: Session) -> dict[str, Any]:
-    """Capacity and usage of many nodes at once (unknown nodes are left out).
+    """Capacity and usage of many nodes at once (a node with no record as an empty one).
 
     \b
     stdin   {"nodenames": ["n1", ...]}
@@ -128,8 +131,8 @@ def get_most_idle_node(request: NodesRequest, session: Session) -> answers.MostI
     stdin   {"nodenames": ["n1", ...]}
     stdout  {"nodename": "n1", "priority": 100}
 
-    A node without cards counts as idle (0); on a tie the first by name wins. An unknown node
-    is an error.
+    A node without cards counts as idle (0), and so does a node with no record (an empty
+    one); on a tie the first by name wins.
     """
     states = read_states(session, node_names(request.nodenames))
     return answers.MostIdle(nodename=capacity.most_idle(states), priority=capacity.IDLE_PRIORITY)
@@ -144,7 +147,7 @@ def get_metrics(request: Metrics, session: Session) -> list[metrics.Metric]:
     stdout  [{"name": "gpu_capacity", "labels": [pod, node, product],
               "key": "core.node.<node>.gpu.<product>.capacity", "value": "4"}, ...]
 
-    Dots in the node and product become underscores in the statsd key. In the batched form
-    unknown nodes are skipped.
+    Dots in the node and product become underscores in the statsd key. A node with no
+    record has no products, so no gauges.
     """
     return metrics_of(session, request, metrics.node_metrics)

@@ -110,7 +110,9 @@ def set_node_resource_capacity(
     rollback sends the "before" it got back), except that a resource_request without
     "prod_count_map" ({}, as "node set" sends for no change) keeps it, as upstream does. A
     replace names only products it keeps (a count of 0 is refused). No product may end below
-    zero; capacity below usage is allowed.
+    zero; capacity below usage is allowed. A node with no record (one that predates the
+    plugin) is an empty one, and the edit creates its record: how "eru-cli node set" gives
+    such a node its cards.
     """
     node = check_node_name(request.nodename)
     delta = bool(request.delta)
@@ -124,7 +126,8 @@ def set_node_resource_capacity(
         node,
         lambda s: decide.set_capacity(node, s, given, delta=delta, incr=bool(request.incr)),
     )
-    return _before_after(present(appended.before).capacity, present(appended.after).capacity)
+    before, after = map(session.kind.as_read, (appended.before, appended.after))
+    return _before_after(before.capacity, after.capacity)
 
 
 @verb(requests.SetUsage)
@@ -142,7 +145,8 @@ def set_node_resource_usage(request: requests.SetUsage, session: Session) -> Bef
     a partial-failure rollback replaces usage (delta=false). No product may end below zero,
     and a change that raises a product may not take it past the node's capacity (checked in
     the same compare-and-swap, so racing deploys cannot overfill a node); what lowers usage,
-    and a replace, are never refused for capacity.
+    and a replace, are never refused for capacity. A node with no record is an empty one,
+    and the edit creates its record.
     """
     node = check_node_name(request.nodename)
     delta = bool(request.delta)
@@ -163,7 +167,8 @@ def set_node_resource_usage(request: requests.SetUsage, session: Session) -> Bef
             incr=bool(request.incr),
         ),
     )
-    return _before_after(present(appended.before).usage, present(appended.after).usage)
+    before, after = map(session.kind.as_read, (appended.before, appended.after))
+    return _before_after(before.usage, after.usage)
 
 
 @verb(requests.SetNodeInfo)

@@ -52,6 +52,7 @@ def calculate_deploy(request: requests.CalculateDeploy, session: Session) -> Dep
     enough storage" or "not enough volume plan" when deploy_count do not fit. Each
     destination is bound once, as an absolute, clean path (no ".", "..", "//" or trailing
     "/"); a mount's source is a clean absolute path or a volume name; flag o needs r or w.
+    A node with no record is an empty one: it hosts requests without bindings or storage.
     """
     from resource_extend.projections.storage.plans import calculate_deploy as plan
 
@@ -74,6 +75,7 @@ def calculate_realloc(request: requests.CalculateRealloc, session: Session) -> R
     workload holds can be given back). Bindings that stay keep their volume when they still
     fit; the rest are placed anew, under the rules of calculate-deploy. Disk quota goes back
     to the device it was charged to. delta_resource is what core adds to the node's usage.
+    A node with no record is an empty one.
     """
     from resource_extend.projections.storage.plans import calculate_realloc as plan
 
@@ -97,8 +99,10 @@ def get_nodes_deploy_capacity(
 
     Capacity is the number of placements (at most scheduler.max_deploy_count), capped by
     the storage left; a request without volume bindings needs no placement, and its
-    capacity is the storage left divided by the request, uncapped, as upstream. Nodes that
-    fit none are left out; an unknown node is an error.
+    capacity is the storage left divided by the request, at most scheduler.max_deploy_count
+    too, as in resource-extend. Nodes that fit none are left out. A node with no record
+    (added before the plugin was installed, say) is an empty one: it hosts only requests
+    that ask for nothing of it.
     """
     from resource_extend.projections.storage.capacity import nodes_deploy_capacity
 
@@ -135,7 +139,7 @@ def get_node_resource_info(
 
 @verb(NodesRequest)
 def get_nodes_resource_info(request: NodesRequest, session: Session) -> dict[str, Any]:
-    """Capacity and usage of many nodes at once (unknown nodes are left out).
+    """Capacity and usage of many nodes at once (a node with no record as an empty one).
 
     \b
     stdin   {"nodenames": ["n1", ...]}
@@ -167,8 +171,8 @@ def get_metrics(request: Metrics, session: Session) -> list[Metric]:
     stdout  [{"name": "storage_used", "labels": [pod, node],
               "key": "core.node.<node>.storage.used", "value": "1024"}, ...]
 
-    Dots in the node name become underscores in the statsd key. In the batched form unknown
-    nodes are skipped.
+    Dots in the node name become underscores in the statsd key. A node with no record is an
+    empty one: both gauges at 0.
     """
     from resource_extend.projections.storage.metrics import node_metrics
 

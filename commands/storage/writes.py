@@ -31,11 +31,12 @@ def _shown(state: NodeState | None) -> dict[str, Any]:
 
 
 def _before_after(
-    before: NodeState | None, after: NodeState | None, side: str
+    session: Session, before: NodeState | None, after: NodeState | None, side: str
 ) -> BeforeAfter[NodeResource]:
     """A capacity or usage edit's answer, as upstream's deep copies write it: a ``null`` volume
-    map or disk list empty (a record written before this release, or left as it was)."""
-    was, now = _shown(before)[side], _shown(after)[side]
+    map or disk list empty (a record written before this release, or left as it was); a node
+    with no record, before or after (an edit that changed nothing of it), is the empty one."""
+    was, now = (state_json(session.kind.as_read(state))[side] for state in (before, after))
     return BeforeAfter(before=was.filled(), after=now.filled())
 
 
@@ -56,16 +57,21 @@ def add_node(request: requests.AddNode, session: Session) -> dict[str, Any]:
              "info": {"Resources": {"storage": "<base64 stored resource>"}}}
     stdout  {"capacity": R, "usage": R}
 
-    storage is the explicit figure plus the volumes; without one, 80 % of the engine's
-    storage. Volumes and disks the request leaves out come from the engine's report. Fails if
-    the node exists. Appends a node_added event.
+    storage is the explicit figure plus the volumes; without either, 80 % of the engine's
+    storage: a VM engine's Resources["storage"] when it sends one, else info.StorageTotal.
+    Volumes and disks the request leaves out come from the engine's report. Fails if the
+    node exists. Appends a node_added event.
     """
     node = check_node_name(request.nodename)
     given = node_request_of(request.resource, "resource")
-    reported = request.info is not None
-    engine = (request.info.resources or {}).get(ENGINE_INFO_KEY) if request.info else None
+    info = request.info
+    engine = (info.resources or {}).get(ENGINE_INFO_KEY) if info else None
+    total = info.storage_total if info else 0
     appended = session.append(
-        node, lambda s: decide.add_node(node, s, given, engine or None, reported=reported)
+        node,
+        lambda s: decide.add_node(
+            node, s, given, engine or None, reported=info is not None, storage_total=total
+        ),
     )
     return _shown(appended.after)
 
@@ -98,6 +104,8 @@ def set_node_resource_capacity(request: requests.SetCapacity, session: Session) 
     exactly 0 is removed. delta=false replaces: keys the request leaves out keep their value,
     rm-disks removes disks, and a stored-form value (the "before" core hands back to roll a
     change back) becomes the capacity as it is. A volume with bytes in use is never removed.
+    A node with no record (one that predates the plugin) is an empty one, and the edit
+    creates its record: how "eru-cli node set" gives such a node its volumes.
     """
     node = check_node_name(request.nodename)
     given = _given(request)
@@ -106,7 +114,7 @@ def set_node_resource_capacity(request: requests.SetCapacity, session: Session) 
         node,
         lambda s: decide.set_capacity(node, s, given, delta=delta, incr=incr),
     )
-    return _before_after(appended.before, appended.after, "capacity")
+    return _before_after(session, appended.before, appended.after, "capacity")
 
 
 @verb(requests.SetUsage)
@@ -120,7 +128,8 @@ def set_node_resource_usage(request: requests.SetUsage, session: Session) -> Bef
 
     One input wins: resource_request, then resource, then the sum of the workloads' request
     plans, storage and disks. A write that would take a volume or a disk quota past its
-    capacity, or anything below zero, is refused and writes nothing.
+    capacity, or anything below zero, is refused and writes nothing. A node with no record
+    is an empty one, and the edit creates its record.
     """
     node = check_node_name(request.nodename)
     given = _given(request)
@@ -130,7 +139,7 @@ def set_node_resource_usage(request: requests.SetUsage, session: Session) -> Bef
         node,
         lambda s: decide.set_usage(node, s, given, workloads, delta=delta, incr=incr),
     )
-    return _before_after(appended.before, appended.after, "usage")
+    return _before_after(session, appended.before, appended.after, "usage")
 
 
 @verb(requests.SetNodeInfo)

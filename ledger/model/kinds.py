@@ -33,6 +33,11 @@ class Kind(Protocol[S]):
     """The command that serves it, for messages: ``resource-gpu``."""
     events: EventCodec
 
+    def as_read(self, state: S | None) -> S:
+        """The node as a verb reads it: ``state``, or for a node with no record the kind's
+        empty record."""
+        ...
+
     def apply(self, state: S | None, change: Any) -> S | None:
         """The state after one of the kind's own changes (``None``: no such node); raises
         ``ledger.model.audit.BrokenStream`` when the change cannot follow ``state``."""

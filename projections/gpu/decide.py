@@ -27,14 +27,8 @@ from resource_extend.projections.gpu.events import (
     UsageRebuilt,
     UsageSet,
 )
-from resource_extend.projections.gpu.node import NodeState
+from resource_extend.projections.gpu.node import GPU, NodeState
 from resource_extend.projections.gpu.resources import MAX_COUNT
-
-
-def existing(node: str, state: NodeState | None) -> NodeState:
-    if state is None:
-        raise NodeNotFound(node)
-    return state
 
 
 def add_node(node: str, state: NodeState | None, capacity: Cards) -> Change:
@@ -93,8 +87,9 @@ def set_capacity(
     node: str, state: NodeState | None, given: Cards | None, *, delta: bool, incr: bool
 ) -> Change | None:
     """``given`` is signed when ``delta`` (validated so by the caller), non-negative otherwise;
-    ``None`` when the request names no cards at all, which keeps the capacity."""
-    current = existing(node, state)
+    ``None`` when the request names no cards at all, which keeps the capacity. A node with no
+    record is an empty one: the change creates its record."""
+    current = GPU.as_read(state)
     if given is None:
         return None
     if not delta:
@@ -115,7 +110,8 @@ def set_usage(
     delta: bool,
     incr: bool,
 ) -> Change | None:
-    current = existing(node, state)
+    """A node with no record is an empty one: the change creates its record."""
+    current = GPU.as_read(state)
     if not delta:
         _refuse_too_many(node, "usage", given)
         return None if given == current.usage else UsageSet(usage=given)
@@ -134,7 +130,10 @@ def set_info(state: NodeState | None, capacity: Cards, usage: Cards) -> Change |
 
 
 def rebuild_usage(node: str, state: NodeState | None, workloads_sum: Cards) -> Change | None:
-    current = existing(node, state)
+    """A node with no record has nothing to fix: an error."""
+    if state is None:
+        raise NodeNotFound(node)
+    current = state
     if current.usage == workloads_sum:
         return None
     _refuse_too_many(node, "usage", workloads_sum)

@@ -35,6 +35,10 @@ class GpuKind(NodeKind[NodeState, Cards]):
     def added(self, capacity: Cards) -> NodeState:
         return NodeState(capacity=capacity)
 
+    def empty(self) -> NodeState:
+        """No cards, none used."""
+        return NodeState()
+
     def add(self, value: Cards, delta: Cards) -> Cards:
         return cards.add(value, delta)
 

@@ -23,16 +23,16 @@ def deploy_capacity(
     bound: int,
     classes: Classes | None = None,
 ) -> DeployCapacity:
-    """The plan count with ``bound`` (upstream's placement algorithm), capped by the storage left; a
-    request with no limit bindings is counted by storage alone, even past ``bound`` (upstream: its
-    storage-only capacity is not capped). A request with bindings is capped too by how many
-    copies one calculate-deploy answers (``MAX_PLACED_BINDINGS``). ``classes`` is
+    """The plan count with ``bound`` (upstream's placement algorithm), capped by the storage left.
+    A request with nothing to place is counted ``bound`` by the scheduler, so a storage-only
+    request is capped by ``bound`` too, as in resource-extend (the older plugin counted it by
+    storage alone). A request with bindings is capped too by how many copies one
+    calculate-deploy answers (``MAX_PLACED_BINDINGS``). ``classes`` is
     ``classify(request.request)``, when known."""
     bindings = classify(request.request) if classes is None else classes
     count = schedule(build_host(capacity, usage), bindings, bound).count
     if request.storage_request > 0:
-        by_storage = storage_fits(capacity, usage, request.storage_request)
-        count = by_storage if not request.limit else min(count, by_storage)
+        count = min(count, storage_fits(capacity, usage, request.storage_request))
     if each := bindings_each(request):
         count = min(count, MAX_PLACED_BINDINGS // each)  # what one calculate-deploy may answer
     used, rate = _usage(capacity, usage, request, bindings.asked)

@@ -50,8 +50,11 @@ def add_node(
     engine_storage: bytes | None,
     *,
     reported: bool = True,
+    storage_total: int = 0,
 ) -> Change:
-    added = updates.add_node(node, state, given, engine_storage, reported=reported)
+    added = updates.add_node(
+        node, state, given, engine_storage, reported=reported, storage_total=storage_total
+    )
     return NodeAdded(capacity=added.capacity)
 
 
@@ -75,11 +78,11 @@ def set_capacity(
     node: str, state: NodeState | None, given: Given | None, *, delta: bool, incr: bool
 ) -> Change | None:
     after = updates.set_capacity(node, state, given, delta=delta, incr=incr)
-    assert state is not None  # updates refused a missing node
+    before = STORAGE.as_read(state)
     whole = CapacitySet(capacity=after.capacity)
     if not delta or given is None:
-        return None if after == state else whole
-    return _as_delta(state, after, CapacityChanged(delta=_signed(given, incr)), whole)
+        return None if after == before else whole
+    return _as_delta(before, after, CapacityChanged(delta=_signed(given, incr)), whole)
 
 
 def set_usage(
@@ -92,10 +95,10 @@ def set_usage(
     incr: bool,
 ) -> Change | None:
     after = updates.set_usage(node, state, given, workloads, delta=delta, incr=incr)
-    assert state is not None  # updates refused a missing node
+    before = STORAGE.as_read(state)
     whole = UsageSet(usage=after.usage)
     if not delta:
-        return None if after == state else whole
+        return None if after == before else whole
     change: UsageChanged[NodeResource, WorkloadResource]
     if given is not None:
         change = UsageChanged(delta=_signed(given, incr))
@@ -103,7 +106,7 @@ def set_usage(
         named = [w for w in workloads or () if w is not None]
         summed = _signed(arithmetic.workloads_usage(named), incr)
         change = UsageChanged(delta=summed, workloads=named or None)
-    return _as_delta(state, after, change, whole)
+    return _as_delta(before, after, change, whole)
 
 
 def set_info(

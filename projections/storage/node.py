@@ -45,6 +45,10 @@ class StorageKind(NodeKind[NodeState, NodeResource]):
     def added(self, capacity: NodeResource) -> NodeState:
         return self.follow(capacity, zero_usage(capacity))
 
+    def empty(self) -> NodeState:
+        """No volumes, no disks, no storage: as upstream writes such a node."""
+        return self.added(NodeResource(volumes={}, disks=[], storage=0))
+
     def add(self, value: NodeResource, delta: NodeResource) -> NodeResource:
         return arithmetic.add(value, delta)
 

@@ -67,9 +67,11 @@ def calculate_deploy(
     bound: int,
 ) -> DeployAnswer:
     """``deploy_count`` workloads of ``request`` on this node, with upstream's errors:
-    storage is checked first, then the volume plans (found with ``bound``). Workloads placed
-    alike share one answer: the work is the distinct placements', not ``deploy_count`` times
-    the bindings."""
+    storage is checked first, then the volume plans. The placement is bounded by
+    ``deploy_count`` (within ``bound``), as resource-extend bounds it: unused volumes are
+    promoted only as far as these copies need, and the rest stay whole for later monopoly
+    requests. Workloads placed alike share one answer: the work is the distinct placements',
+    not ``deploy_count`` times the bindings."""
     placed = deploy_count * bindings_each(request)
     if placed > MAX_PLACED_BINDINGS:
         raise InvalidRequest(
@@ -85,7 +87,8 @@ def calculate_deploy(
                 f"available: {available}: {INSUFFICIENT}"
             )
     if any(binding.needs_scheduling for binding in request.request):
-        found = schedule(build_host(capacity, usage), request.request, bound)
+        needed = max(1, min(deploy_count, bound))
+        found = schedule(build_host(capacity, usage), request.request, needed)
         if found.count < deploy_count:
             raise NotEnoughResource(
                 f"not enough volume plan, need {deploy_count}, available {found.count}: "

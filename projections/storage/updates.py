@@ -1,6 +1,6 @@
 """The node verbs' decisions: from a node's state and a request, its new state. Each function is
 pure, returns the state to write (already :func:`validated`) and raises :class:`InvalidRequest`,
-:class:`NodeNotFound` or :class:`NodeExists`; the ledger writes it.
+:class:`NodeExists`; the ledger writes it.
 
 Inputs come in one of three shapes: a :class:`AskedResource` (the form an operator types), a
 stored-form :class:`NodeResource` (core's ``resource``, or a ``before`` handed back as
@@ -22,10 +22,11 @@ from resource_extend.projections.storage.arithmetic import (
     workloads_usage,
 )
 from resource_extend.projections.storage.bindings import InvalidVolume
+from resource_extend.projections.storage.node import STORAGE
 from resource_extend.projections.storage.node_requests import AskedResource
 from resource_extend.projections.storage.resources import NodeResource, WorkloadResource
 from resource_extend.projections.storage.sizes import go_div
-from resource_extend.projections.storage.state import NodeState, existing, validated
+from resource_extend.projections.storage.state import NodeState, validated
 from resource_extend.projections.storage.stored import decode_node_resource
 
 Given = AskedResource | NodeResource
@@ -47,16 +48,21 @@ def add_node(
     engine_storage: bytes | None,
     *,
     reported: bool = True,
+    storage_total: int = 0,
 ) -> NodeState:
-    """A new node's state. What the request leaves empty comes from the engine's
-    ``Resources["storage"]`` (a stored-form resource, base64-decoded): storage 0 takes 80 % of
-    the engine's storage, no volumes its volumes, no disks its disks; an engine that reports
-    none leaves them ``null``. A request without engine info at all (``reported`` false; core
-    always sends it) leaves them empty, ``{}`` and ``[]``, as upstream parsed them."""
+    """A new node's state. What the request leaves empty comes from the engine's report: a VM
+    engine's ``Resources["storage"]`` (a stored-form resource, base64-decoded) gives its
+    volumes, disks and storage; otherwise the engine's ``StorageTotal`` (``storage_total``)
+    is its storage. Storage 0 (no storage and no volumes asked) takes 80 % of the engine's
+    storage, no volumes its volumes, no disks its disks; an engine that reports none leaves
+    them ``null``. A request without engine info at all (``reported`` false; core always
+    sends it) leaves them empty, ``{}`` and ``[]``, as upstream parsed them."""
     if state is not None:
         raise NodeExists(node)
     asked = _as_resource(given) if given is not None else NodeResource()
-    engine = NodeResource() if reported else NodeResource(volumes={}, disks=[])
+    engine = NodeResource(storage=storage_total)
+    if not reported:
+        engine = NodeResource(volumes={}, disks=[])
     if engine_storage is not None:
         engine = decode_node_resource(engine_storage, 'the engine\'s Resources["storage"]')
     share, whole = ENGINE_SHARE
@@ -78,9 +84,10 @@ def set_capacity(
     keeps its value, storage following the volumes when only they are given, and ``rm-disks``
     removes disks first. Delta: the input is added (``incr``) or subtracted, and volumes left
     at exactly 0 go. ``None`` keeps the capacity. What is written has a volume map and a disk
-    list, empty rather than ``null``, as upstream builds it.
+    list, empty rather than ``null``, as upstream builds it. A node with no record is an empty
+    one (the change creates its record).
     """
-    current = existing(node, state)
+    current = STORAGE.as_read(state)
     capacity = current.capacity
     if given is None:
         return current
@@ -157,8 +164,8 @@ def set_usage(
     sum of ``workloads``) is added or subtracted (``delta``) or *is* the usage. ``rm-disks``
     means nothing here. Nothing given: a delta changes nothing, an absolute set empties usage.
     What is written has a volume map and a disk list, empty rather than ``null``, as upstream
-    builds it."""
-    current = existing(node, state)
+    builds it. A node with no record is an empty one (the change creates its record)."""
+    current = STORAGE.as_read(state)
     if given is not None:
         change = _as_resource(given)
     elif workloads is not None:

@@ -59,6 +59,9 @@ class AppleKind(NodeKind[Apples, int]):
     def added(self, capacity: int) -> Apples:
         return Apples(capacity=capacity)
 
+    def empty(self) -> Apples:
+        return Apples()
+
     def add(self, value: int, delta: int) -> int:
         return value + delta
 

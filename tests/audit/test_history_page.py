@@ -214,6 +214,7 @@ def test_a_page_of_more_than_20000_events_is_refused_saying_how_to_select_fewer(
     fixed: UsageRebuilt[dict[str, int]] = UsageRebuilt(
         usage={}, diffs=["a card counted, none held"]
     )
+    store.etcd.renew()  # a call's budget of its own: laying the stream down may have spent it
     store.appender.append("long", "fix-node-resource", lambda _: fixed)  # event 20,003
     ends = ["--kind", "node_added", "--kind", "usage_rebuilt", "--html", str(page)]
     line = error_line(run(plugin, "history", "long", *ends), "history")

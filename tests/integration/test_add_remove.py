@@ -120,7 +120,8 @@ def test_remove_node(plugin: Plugin) -> None:
     result = plugin.run("get-node-resource-info", {"nodename": "n1"})
     assert (result.status, result.stdout.strip(), result.stderr) == (0, "null", "")
     nodes = plugin.ok("get-nodes-resource-info", {"nodenames": ["n1"]})
-    assert nodes["node_resource_info_map"] == {}
+    empty = {"capacity": R({}), "usage": R({})}  # a removed node is an empty one
+    assert nodes["node_resource_info_map"] == {"n1": empty}
 
 
 def test_removed_node_can_be_added_again_fresh(plugin: Plugin) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.integration.helpers import EIGHT, RG, G, Spec, event_count, fails_on, set_usage, state
-from tests.plugin import Plugin, counts
+from tests.plugin import Plugin, R, counts
 
 pytestmark = pytest.mark.resident
 
@@ -88,8 +88,11 @@ def test_deploy_upstream_invalid_gpu_map(node: Plugin) -> None:
     fails_on(node, "calculate-deploy", request, "n1", "invalid gpu map")
 
 
-def test_deploy_unknown_node(node: Plugin) -> None:
-    fails_on(node, "calculate-deploy", deploy("xxx", 1, RG({3070: 1})), "xxx", "not exist")
+def test_deploy_on_an_unknown_node_is_on_an_empty_one(node: Plugin) -> None:
+    """A node the plugin never saw has no cards: a deploy that asks for none is planned."""
+    fails_on(node, "calculate-deploy", deploy("xxx", 1, RG({3070: 1})), "xxx", "available none")
+    answer = node.ok("calculate-deploy", deploy("xxx", 2, None))
+    assert answer["workloads_resource"] == answer["engines_params"] == [R({})] * 2
 
 
 def test_deploy_counts_only_available_cards(node: Plugin) -> None:
@@ -184,7 +187,9 @@ def test_realloc_unknown_node(node: Plugin) -> None:
         "workload_resource": RG({3090: 1}),
         "workload_resource_request": RG({3090: 1}),
     }
-    fails_on(node, "calculate-realloc", request, "xxx", "not exist")
+    fails_on(node, "calculate-realloc", request, "xxx", "available none")
+    request["workload_resource"] = request["workload_resource_request"] = None
+    assert counts(node.ok("calculate-realloc", request)["delta_resource"]) == {}
 
 
 @pytest.mark.parametrize(

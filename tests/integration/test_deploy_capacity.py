@@ -11,7 +11,6 @@ from tests.integration.helpers import (
     RG,
     G,
     Spec,
-    fails_on,
     put_upstream_records,
     set_capacity,
     set_usage,
@@ -89,9 +88,17 @@ def test_deploy_capacity_table(
 @pytest.mark.parametrize(
     "nodenames", [pytest.param(["xxx"], id="alone"), pytest.param(["n1", "n2", "xxx"], id="among")]
 )
-def test_unknown_node_is_an_error(pod: Plugin, nodenames: list[str]) -> None:
-    request = {"nodenames": nodenames, "workload_resource": RG({3070: 2})}
-    fails_on(pod, "get-nodes-deploy-capacity", request, "xxx")
+def test_an_unknown_node_is_an_empty_one(pod: Plugin, nodenames: list[str]) -> None:
+    """A node the plugin never saw (one added before it was installed) has no cards: it hosts
+    none of a request for cards, and 1000000 of one without."""
+    cards = pod.ok(
+        "get-nodes-deploy-capacity", {"nodenames": nodenames, "workload_resource": RG({3070: 2})}
+    )
+    assert "xxx" not in cards["nodes_deploy_capacity_map"]
+    none = pod.ok("get-nodes-deploy-capacity", {"nodenames": nodenames, "workload_resource": None})
+    assert none["nodes_deploy_capacity_map"]["xxx"] == {
+        "Capacity": 1000000, "Usage": 0, "Rate": 0, "Weight": 1
+    }  # fmt: skip
 
 
 @pytest.mark.parametrize(

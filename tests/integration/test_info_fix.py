@@ -146,11 +146,12 @@ def test_get_nodes_resource_info(plugin: Plugin) -> None:
     answer = plugin.ok("get-nodes-resource-info", {"nodenames": ["n1", "ghost", "n2"]})
     assert set(answer) == {"node_resource_info_map"}
     found = answer["node_resource_info_map"]
-    assert set(found) == {"n1", "n2"}
+    assert set(found) == {"n1", "ghost", "n2"}  # a node never seen: an empty one
     assert set(found["n1"]) == {"capacity", "usage"}
     assert counts(found["n1"]["capacity"]) == EIGHT
     assert counts(found["n1"]["usage"]) == G({3090: 2})
     assert counts(found["n2"]["capacity"]) == {}
     assert counts(found["n2"]["usage"]) == {}
+    assert found["ghost"] == found["n2"]
     only_unknown = plugin.ok("get-nodes-resource-info", {"nodenames": ["ghost"]})
-    assert only_unknown["node_resource_info_map"] in ({}, None)
+    assert only_unknown["node_resource_info_map"] == {"ghost": found["n2"]}

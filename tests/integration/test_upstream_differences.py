@@ -64,9 +64,15 @@ def test_only_resource_request_keeps_the_capacity_when_it_names_no_cards(plugin:
     assert state(plugin, "n1") == ({}, {})
 
 
-def test_a_replace_without_prod_count_map_on_an_unknown_node_still_fails(plugin: Plugin) -> None:
+def test_a_replace_without_prod_count_map_on_an_unknown_node_keeps_it_empty(
+    plugin: Plugin,
+) -> None:
+    """A node the plugin never saw is an empty one (resource-extend): keeping its capacity
+    keeps it empty, and writes nothing."""
     request = {"nodename": "ghost", "resource_request": {}, "delta": False}
-    fails_on(plugin, "set-node-resource-capacity", request, "ghost", "not exists")
+    answer = plugin.ok("set-node-resource-capacity", request)
+    assert answer == {"before": R({}), "after": R({})}
+    assert plugin.info("ghost") is None
 
 
 # -- 2. A field spelt in another case is refused, never read as empty ----------------------

@@ -23,7 +23,7 @@ from resource_extend.projections.gpu.events import (
     NodeRemoved,
     Snapshot,
     UsageChanged,
-    UsageSet,
+    UsageRebuilt,
     encode,
 )
 from resource_extend.projections.gpu.node import GPU, NodeState, fold
@@ -156,7 +156,7 @@ def test_points_before_a_checkpoint_name_the_export() -> None:
 
 
 def test_a_broken_stream_says_where() -> None:
-    broken = stream(NodeAdded(capacity={}), NodeRemoved(), UsageSet(usage={"a": 1}))
+    broken = stream(NodeAdded(capacity={}), NodeRemoved(), UsageRebuilt(usage={"a": 1}, diffs=[]))
     with pytest.raises(PluginError, match="broken at seq 3"):
         audit.state_at(GPU, broken, 3)
 
@@ -295,7 +295,7 @@ def test_a_head_ahead_of_its_stream_is_not_repairable() -> None:
 
 
 def test_a_stream_that_does_not_fold_is_reported_not_repaired() -> None:
-    broken = stream(NodeAdded(capacity={}), NodeRemoved(), UsageSet(usage={"a": 1}))
+    broken = stream(NodeAdded(capacity={}), NodeRemoved(), UsageRebuilt(usage={"a": 1}, diffs=[]))
     verdict = verdicts.check(GPU, head(NOW, 3), broken)
     assert any("broken at seq 3" in p for p in verdict.problems)
     assert not verdict.repairable

@@ -25,7 +25,7 @@ from resource_extend.projections.gpu.events import (
     UsageRebuilt,
     UsageSet,
 )
-from resource_extend.projections.gpu.node import NodeState, apply
+from resource_extend.projections.gpu.node import GPU, NodeState, apply
 from tests.unit.strategies import EIGHT, FAST, P70, P90, held_maps, signed_maps
 
 R: Cards = {P70: 1}
@@ -33,17 +33,6 @@ NONE: Cards = {}
 
 
 # --- existing / add / remove -----------------------------------------------------------------
-
-
-def test_existing_returns_the_state() -> None:
-    assert decide.existing("n1", EIGHT) is EIGHT
-
-
-def test_existing_of_a_missing_node_is_node_not_found() -> None:
-    with pytest.raises(NodeNotFound) as info:
-        decide.existing("n1", None)
-    assert info.value.node == "n1"
-    assert info.value.reason == "node not exists"
 
 
 def test_add_node() -> None:
@@ -71,11 +60,24 @@ def test_remove_missing_node_is_a_no_op() -> None:
 # --- set_capacity ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("given", [{P70: 1}, None])
 @pytest.mark.parametrize("delta", [True, False])
-def test_set_capacity_of_a_missing_node_is_node_not_found(delta: bool, given: Cards | None) -> None:
-    with pytest.raises(NodeNotFound):
-        decide.set_capacity("n1", None, given, delta=delta, incr=True)
+def test_set_capacity_of_a_missing_node_creates_it_from_the_empty_node(delta: bool) -> None:
+    change = decide.set_capacity("n1", None, {P70: 2}, delta=delta, incr=True)
+    assert change == decide.set_capacity("n1", NodeState(), {P70: 2}, delta=delta, incr=True)
+    assert GPU.apply(None, change) == NodeState(capacity={P70: 2})
+
+
+@pytest.mark.parametrize("given", [{}, None])
+@pytest.mark.parametrize("delta", [True, False])
+def test_set_capacity_of_a_missing_node_that_changes_nothing_appends_nothing(
+    delta: bool, given: Cards | None
+) -> None:
+    assert decide.set_capacity("n1", None, given, delta=delta, incr=True) is None
+
+
+def test_a_capacity_delta_below_zero_of_a_missing_node_is_refused() -> None:
+    with pytest.raises(InvalidRequest, match="fall below zero"):
+        decide.set_capacity("n1", None, {P70: 1}, delta=True, incr=False)
 
 
 def test_set_capacity_naming_no_cards_keeps_the_capacity() -> None:
@@ -169,10 +171,17 @@ def test_upstream_capacity_table() -> None:
 # --- set_usage -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("delta", [True, False])
-def test_set_usage_of_a_missing_node_is_node_not_found(delta: bool) -> None:
-    with pytest.raises(NodeNotFound):
-        decide.set_usage("n1", None, {P70: 1}, workloads=None, delta=delta, incr=True)
+def test_taking_cards_on_a_missing_node_is_refused_for_its_capacity() -> None:
+    """An empty node has no cards to take."""
+    with pytest.raises(NotEnoughResource, match="exceed its capacity"):
+        decide.set_usage("n1", None, {P70: 1}, workloads=None, delta=True, incr=True)
+
+
+def test_a_usage_replace_of_a_missing_node_creates_it() -> None:
+    """A replace is never refused for capacity (core's rollback), on a missing node too."""
+    change = decide.set_usage("n1", None, {P70: 1}, workloads=None, delta=False, incr=True)
+    assert change == UsageSet(usage={P70: 1})
+    assert decide.set_usage("n1", None, {}, workloads=None, delta=False, incr=True) is None
 
 
 def test_set_usage_absolute() -> None:

@@ -23,7 +23,7 @@ from resource_extend.projections.gpu.events import (
     UsageRebuilt,
     UsageSet,
 )
-from resource_extend.projections.gpu.node import BrokenStream, NodeState, apply, fold
+from resource_extend.projections.gpu.node import GPU, BrokenStream, NodeState, apply, fold
 from tests.unit.strategies import FAST, held_maps, signed_maps
 
 AT = datetime(2024, 1, 1, tzinfo=timezone.utc)
@@ -116,19 +116,26 @@ def test_usage_rebuilt_replaces_usage() -> None:
 
 
 @pytest.mark.parametrize(
-    "change",
+    ("change", "after"),
     [
-        CapacitySet(capacity={"a": 1}),
-        CapacityChanged(delta={"a": 1}),
-        UsageChanged(delta={"a": 1}),
-        UsageSet(usage={"a": 1}),
-        UsageRebuilt(usage={"a": 1}, diffs=[]),
+        (CapacitySet(capacity={"a": 1}), NodeState(capacity={"a": 1})),
+        (CapacityChanged(delta={"a": 1}), NodeState(capacity={"a": 1})),
+        (UsageChanged(delta={"a": 1}), NodeState(usage={"a": 1})),
+        (UsageSet(usage={"a": 1}), NodeState(usage={"a": 1})),
     ],
     ids=lambda c: type(c).__name__,
 )
-def test_a_change_to_a_missing_node_breaks_the_stream(change: Change) -> None:
-    with pytest.raises(BrokenStream, match=type(change).__name__):
-        apply(None, change)
+def test_an_edit_of_a_missing_node_applies_to_the_empty_node(
+    change: Change, after: NodeState
+) -> None:
+    """A node with no record reads as an empty one, and an edit of it creates its record."""
+    assert apply(None, change) == after == apply(GPU.empty(), change)
+
+
+def test_a_fix_of_a_missing_node_breaks_the_stream() -> None:
+    """fix-node-resource refuses a node with no record: no stream can hold one."""
+    with pytest.raises(BrokenStream, match="UsageRebuilt"):
+        apply(None, UsageRebuilt(usage={"a": 1}, diffs=[]))
 
 
 def test_broken_stream_is_a_value_error() -> None:
@@ -183,14 +190,22 @@ def test_fold_ending_in_removal_is_none() -> None:
     assert fold(events(NodeAdded(capacity={"a": 1}), NodeRemoved())) is None
 
 
-def test_fold_of_a_stream_that_starts_mid_way_is_broken() -> None:
-    with pytest.raises(BrokenStream):
-        fold(events(UsageChanged(delta={"a": 1})))
+def test_fold_of_a_stream_begun_by_an_edit_starts_from_the_empty_node() -> None:
+    stream = events(CapacityChanged(delta={"a": 2}), UsageChanged(delta={"a": 1}))
+    assert fold(stream) == NodeState(capacity={"a": 2}, usage={"a": 1})
 
 
-def test_fold_of_a_change_after_removal_is_broken() -> None:
+def test_fold_of_an_edit_after_removal_starts_from_the_empty_node() -> None:
+    stream = events(
+        NodeAdded(capacity={"a": 1}), UsageChanged(delta={"a": 1}), NodeRemoved(),
+        CapacitySet(capacity={"b": 3}),
+    )  # fmt: skip
+    assert fold(stream) == NodeState(capacity={"b": 3})
+
+
+def test_fold_of_a_fix_after_removal_is_broken() -> None:
     with pytest.raises(BrokenStream):
-        fold(events(NodeAdded(capacity={"a": 1}), NodeRemoved(), CapacitySet(capacity={})))
+        fold(events(NodeAdded(capacity={"a": 1}), NodeRemoved(), UsageRebuilt(usage={}, diffs=[])))
 
 
 def test_fold_accepts_any_iterable() -> None:

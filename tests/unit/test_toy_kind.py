@@ -20,7 +20,7 @@ from resource_extend.ledger.model.events import Checkpoint
 from resource_extend.ledger.model.walk import Walk
 from resource_extend.ledger.store import Store
 from resource_extend.ledger.upkeep import compaction
-from resource_extend.projections.changes import UsageChanged
+from resource_extend.projections.changes import UsageChanged, UsageRebuilt
 from tests.apples import APPLES, NODE, Apples, eat, plant
 from tests.unit.memory_etcd import MemoryEtcd
 
@@ -101,6 +101,10 @@ def test_verify_names_a_head_that_drifted_from_its_stream() -> None:
     assert judged(etcd).problems == ["usage differs: head 7 apples, stream 0 apples"]
 
 
-def test_a_change_on_no_node_breaks_the_stream() -> None:
+def test_a_change_on_no_node_starts_from_the_empty_node() -> None:
+    assert APPLES.apply(None, UsageChanged(delta=1)) == Apples(usage=1)
+
+
+def test_a_fix_on_no_node_breaks_the_stream() -> None:
     with pytest.raises(audit.BrokenStream):
-        APPLES.apply(None, UsageChanged(delta=1))
+        APPLES.apply(None, UsageRebuilt(usage=1, diffs=[]))

@@ -382,8 +382,10 @@ def test_capacity_of_ten_f4_nodes(
     assert answer.nodes_deploy_capacity_map["test0"] == DeployCapacity.of(total // 10, usage, rate)
 
 
-def test_storage_only_capacity_is_not_capped_by_the_bound() -> None:
-    assert deploy_capacity(F4_CAPACITY, F4_USAGE, request(storage=G), BOUND).capacity == 4096
+def test_storage_only_capacity_is_capped_by_the_bound() -> None:
+    """As resource-extend caps it (the older plugin answered 4096: 4 T / 1 G)."""
+    assert deploy_capacity(F4_CAPACITY, F4_USAGE, request(storage=G), BOUND).capacity == BOUND
+    assert deploy_capacity(F4_CAPACITY, F4_USAGE, request(storage=T), BOUND).capacity == 4
 
 
 def test_capacity_of_nothing_is_the_bound() -> None:
@@ -414,9 +416,9 @@ def test_nodes_without_capacity_are_left_out_and_the_total_saturates() -> None:
     answer = nodes_deploy_capacity(nodes, request("AUTO:/x:rw:1T"), BOUND)
     assert list(answer.nodes_deploy_capacity_map) == ["a", "b"]
     assert answer.total == 8
-    huge = NodeResource(storage=2**62)
+    huge, bound = NodeResource(storage=2**62), 2**62
     answer = nodes_deploy_capacity(
-        [("x", huge, NodeResource()), ("y", huge, NodeResource())], request(storage=1), BOUND
+        [("x", huge, NodeResource()), ("y", huge, NodeResource())], request(storage=1), bound
     )
     assert answer.total == 2**63 - 1
 

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from resource_extend.ledger.model.errors import PluginError
+from resource_extend.ledger.model.errors import NotEnoughResource, PluginError
 from resource_extend.projections.storage.affinity import affinity_plan
 from resource_extend.projections.storage.bindings import Binding, merge
 from resource_extend.projections.storage.disks import Disk, Quota
+from resource_extend.projections.storage.plans import calculate_deploy
+from resource_extend.projections.storage.requests import normalise
 from resource_extend.projections.storage.resources import NodeResource
 from resource_extend.projections.storage.schedule import plan_count, volume_plans
 from tests.unit.storage import reference
@@ -257,3 +261,33 @@ def test_affinity_equals_the_reference(
         expected = "refused"
     assert found == expected
     event(f"affinity: {'refused' if found == 'refused' else 'placed'}")
+
+
+@DIFFERENTIAL
+@given(node=nodes(), request=requests(), count=st.integers(1, 8), bound=st.integers(1, 50))
+def test_a_deploy_places_as_the_reference_bounded_by_its_count(
+    node: tuple[NodeResource, NodeResource], request: list[Binding], count: int, bound: int
+) -> None:
+    """calculate-deploy promotes unused volumes only as far as ``deploy_count`` needs (as
+    resource-extend does): its plans are the reference's with the count as the bound. (The
+    node's storage is ample: here only placement may refuse.)"""
+    capacity, usage = node
+    capacity = msgspec.structs.replace(capacity, storage=2**62)
+    try:
+        asked = normalise(request, request, 0, 0)
+    except PluginError:
+        event("deploy: refused as a request")
+        return
+    if not any(binding.needs_scheduling for binding in asked.request):
+        event("deploy: nothing to place")
+        return
+    expected = reference.volume_plans(capacity, usage, asked.request, max(1, min(count, bound)))
+    if len(expected) < count:
+        with pytest.raises(NotEnoughResource, match="not enough volume plan"):
+            calculate_deploy(capacity, usage, asked, count, bound)
+        event("deploy: not enough plans")
+        return
+    answer = calculate_deploy(capacity, usage, asked, count, bound)
+    planned = [workload.volume_plan_request for workload in answer.workloads_resource]
+    assert planned == [volumes for volumes, _ in expected[:count]]
+    event(f"deploy: {count} placed")

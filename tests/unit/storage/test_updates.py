@@ -10,8 +10,9 @@ import msgspec
 import pytest
 from hypothesis import strategies as st
 
-from resource_extend.ledger.model.errors import InvalidRequest, NodeExists, NodeNotFound
+from resource_extend.ledger.model.errors import InvalidRequest, NodeExists
 from resource_extend.projections.storage.disks import Disk
+from resource_extend.projections.storage.node import STORAGE
 from resource_extend.projections.storage.node_requests import AskedResource, node_request_of
 from resource_extend.projections.storage.resources import NodeResource, WorkloadResource
 from resource_extend.projections.storage.state import InvalidDiskQuota, NodeState, validated
@@ -160,9 +161,16 @@ def test_nothing_given_keeps_the_capacity() -> None:
     assert set_capacity("test0", F4, None, delta=True, incr=True) == F4
 
 
-def test_unknown_node() -> None:
-    with pytest.raises(NodeNotFound):
-        set_capacity("??", None, REQUEST, delta=True, incr=True)
+def test_a_node_with_no_record_is_edited_as_the_empty_node() -> None:
+    empty = STORAGE.empty()
+    assert empty == validated(NodeResource(volumes={}, disks=[], storage=0), None)
+    for delta in (True, False):
+        created = set_capacity("??", None, REQUEST, delta=delta, incr=True)
+        assert created == set_capacity("??", empty, REQUEST, delta=delta, incr=True)
+        assert created.capacity.volumes == {"/data4": T}
+    quota = NodeResource(disks=[Disk(device="/dev/vdb", mounts=["/b"]).with_quota((1, 0, 0, 0))])
+    with pytest.raises(InvalidRequest, match="not found in capacity"):
+        set_usage("??", None, quota, None, delta=True, incr=True)
 
 
 def test_a_capacity_below_usage_is_refused() -> None:
