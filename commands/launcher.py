@@ -131,7 +131,7 @@ def install(plugin: Plugin, directory: str, *, replace: bool) -> str:
 
 def answer(path: str, plugin: Plugin) -> None:
     """Run the launcher at ``path`` once (``name``, which needs neither etcd nor a config);
-    ``Refused`` unless it answers as ``plugin``'s program."""
+    ``Refused`` unless it answers as ``plugin``'s program does (its kind: ``"gpu"``)."""
     for attempt in range(TEXT_BUSY_TRIES):
         try:
             done = subprocess.run(
@@ -146,7 +146,7 @@ def answer(path: str, plugin: Plugin) -> None:
             time.sleep(0.01 * (attempt + 1))
         except subprocess.TimeoutExpired as exc:
             raise Refused(f"the launcher did not run: {exc}") from None
-    if done.returncode != 0 or plugin.name not in done.stdout.decode(errors="replace"):
+    if done.returncode != 0 or done.stdout != f'"{plugin.kind}"\n'.encode():
         said = (done.stderr or done.stdout).decode(errors="replace").strip().splitlines()
         raise Refused(f"the launcher did not answer: {said[-1] if said else done.returncode}")
 

@@ -11,8 +11,9 @@ from resource_extend.commands.protocol import Session, verb
 
 @verb()
 def name(session: Session[Struct]) -> str:
-    """Print the plugin's name. Core names a plugin after its file, so this is informational."""
-    return session.plugin.name
+    """Print the plugin's name, "gpu" or "storage", as upstream and resource-extend do. Core
+    names a plugin after its file, so this is informational."""
+    return session.plugin.kind
 
 
 @verb()

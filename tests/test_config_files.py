@@ -27,7 +27,7 @@ STORAGE_VERBS = [
 
 def offline_verbs_still_answer(run: Any) -> None:
     """``name`` and ``verbs`` need no config: they answer, exit 0, say nothing on stderr."""
-    for verb, answer in (("name", "resource-gpu"), ("verbs", "add-node")):
+    for verb, answer in (("name", "gpu"), ("verbs", "add-node")):
         result = run(verb)
         assert (result.status, result.stderr) == (0, ""), (verb, result)
         assert answer in json.loads(result.stdout)

@@ -1,6 +1,7 @@
 """resource-gpu's requests: the shapes of ``commands.requests`` with a GPU map, ``R``
 (``{"prod_count_map": {"<product>": <count>}}``), wherever a resource goes. A key that spells
-``prod_count_map`` in another case (``Prod_Count_Map``) is refused (:data:`decode`)."""
+``prod_count_map``, or a field of the engine's report, in another case (``Prod_Count_Map``,
+``resources``) is refused (:data:`decode`)."""
 
 from __future__ import annotations
 
@@ -39,11 +40,21 @@ NodeWorkloads = shapes.NodeWorkloads[Resource]
 SetNodeInfo = shapes.SetNodeInfo[Resource]
 
 
+FIELDS = {FIELD: FIELD, **shapes.spellings(shapes.EngineInfo)}
+"""The fields a key must not spell in another case, by their case-folded form: ``R``'s, and
+the engine report's (``Resources``, ``StorageTotal``: Go's field names, as core sends them)."""
+
+
 def _may_spell_field_otherwise(raw: bytes) -> bool:
-    """Only these requests need the full walk: the field's letters in another case, or an
+    """Only these requests need the full walk: a field's letters in another case, or an
     escape that may hide them."""
-    return raw.lower().count(FIELD.encode()) != raw.count(FIELD.encode()) or b"\\u" in raw
+    lowered = raw.lower()
+    return b"\\u" in raw or any(
+        lowered.count(folded.encode()) != raw.count(field.encode())
+        for folded, field in FIELDS.items()
+    )
 
 
-decode = CaseStrict(lambda: {FIELD: FIELD}, frozenset({FIELD}), _may_spell_field_otherwise)
-"""Reads a GPU request; product maps are not looked into: their keys are products."""
+decode = CaseStrict(lambda: FIELDS, frozenset({FIELD, "Resources"}), _may_spell_field_otherwise)
+"""Reads a GPU request; product maps and the engine's ``Resources`` are not looked into: their
+keys are products and plugin names."""

@@ -178,10 +178,14 @@ def set_node_resource_info(request: requests.SetNodeInfo, session: Session) -> d
     \b
     stdin   {"nodename": "n1", "capacity": R, "usage": R}
     stdout  {}
+
+    Core sends it to undo a failed node removal, with what get-node-resource-info read. Both
+    name only the products the node has: a count of 0 (or less) is refused, as upstream
+    refuses it, and nothing is written.
     """
     node = check_node_name(request.nodename)
-    capacity = held_cards(request.capacity, "capacity")
-    usage = held_cards(request.usage, "usage")
+    capacity = positive_cards(request.capacity, "capacity")
+    usage = positive_cards(request.usage, "usage")
     session.append(node, lambda s: decide.set_info(s, capacity, usage))
     return {}
 

@@ -11,6 +11,7 @@ from resource_extend.ledger.model.audit import BrokenStream
 from resource_extend.ledger.model.events import AnyEvent, EventCodec
 from resource_extend.ledger.model.kinds import Head
 from resource_extend.projections.changes import workloads_contradiction
+from resource_extend.projections.gojson import go_escaped
 from resource_extend.projections.gpu import KIND, cards
 from resource_extend.projections.gpu.cards import Cards
 from resource_extend.projections.gpu.events import EVENTS, GpuRecord, encode, read_stored_head
@@ -50,8 +51,9 @@ class GpuKind(NodeKind[NodeState, Cards]):
         return Head(state=NodeState(capacity=capacity, usage=usage), seq=seq)
 
     def write_head(self, state: NodeState, seq: int) -> bytes:
+        """Upstream's record, in Go's bytes (``projections.gojson``), plus seq."""
         capacity, usage = Resource.of(state.capacity), Resource.of(state.usage)
-        return encode(GpuRecord(capacity=capacity, usage=usage, seq=seq))
+        return go_escaped(encode(GpuRecord(capacity=capacity, usage=usage, seq=seq)))
 
     def invalid(self, state: NodeState) -> str | None:
         for name, counts in (("capacity", state.capacity), ("usage", state.usage)):

@@ -24,6 +24,7 @@ from resource_extend.projections.changes import (
     UsageRebuilt,
     UsageSet,
 )
+from resource_extend.projections.gojson import go_escaped
 from resource_extend.projections.plugin import program_of
 from resource_extend.projections.storage import KIND
 from resource_extend.projections.storage.resources import NodeResource, WorkloadResource
@@ -57,8 +58,10 @@ _record_encoder = msgspec.json.Encoder(order="deterministic")
 
 
 def encode_record(capacity: NodeResource, usage: NodeResource, seq: int) -> bytes:
-    """The node record: upstream's JSON (fields in Go's order, map keys sorted), plus seq."""
-    return _record_encoder.encode(StoredRecord(capacity=capacity, usage=usage, seq=seq))
+    """The node record: upstream's JSON (fields in Go's order, map keys sorted, strings
+    escaped as Go escapes them: ``projections.gojson``), plus seq."""
+    encoded = _record_encoder.encode(StoredRecord(capacity=capacity, usage=usage, seq=seq))
+    return go_escaped(encoded)
 
 
 __all__ = [

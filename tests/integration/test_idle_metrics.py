@@ -185,7 +185,7 @@ def test_metrics_batched(nodes: Plugin) -> None:
 
 
 def test_name_and_verbs(plugin: Plugin) -> None:
-    assert plugin.ok("name", {}) == "resource-gpu"
+    assert plugin.ok("name", {}) == "gpu"  # as upstream and resource-extend
     verbs = plugin.ok("verbs", {})
     assert isinstance(verbs, list) and len(verbs) == len(set(verbs))
     assert set(verbs) == CONTRACT_VERBS
@@ -194,8 +194,8 @@ def test_name_and_verbs(plugin: Plugin) -> None:
 
 def test_name_and_verbs_need_no_config_or_etcd(plugin: Plugin) -> None:
     plugin.config.unlink()
-    assert plugin.ok("name", {}) == "resource-gpu"
+    assert plugin.ok("name", {}) == "gpu"
     assert set(plugin.ok("verbs", {})) == CONTRACT_VERBS
     plugin.write_config(machines=["http://127.0.0.1:1"])  # nothing listens there
-    assert plugin.ok("name", {}) == "resource-gpu"
+    assert plugin.ok("name", {}) == "gpu"
     assert set(plugin.ok("verbs", {})) == CONTRACT_VERBS

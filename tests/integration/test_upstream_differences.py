@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.etcdkv import Etcd
 from tests.integration.helpers import (
     EIGHT,
     RG,
@@ -136,6 +137,46 @@ def test_a_field_spelt_in_another_case_is_refused_in_an_engine_report(plugin: Pl
     line = fails_on(plugin, "add-node", {"nodename": "vm", "info": info}, "vm")
     assert "info.Resources['resource-gpu']" in line and "Prod_Count_Map" in line
     assert plugin.info("vm") is None
+
+
+@pytest.mark.parametrize("key", ["resources", "RESOURCES", "storagetotal"])
+def test_the_engine_reports_own_fields_spelt_in_another_case_are_refused(
+    plugin: Plugin, key: str
+) -> None:
+    """Go reads ``{"resources": ...}`` as the engine's ``Resources``; read as an unknown key
+    here, the engine's cards would be silently dropped (and a count of -1 there never
+    refused). Core sends Go's field names, so another spelling is refused in one line."""
+    for cards in ({"nvidia-3070": 2}, {"nvidia-3070": -1}):
+        info = {key: {"gpu": engine_resource(R(cards))}}
+        line = fails_on(plugin, "add-node", {"nodename": "vm", "info": info}, "vm", key)
+        assert "is not a field: it is spelled" in line
+        assert plugin.info("vm") is None
+
+
+def test_a_negative_count_in_the_engine_report_is_refused(plugin: Plugin) -> None:
+    info = {"Resources": {"gpu": engine_resource(R({"nvidia-3070": -1}))}}
+    fails_on(plugin, "add-node", {"nodename": "vm", "info": info}, "vm", "nvidia-3070")
+    assert plugin.info("vm") is None
+
+
+@pytest.mark.parametrize("side", ["capacity", "usage"])
+def test_set_node_resource_info_with_a_count_of_zero_is_refused(
+    plugin: Plugin, etcd: Etcd, side: str
+) -> None:
+    """Core's undo of a failed node removal hands back what it read, which names no product
+    with 0 cards. Upstream refuses a 0 (``count is less or equal to zero``); taken as given it
+    dropped the product here. Refused, and the record is unchanged."""
+    plugin.add("n1", {"a": 4, "b": 2})
+    head = etcd.head("n1")
+    assert head is not None
+    given = {"capacity": R({"a": 4, "b": 2}), "usage": R({})}
+    given[side] = R({"a": 4, "b": 0}) if side == "capacity" else R({"x": 0})
+    line = fails_on(plugin, "set-node-resource-info", {"nodename": "n1", **given}, "n1")
+    assert "must be positive, got 0" in line
+    after = etcd.head("n1")
+    assert (
+        after is not None and after.value == head.value and after.mod_revision == head.mod_revision
+    )
 
 
 def test_a_field_spelt_in_another_case_is_refused_however_it_is_escaped(plugin: Plugin) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.plugin import Plugin, R
+from tests.etcdkv import Etcd
+from tests.plugin import Plugin, R, counts
 
 pytestmark = [pytest.mark.grpc, pytest.mark.resident]
 
@@ -40,3 +41,18 @@ def test_gpu_answers_are_written_as_a_go_plugin_writes_them(plugin: Plugin) -> N
         '"engine_params":{"prod_count_map":{"nvidia-a100":1}},'
         '"workload_resource":{"prod_count_map":{"nvidia-a100":1}}}\n'
     )
+
+
+def test_a_record_escapes_strings_as_go_does(plugin: Plugin, etcd: Etcd) -> None:
+    """Go's json.Marshal escapes <, > and & (and U+2028, U+2029) in strings: the record
+    upstream would write for a product of that name is ours, byte for byte, plus seq and the
+    stream's tip."""
+    product = "a<b>&c"
+    plugin.add("esc", {product: 2})
+    head = etcd.head("esc")
+    assert head is not None
+    upstream = b'{"capacity":{"prod_count_map":{"a\\u003cb\\u003e\\u0026c":2}},'
+    upstream += b'"usage":{"prod_count_map":{}}'
+    assert head.value.startswith(upstream + b',"seq":1,'), head.value
+    assert not any(char in head.value for char in (b"<", b">", b"&"))
+    assert counts(plugin.info("esc")["capacity"]) == {product: 2}  # and it reads back

@@ -53,7 +53,8 @@ def test_install_replaces_the_link_with_a_launcher_that_answers(
     assert target.read_text().splitlines()[0] == f"#!{sys.executable} -IS"
     assert os.listdir(plugins) == [program], "a staged file was left behind"
     named = subprocess.run([str(target), "name"], capture_output=True, timeout=60)
-    assert (named.returncode, named.stdout, named.stderr) == (0, f'"{program}"\n'.encode(), b"")
+    kind = program.removeprefix("resource-")
+    assert (named.returncode, named.stdout, named.stderr) == (0, f'"{kind}"\n'.encode(), b"")
     again = install(plugins, program=program)  # its own launcher it replaces, as an upgrade does
     assert again.returncode == 0, again.stderr
 

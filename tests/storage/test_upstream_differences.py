@@ -166,9 +166,10 @@ def test_a_tiny_binding_on_huge_volumes_is_bounded(storage: Plugin) -> None:
     assert capacity["total"] == 100
 
 
-def test_name_is_the_program(storage: Plugin) -> None:
-    """Upstream printed {"name": "storage"} followed by null: two JSON values."""
-    assert storage.ok("name") == "resource-storage"
+def test_name_is_the_kind(storage: Plugin) -> None:
+    """The older plugin printed {"name": "storage"} followed by null: two JSON values;
+    resource-extend prints "storage", as here."""
+    assert storage.ok("name") == "storage"
 
 
 @pytest.mark.parametrize("binding", ["AUTO:/x::-1G", "/src:/dst:rw:-1T"])
