@@ -17,18 +17,26 @@ never neither and never a broken one.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import click
 
 from resource_extend.commands.program import DISTRIBUTION, VERSION
 from resource_extend.commands.resident.client import package_dir, taken_from
 from resource_extend.commands.under_click import click_plugin
-from resource_extend.ledger.files import write_whole
+from resource_extend.ledger.files import read_small_file, write_whole
+from resource_extend.ledger.upkeep.export import unsafe_directory
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -64,14 +72,17 @@ def launcher(plugin: Plugin, python: str, package: str) -> str:
     )
 
 
+LAUNCHER_MAX = 64 * 1024
+"""Bytes a launcher ``install`` wrote is within, by far: anything larger is something else."""
+
+
 def read_launcher(path: str) -> tuple[str, str] | None:
     """The Python and the package a launcher at ``path`` runs; None when it is no launcher
-    ``install`` wrote."""
+    ``install`` wrote (a link to one is read through, a FIFO or a device never opened)."""
     import ast
 
-    try:
-        with open(path, encoding="utf-8") as file:
-            lines = file.read(4096).splitlines()
+    try:  # read without blocking: core's plugin directory may hold a FIFO or a device
+        lines = read_small_file(path, LAUNCHER_MAX).decode().splitlines()
         first = lines[0].removeprefix("#!").rsplit(" ", 1)[0]
         taken = next(line for line in lines if line.startswith("package.__path__ = "))
         [package] = ast.literal_eval(taken.removeprefix("package.__path__ = "))
@@ -104,12 +115,18 @@ def ours(path: str) -> bool:
 
 def install(plugin: Plugin, directory: str, *, replace: bool) -> str:
     """Write ``plugin``'s launcher as ``directory/<program>`` in one rename, once it has
-    answered; its path."""
+    answered; its path.
+
+    The launcher is staged, made executable and run in a private directory inside
+    ``directory`` (core loads the executable files of its plugin directory, dot files
+    included, but none in a directory below it), so however the run ends, core never finds a
+    second plugin there: SIGTERM, SIGHUP and SIGINT end it as an error, which removes the
+    staging directory; a SIGKILL leaves it behind, hidden from core, and no later run needs
+    its name."""
     if not os.path.isdir(directory):
         raise Refused(f"{directory} is not a directory (core's resource_plugin.dir)")
-    mode = os.stat(directory).st_mode
-    if mode & 0o002 and not mode & 0o1000:
-        raise Refused(f"{directory} is writable by every user: anyone could replace what core runs")
+    if unsafe := unsafe_directory(Path(directory).resolve()):
+        raise Refused(f"{unsafe}: anyone who can write there could replace what core runs")
     target = os.path.join(os.path.abspath(directory), plugin.name)
     if os.path.lexists(target) and not replace and not ours(target):
         raise Refused(
@@ -122,11 +139,59 @@ def install(plugin: Plugin, directory: str, *, replace: bool) -> str:
         os.chmod(staged, 0o755)  # whatever the umask
         answer(staged, plugin)
 
-    try:
-        write_whole(target, text.encode(), mode=0o755, check=runs)
-    except OSError as exc:
-        raise Refused(f"cannot write {target}: {exc.strerror or exc}") from None
+    _sweep_executable_temporaries(directory, plugin.name)
+    with _signals_as_errors():
+        try:
+            staging = tempfile.mkdtemp(prefix=f".{plugin.name}.install-", dir=directory)
+            try:
+                write_whole(
+                    target, text.encode(), mode=0o700, check=runs, stage_in=staging, links=True
+                )
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+        except OSError as exc:
+            raise Refused(f"cannot write {target}: {exc.strerror or exc}") from None
     return target
+
+
+def _sweep_executable_temporaries(directory: str, program: str) -> None:
+    """Remove what releases up to 0.9 staged beside the launcher (``.<program>.<pid>.tmp``) and
+    a killed run left there: core would load it as a plugin of its own. This release stages
+    in a directory core does not look into."""
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            name = entry.name
+            stale = name.startswith(f".{program}.") and name.endswith(".tmp")
+            if stale and entry.is_file(follow_symlinks=False):
+                os.unlink(entry.path)
+
+
+class Stopped(Exception):
+    """A signal asked ``install`` to stop: raised where it was, so that what it staged goes."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _signals_as_errors() -> Iterator[None]:
+    """SIGTERM, SIGHUP and SIGINT raise :class:`Stopped` meanwhile, so that the ``finally``
+    blocks run before the process ends (killed by default, it would leave what it staged)."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise Stopped(signum)
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may catch signals (a test calling in a thread, say)
+        return
+    caught = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+    before = {signum: signal.signal(signum, stop) for signum in caught}
+    try:
+        yield
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
 
 
 def answer(path: str, plugin: Plugin) -> None:
@@ -173,5 +238,9 @@ def install_command(directory: str, replace: bool) -> None:
     \b
       /opt/resource-extend/bin/{prog} install /etc/eru/plugins    # core's resource_plugin.dir
     """
-    target = install(click_plugin(), directory, replace=replace)
+    try:
+        target = install(click_plugin(), directory, replace=replace)
+    except Stopped as stopped:
+        click.echo(f"{click_plugin().name}: install: stopped by {stopped}", err=True)
+        sys.exit(128 + stopped.signum)
     click.echo(f"{target}: runs {sys.executable} -IS with the code in {package_dir()}")

@@ -49,15 +49,32 @@ def _kind(mode: int) -> str:
     return "not a file"
 
 
+class NotReplaced(OSError):
+    """What is at a path is not a regular file a write may replace (a device, a FIFO, a link,
+    a directory): it is left as it is."""
+
+
 def write_whole(
-    path: str, data: bytes, *, mode: int = 0o666, check: Callable[[str], None] | None = None
+    path: str,
+    data: bytes,
+    *,
+    mode: int = 0o666,
+    check: Callable[[str], None] | None = None,
+    stage_in: str | None = None,
+    links: bool = False,
 ) -> None:
-    """``data`` as the file at ``path``, whole or not at all: written beside it under a
-    temporary name (close-on-exec, so no child process keeps it open; ``mode`` as the umask
-    leaves it), flushed to disk, handed to ``check`` (which may raise to refuse it), then
-    renamed over ``path`` in one step. The temporary never outlives the call; an ``OSError``
-    is raised as it came."""
-    staged = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    """``data`` as the file at ``path``, whole or not at all: written under a temporary name
+    (beside it, or in ``stage_in``, a directory on the same filesystem; close-on-exec, so no
+    child process keeps it open; ``mode`` as the umask leaves it), flushed to disk, handed to
+    ``check`` (which may raise to refuse it), then renamed over ``path`` in one step.
+
+    Only a regular file at ``path`` is replaced, and a link when ``links`` says so: a device,
+    a FIFO, a link or a directory there raises :class:`NotReplaced` before anything is
+    written (``/dev/null`` stays a device). The temporary has a name of its own, never reused,
+    and never outlives the call; any other ``OSError`` is raised as it came."""
+    _refuse_to_replace(path, links)
+    name = f".{os.path.basename(path)}.{os.urandom(6).hex()}.tmp"
+    staged = os.path.join(stage_in or os.path.dirname(path), name)
     descriptor = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
     try:
         with os.fdopen(descriptor, "wb") as file:
@@ -66,9 +83,21 @@ def write_whole(
             os.fsync(file.fileno())
         if check is not None:
             check(staged)
+        _refuse_to_replace(path, links)
         os.replace(staged, path)
     finally:
         try:  # noqa: SIM105 (ledger.config, on every call, imports this module: no contextlib)
             os.unlink(staged)
         except OSError:  # gone already, once renamed
             pass
+
+
+def _refuse_to_replace(path: str, links: bool) -> None:
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISREG(mode) or (links and stat.S_ISLNK(mode)):
+        return
+    kind = "a link" if stat.S_ISLNK(mode) else _kind(mode)
+    raise NotReplaced(0, f"{path} is {kind}, not a regular file: left as it is")

@@ -12,7 +12,7 @@ from resource_extend.commands.audit.reading import NOT_ADOPTED, summary
 from resource_extend.commands.audit.verify import export_dirs
 from resource_extend.commands.program import installed_version
 from resource_extend.commands.protocol import Session
-from resource_extend.ledger.files import write_whole
+from resource_extend.ledger.files import NotReplaced, write_whole
 from resource_extend.ledger.model import audit
 from resource_extend.ledger.model.errors import PluginError
 from resource_extend.ledger.model.events import AnyEvent as Event
@@ -72,6 +72,8 @@ def write(
         return html.rstrip("\n")
     try:
         write_whole(path, html.encode())
+    except NotReplaced as exc:
+        raise PluginError(f"{exc.strerror}; give a new file's path, or - for stdout") from None
     except OSError as exc:
         raise PluginError(f"cannot write {path!r}: {exc.strerror or exc}") from None
     agrees = "agrees" if page.verdict.agrees else "disagrees"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 from pathlib import Path
@@ -230,3 +231,38 @@ def test_a_page_to_dash_is_printed(plugin: Plugin) -> None:
     page = ok_text(run(plugin, "history", "n1", "--html", "-"))
     assert page.startswith("<!DOCTYPE html>") and page.endswith("</html>\n")
     assert '<tr id="e1" class="k-node_added">' in page
+
+
+def targets(tmp_path: Path) -> dict[str, Path]:
+    """What a page path may turn out to be, other than a regular file or a directory (which
+    click refuses): a FIFO, a link (to a file), and, where this runs as root, a device node of
+    its own (never the host's /dev/null)."""
+    fifo, link = tmp_path / "fifo", tmp_path / "link"
+    os.mkfifo(fifo)
+    (tmp_path / "kept.html").write_text("kept")
+    link.symlink_to(tmp_path / "kept.html")
+    found = {"a FIFO": fifo, "a link": link}
+    if os.geteuid() == 0:
+        device = tmp_path / "null"
+        os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        found["a character device"] = device
+    return found
+
+
+def test_a_page_is_never_written_over_anything_but_a_regular_file(
+    plugin: Plugin, tmp_path: Path
+) -> None:
+    """``--html /dev/null`` or ``--html /dev/stdout`` must not turn the device (or the link)
+    into a file of HTML: each is refused in one line, and stays what it was."""
+    plugin.ok("add-node", {"nodename": "n1", "resource": {"prod_count_map": {G: 4}}})
+    for kind, path in targets(tmp_path).items():
+        before = os.lstat(path)
+        line = error_line(run(plugin, "history", "n1", "--html", str(path)), "history")
+        assert f"{path} is {kind}, not a regular file: left as it is" in line, line
+        assert "- for stdout" in line
+        after = os.lstat(path)
+        assert (after.st_mode, after.st_ino, after.st_rdev) == (
+            before.st_mode, before.st_ino, before.st_rdev
+        ), kind  # fmt: skip
+    assert (tmp_path / "kept.html").read_text() == "kept"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")) == []

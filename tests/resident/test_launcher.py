@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -80,11 +83,87 @@ def test_install_refuses_a_directory_anyone_can_write_or_none(tmp_path: Path) ->
     plugins.chmod(0o777)
     refused = install(plugins)
     assert refused.returncode == 1
-    assert "writable by every user: anyone could replace what core runs" in refused.stderr
+    assert f"{plugins} is writable by others (mode 777)" in refused.stderr
+    assert "anyone who can write there could replace what core runs" in refused.stderr
     assert refused.stderr.count("\n") == 1 and os.listdir(plugins) == []
     missing = install(tmp_path / "nowhere")
     assert missing.returncode != 0 and missing.stderr.count("\n") == 1, missing.stderr
     assert not (tmp_path / "nowhere").exists()
+
+
+@pytest.mark.parametrize(
+    ("parent_mode", "plugins_mode"),
+    [(0o777, 0o755), (0o775, 0o755), (0o755, 0o775), (0o1777, 0o775)],
+    ids=["parent anyone may write", "parent group-writable", "group-writable", "in /tmp-like"],
+)
+def test_install_refuses_a_directory_others_could_swap(
+    tmp_path: Path, parent_mode: int, plugins_mode: int
+) -> None:
+    """Whoever may write to the plugin directory, or to a directory above it (sticky ones
+    aside: nobody may rename what they do not own there), could put their own plugin in
+    core's way: refused, as for export directories."""
+    parent = tmp_path / "etc-eru"
+    parent.mkdir()
+    plugins = parent / "plugins"
+    plugins.mkdir()
+    plugins.chmod(plugins_mode)
+    parent.chmod(parent_mode)
+    refused = install(plugins)
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1, refused.stderr
+    unsafe = plugins if plugins_mode & 0o022 else parent
+    assert f"{unsafe} is writable by others" in refused.stderr
+    assert os.listdir(plugins) == []
+    plugins.chmod(0o755)
+    parent.chmod(0o755)
+    assert install(plugins).returncode == 0
+
+
+def test_install_and_doctor_do_not_hang_on_a_fifo(plugin: Plugin, runtime: Path) -> None:
+    """Core's plugin-directory entry may be anything: a FIFO is neither opened to wait for a
+    writer nor replaced without --replace."""
+    entry = plugin.config.parent / "resource-gpu"
+    os.mkfifo(entry)
+    refused = install(entry.parent)  # a 60 s timeout: a hang fails the test
+    assert refused.returncode == 1 and "this command did not write" in refused.stderr
+    status, message, _ = doctor_says(plugin)
+    assert status == "warn" and "which no install of resource-gpu wrote" in message, message
+    assert stat.S_ISFIFO(os.lstat(entry).st_mode)
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.05, 0.1, 0.2, 0.3, 0.45, 0.7])
+def test_a_terminated_install_leaves_no_second_plugin(tmp_path: Path, delay: float) -> None:
+    """Core loads every executable file of its plugin directory, dot files included: a SIGTERM
+    at any moment of ``install`` leaves there the old entry or the new launcher, and nothing
+    else at all; and nothing it leaves blocks the next run."""
+    plugins = plugins_dir(tmp_path)
+    (plugins / "resource-gpu").symlink_to(binary()[0])
+    running = subprocess.Popen(
+        [*binary(), "install", str(plugins)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    time.sleep(delay)
+    running.send_signal(signal.SIGTERM)
+    _, err = running.communicate(timeout=60)
+    assert os.listdir(plugins) == ["resource-gpu"], (running.returncode, err)
+    entry = plugins / "resource-gpu"
+    if entry.is_symlink():
+        assert os.readlink(entry) == binary()[0]
+    else:
+        assert launcher.read_launcher(str(entry)) == (sys.executable, str(package_dir()))
+    assert running.returncode in (0, 128 + signal.SIGTERM, -signal.SIGTERM), err
+    assert install(plugins).returncode == 0
+
+
+def test_a_stale_temporary_never_blocks_an_install(tmp_path: Path) -> None:
+    """What a run killed outright (SIGKILL) leaves, or an older release's temporary, is swept
+    or stepped around: the next run installs."""
+    plugins = plugins_dir(tmp_path)
+    stale = plugins / f".resource-gpu.{os.getpid()}.tmp"  # an older release's name
+    stale.write_text("#!/bin/sh\n")
+    stale.chmod(0o755)
+    (plugins / ".resource-gpu.install-killed").mkdir(mode=0o700)
+    done = install(plugins)
+    assert done.returncode == 0, done.stderr
+    assert sorted(os.listdir(plugins)) == [".resource-gpu.install-killed", "resource-gpu"]
 
 
 def test_a_launcher_that_does_not_answer_never_replaces_what_was_there(
