@@ -15,7 +15,7 @@ from collections.abc import Iterable
 import click
 
 from resource_extend.commands.program import DISTRIBUTION, installed_version, programs
-from resource_extend.commands.protocol import Verb
+from resource_extend.commands.protocol import EXIT_FAILURE, Verb, output_failure
 from resource_extend.commands.registry import (
     AUDITOR_COMMANDS,
     CORE_VERBS,
@@ -235,4 +235,11 @@ def main(plugin: Plugin, argv: list[str] | None = None) -> None:
     except click.Abort:
         sys.stderr.write(f"{prog}: aborted\n")
         raise SystemExit(1) from None
+    except OSError as exc:  # click's own output (--help, --version, sample-config's text)
+        said = output_failure(exc, sys.stdout.buffer)
+        if said is None:
+            raise
+        if said:
+            sys.stderr.write(f"{prog}: {said}\n")
+        raise SystemExit(EXIT_FAILURE) from None
     raise SystemExit(status if isinstance(status, int) else 0)

@@ -9,6 +9,7 @@ that comes last.
 
 from __future__ import annotations
 
+import errno
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
 
 EXIT_FAILURE = 1
 EXIT_INTERNAL = 70
+NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+"""What a full disk, a quota or ``/dev/full`` says to a write: an ordinary failure."""
 
 R = TypeVar("R")
 S = TypeVar("S", bound=msgspec.Struct)
@@ -265,12 +268,41 @@ def run(
     except PluginError as exc:
         fail(program, verb, exc.node or session.node, exc.reason, io=io)
     except Exception as exc:  # a bug: still one line for core, the traceback only on request
+        if isinstance(exc, OSError) and (said := output_failure(exc, io.stdout)) is not None:
+            if not said:  # whoever read the output has gone: nobody to tell
+                raise SystemExit(EXIT_FAILURE) from None
+            fail(program, verb, session.node, said, io=io)
         if debugging(session.plugin) or _usage_error(exc):
             raise
         reason = f"internal error: {type(exc).__name__}: {exc}"
         fail(program, verb, session.node, reason, EXIT_INTERNAL, io=io)
     finally:
         session.close()
+
+
+def output_failure(exc: OSError, stdout: BinaryIO) -> str | None:
+    """What to say of a write that failed for want of room or of a reader: the reason (the
+    disk is full: one line, exit 1, an ordinary failure), ``""`` when ``stdout``'s reader has
+    gone (``… | head``: nothing to say, and nobody to say it to), or None for anything else,
+    which is not the output's doing."""
+    if exc.errno in NO_ROOM:
+        return f"cannot write {exc.filename or 'its output'}: {exc.strerror}"
+    if isinstance(exc, BrokenPipeError) and _reader_gone(stdout):
+        return ""
+    return None
+
+
+def _reader_gone(stdout: BinaryIO) -> bool:
+    """Whether ``stdout`` is a pipe nobody reads any more (poll says so of its write end): a
+    broken pipe to etcd is not the output's."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(stdout.fileno(), 0)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no descriptor: a test's buffer, say
+        return False
 
 
 def _usage_error(exc: Exception) -> bool:

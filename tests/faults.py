@@ -80,6 +80,7 @@ class AnswerDroppingProxy:
         """Writes whose answer was dropped (``arm`` and ``drop_at_random``)."""
         self._crash: tuple[Callable[[], None], bool] | None = None
         self._crash_skip = 0
+        self._cut_after_crash = False
         self.crashed = threading.Event()
         """Set once ``crash_on_next_write``'s crash has run."""
         self._closed = False
@@ -103,14 +104,22 @@ class AnswerDroppingProxy:
             self._random = random.Random(seed)
 
     def crash_on_next_write(
-        self, crash: Callable[[], None], *, at_answer: bool = False, skip: int = 0
+        self,
+        crash: Callable[[], None],
+        *,
+        at_answer: bool = False,
+        skip: int = 0,
+        then_cut: bool = False,
     ) -> None:
         """At the next write (after ``skip`` more): forward it, then run ``crash`` (which should
         kill etcd, or the client) at once, or when etcd answers it (``at_answer``); either way
-        the answer is dropped."""
+        the answer is dropped. ``then_cut``: once ``crash`` has returned, the connection is
+        cut, so the client learns of its lost answer then, however long ``crash`` took (not
+        when its own time runs out)."""
         with self._lock:
             self._crash = (crash, at_answer)
             self._crash_skip = skip
+            self._cut_after_crash = then_cut
 
     def close(self) -> None:
         self._closed = True
@@ -256,6 +265,7 @@ class AnswerDroppingProxy:
             crash, muted[stream] = muted[stream], None
             if crash is not None:
                 self._run_crash(crash)
+                return not self._cut_after_crash
             return True  # etcd is dead or dying: the connection closes when it is gone
         client.sendall(raw)
         return True

@@ -4,6 +4,7 @@ read or etcd is asked. Run through the installed binary: the status is the point
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -54,3 +55,38 @@ def test_a_failure_exits_1_and_success_0(tmp_path: Path) -> None:
     missing = call(["nodes"], tmp_path)  # no gpu.yaml here: a failure, not a usage error
     assert missing.returncode == 1 and "not found" in missing.stderr
     assert call(["--version"], tmp_path).returncode == 0
+
+
+OUTPUTS = [["sample-config"], ["--help"], ["--version"], ["nodes", "--help"], ["verbs"], ["name"]]
+"""Commands that print (no etcd needed): click's own output, a people's command's, a core
+verb's."""
+
+
+@pytest.mark.parametrize("argv", OUTPUTS, ids=" ".join)
+def test_a_full_stdout_is_one_line_and_exit_1(argv: list[str], tmp_path: Path) -> None:
+    """A full disk is an ordinary failure, not a bug (it said ``internal error: OSError``, or
+    printed a traceback)."""
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(
+            [*binary(), *argv], stdout=full, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+            timeout=60,
+        )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "cannot write its output: No space left on device" in done.stderr
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+
+
+@pytest.mark.parametrize("argv", OUTPUTS, ids=" ".join)
+def test_a_closed_stdout_is_quiet(argv: list[str], tmp_path: Path) -> None:
+    """``resource-gpu sample-config | head -1``: whoever read has gone, and nobody is told."""
+    reading, writing = os.pipe()
+    os.close(reading)
+    try:
+        done = subprocess.run(
+            [*binary(), *argv], stdout=writing, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+            timeout=60,
+        )  # fmt: skip
+    finally:
+        os.close(writing)
+    assert (done.returncode, done.stderr) == (1, "")

@@ -39,8 +39,8 @@ UNKNOWN = re.compile(r"write ([0-9a-f]+) was sent but its answer was lost")
 
 
 class Setup:
-    """The writer talks to etcd through the proxy first (its lost answer costs it half of
-    ``etcd.timeout``, then it fails over to etcd itself); the compactor talks to etcd."""
+    """The writer talks to etcd through the proxy first (its answer lost, with the connection
+    cut once the compaction ran, it fails over to etcd itself); the compactor talks to etcd."""
 
     def __init__(self, endpoints: list[str], tmp_path: Path) -> None:
         self.proxy = AnswerDroppingProxy(endpoints[0])
@@ -62,7 +62,10 @@ class Setup:
             argv = [NODE, "--keep", "0", "--export-dir", str(self.exports), *options]
             self.compaction = self.compactor.run("compact", None, *argv)
 
-        self.proxy.crash_on_next_write(compact, at_answer=True)
+        # Cut once the compaction is done: the writer settles after it, however long it took
+        # on a busy machine (with the answer only swallowed, a writer whose time ran out first
+        # found its event still there).
+        self.proxy.crash_on_next_write(compact, at_answer=True, then_cut=True)
 
     def close(self) -> None:
         self.proxy.close()
