@@ -147,6 +147,7 @@ def test_nothing_wrong_exits_0_with_every_finding_ok(plugin: Plugin, host: Host)
         DURABILITY,
         "clock",
         "upstream records",
+        "foreign keys",
         "0.1 streams",
         "drift",
         "event times",

@@ -6,6 +6,7 @@ import click
 import msgspec
 from msgspec import Struct
 
+from resource_extend.commands.audit.foreign import report_foreign
 from resource_extend.commands.protocol import Answer, Session
 from resource_extend.commands.tables import columns
 from resource_extend.commands.under_click import answered, with_progress
@@ -65,6 +66,7 @@ def nodes(session: Session[Struct], as_json_output: bool) -> Answer:
                     "seq": stream.last if stream else 0,
                 }
             )
+    report_foreign(store.scans, "nodes")
     if as_json_output:
         return rows
     return columns(

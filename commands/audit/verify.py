@@ -6,6 +6,7 @@ import click
 from msgspec import Struct
 
 from resource_extend.commands.audit.archive import archive_dir, archive_option
+from resource_extend.commands.audit.foreign import report_foreign
 from resource_extend.commands.protocol import Answer, Session, respond
 from resource_extend.commands.under_click import answered, with_progress
 from resource_extend.ledger.model.counts import plural
@@ -23,9 +24,12 @@ def nodes_or_all(nodes: tuple[str, ...], every: bool) -> None:
 
 
 def named_nodes(store: Store[Struct], nodes: tuple[str, ...], every: bool) -> list[str]:
-    """The nodes named, or with ``every`` all under the prefix (``nodes_or_all`` checked)."""
+    """The nodes named, or with ``every`` all under the prefix (``nodes_or_all`` checked; a
+    key there that names no node is reported, and left out)."""
     if every:
-        return sorted(store.scans.list_nodes())
+        found = sorted(store.scans.list_nodes())
+        report_foreign(store.scans, click.get_current_context().command_path.split()[-1])
+        return found
     return [check_node_name(node) for node in dict.fromkeys(nodes)]
 
 

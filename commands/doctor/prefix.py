@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import msgspec
 from msgspec import Struct
 
+from resource_extend.commands.audit.foreign import WHY, foreign_keys
 from resource_extend.commands.doctor.findings import Finding, fail, ok, warn
 from resource_extend.commands.protocol import Session
 from resource_extend.ledger.model import audit, verdicts
@@ -53,6 +54,7 @@ def check_prefix(plugin: Plugin, explicit: str | None) -> list[Finding]:
         where = store.keys.root.decode(errors="replace")
         return [
             _upstream_finding(upstream, where),
+            _foreign_finding(store, where),
             _legacy_finding(legacy),
             _drift_finding(store, candidates, len(heads)),
             _times_finding(store, candidates),
@@ -92,6 +94,20 @@ def _upstream_finding(upstream: list[str], where: str) -> Finding:
         "adopts the record as found; until then history and show have nothing of them",
         "nothing to repair: core's next write to each node adopts it. If the upstream plugin "
         "still writes to this prefix, stop it: one plugin per prefix",
+    )
+
+
+def _foreign_finding(store: Store[Struct], where: str) -> Finding:
+    check = "foreign keys"
+    found = foreign_keys(store.scans)
+    if not found:
+        return ok(check, f"every key under {where} names a node")
+    return warn(
+        check,
+        f"keys under the prefix that name no node {WHY}: {', '.join(found[:SHOWN])}"
+        f"{f' and {len(found) - SHOWN} more' if len(found) > SHOWN else ''}. The listings "
+        "leave them out",
+        "find out who wrote them; etcdctl del, with the key's bytes, removes one",
     )
 
 

@@ -14,6 +14,8 @@ import msgspec
 
 from resource_extend.ledger.etcd import wire
 from resource_extend.ledger.etcd.connection import MAX_TXN_OPS, READERS, Connection
+from resource_extend.ledger.model.errors import InvalidRequest
+from resource_extend.ledger.model.names import check_node_name
 from resource_extend.ledger.store.keys import SEQ_WIDTH, KeyLayout, range_end
 
 SCAN_PAGE = 5000
@@ -58,6 +60,19 @@ class Scans:
     def __init__(self, etcd: Connection, keys: KeyLayout) -> None:
         self.etcd = etcd
         self.keys = keys
+        self.foreign: set[bytes] = set()
+        """Keys met under the kind's prefixes whose node segment names no node (not UTF-8, or
+        no name ``check_node_name`` takes, such as one with a terminal escape): the plugins
+        never write one, so none is read as a node; the commands that list nodes report them
+        (each as its key up to the segment), quoted."""
+
+    def _node_named(self, root: bytes, segment: bytes) -> str | None:
+        """The node a key's first segment under ``root`` names, or None: a foreign key."""
+        try:
+            return check_node_name(segment.decode())
+        except (UnicodeDecodeError, InvalidRequest):
+            self.foreign.add(root + segment)
+            return None
 
     def _end_ops(self, node: str, *, tail: bool = False) -> list[wire.RequestOp]:
         """Ranges for the first and the last event key of the node's stream (``tail``: the
@@ -157,8 +172,9 @@ class Scans:
         for a head; anything else is an event in release 0.1's layout."""
         root = self.keys.root
         for kv in reader.pages(start, end, limit=SCAN_PAGE, revision=revision):
-            name, _, rest = kv.key[len(root) :].partition(b"/")
-            yield name.decode(errors="surrogateescape"), rest, kv.value
+            segment, _, rest = kv.key[len(root) :].partition(b"/")
+            if (name := self._node_named(root, segment)) is not None:
+                yield name, rest, kv.value
 
     def all_heads(self) -> tuple[dict[str, bytes], set[str]]:
         """Every head under the prefix, by node, in one paged range at one revision; and the
@@ -193,8 +209,8 @@ class Scans:
 
     def names_under(self, root: bytes) -> Iterable[tuple[str, bytes]]:
         """``(node, rest of the key)`` for the keys under ``root``; of the keys below a node
-        (``<node>/...``) only the first. A name that is not UTF-8 (never one the plugins
-        wrote) reads with U+FFFD in place of its bad bytes."""
+        (``<node>/...``) only the first. A segment that names no node (never one the plugins
+        wrote) is recorded in :attr:`foreign`, not yielded."""
         start, end = root, range_end(root)
         previous = None
         while True:
@@ -202,12 +218,13 @@ class Scans:
                 wire.RangeRequest(key=start, range_end=end, limit=KEY_PAGE, keys_only=True)
             )
             for kv in reply.kvs:
-                name, _, rest = kv.key[len(root) :].partition(b"/")
+                segment, _, rest = kv.key[len(root) :].partition(b"/")
                 if rest:
-                    if name == previous:
+                    if segment == previous:
                         continue
-                    previous = name
-                yield name.decode(errors="replace"), rest
+                    previous = segment
+                if (name := self._node_named(root, segment)) is not None:
+                    yield name, rest
             if not reply.more:
                 return
             last = reply.kvs[-1].key

@@ -311,7 +311,7 @@ def test_missing_config_file_is_one_clear_line(plugin: Plugin) -> None:
         line = bounded_failure(plugin, verb, request)
         assert "config" in line and str(plugin.config) in line, line
     # name and verbs need no config
-    assert plugin.ok("name") == "resource-gpu"
+    assert plugin.ok("name") == "gpu"
     assert "add-node" in plugin.ok("verbs")
 
 

@@ -366,7 +366,7 @@ SHAPES: dict[str, Callable[[Any, dict[str, Any]], None]] = {
     "get-most-idle-node": _most_idle,
     "get-metrics-description": _descriptions,
     "get-metrics": _metrics,
-    "name": lambda answer, _: _equal(answer, "resource-gpu"),
+    "name": lambda answer, _: _equal(answer, "gpu"),
     "verbs": lambda answer, _: _equal(answer, list(CORE_VERBS)),
     "calculate-remap": lambda answer, _: _equal(answer, {"engine_params_map": None}),
 }
