@@ -30,8 +30,8 @@ from typing import Any
 import pytest
 
 from tests.etcd_server import Cluster, Member, free_port, healthy
-from tests.faults import AnswerDroppingProxy, SilentListener
-from tests.plugin import Plugin, R, Result, counts
+from tests.faults import AnswerDroppingProxy, RewritingProxy, SilentListener, TricklingServer
+from tests.plugin import Plugin, R, Result, counts, failure_line
 
 pytestmark = [pytest.mark.grpc, pytest.mark.resident]
 
@@ -517,6 +517,58 @@ def test_an_unreachable_etcd_gives_one_clear_line(tmp_path: Path, kind: str) -> 
     finally:
         if silent:
             silent.close()
+
+
+def test_a_reply_that_trickles_in_runs_out_of_etcd_timeout(tmp_path: Path) -> None:
+    """Over HTTP, etcd.timeout bounds a request whole, not each read from its socket: a reply
+    sent a byte every 0.2 s (each read answered in time) fails the call once 3 s are spent,
+    in-process and through the helper. It ran on past core's 30 s kill, here past the
+    harness's bound on a call, which fails the test."""
+    trickle = TricklingServer(every=0.2)
+    try:
+        plugin = Plugin([trickle.url], tmp_path, timeout=3, transport="http")
+        for verb, request in [
+            ("get-node-resource-info", {"nodename": "n1"}),
+            ("set-node-resource-usage", {"nodename": "n1", "resource": R(ONE), "delta": True}),
+        ]:
+            result = plugin.run(verb, request, timeout=CALL_TIMEOUT)
+            line = failure_line(result, verb)
+            assert "node n1" in line and "etcd" in line, line
+    finally:
+        trickle.close()
+
+
+PAGE = b"<html><body>upstream error</body></html>"
+ERROR_PAGE = (
+    b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/html\r\n"
+    + f"Content-Length: {len(PAGE)}\r\n\r\n".encode()
+    + PAGE
+)
+NOT_JSON = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok"
+
+
+@pytest.mark.parametrize("answer", [ERROR_PAGE, NOT_JSON], ids=["a 500 page", "a 200 not JSON"])
+def test_a_write_answered_by_someone_else_is_settled_by_its_op_id(
+    etcd_endpoints: list[str], tmp_path: Path, answer: bytes
+) -> None:
+    """A proxy forwards the write to etcd, which applies it, and answers with its own page:
+    the outcome is unknown, so the write is settled by its op id, and found landed (it was said
+    "nothing was written", or an internal error, before). Reads pass through the proxy."""
+    proxy = RewritingProxy(etcd_endpoints[0], answer)
+    try:
+        plugin = Plugin([proxy.url, *etcd_endpoints], tmp_path, transport="http")
+        added = plugin.run("add-node", {"nodename": NODE, "resource": R({SHARED: 4})})
+        assert proxy.rewritten == 1
+        assert added.status == 0, added.stderr
+        assert counts(json.loads(added.stdout)["capacity"]) == {SHARED: 4}
+        took = plugin.run(VERB, {"nodename": NODE, "resource": R(ONE), "delta": True,
+                                 "incr": True})  # fmt: skip
+        assert proxy.rewritten == 2 and took.status == 0, took.stderr
+        info = plugin.info(NODE)
+        assert counts(info["usage"]) == ONE  # once
+        assert len(plugin.history(NODE)) == 2
+    finally:
+        proxy.close()
 
 
 # -- crash and restart ----------------------------------------------------------------------------

@@ -37,13 +37,21 @@ def modules_loaded_by(
     stdin: bytes = b"{}",
     config: str = "/nonexistent/gpu.yaml",
     program: str = "resource-gpu",
+    home: str | None = None,
 ) -> set[str]:
+    """``home``: the caller's HOME; a helper serves only callers whose HOME and trust (its
+    ``CALLERS_ENVIRONMENT``) are its starter's, so those are this process's."""
+    env = {"ERU_RESOURCE_CONFIG_PATH": config, "PATH": "", **runtime_dir()}
+    if home is not None:
+        trust = ("SSL_CERT_FILE", "SSL_CERT_DIR")
+        env.update({name: os.environ[name] for name in trust if name in os.environ})
+        env["HOME"] = home
     done = subprocess.run(
         [sys.executable, "-c", PROBE.format(verb=verb, kind=program.removeprefix("resource-"))],
         input=stdin,
         capture_output=True,
         check=True,
-        env={"ERU_RESOURCE_CONFIG_PATH": config, "PATH": "", **runtime_dir()},
+        env=env,
     )
     return set(done.stderr.decode().strip().splitlines()[-1].split(","))
 
@@ -108,7 +116,8 @@ def test_a_core_call_loads_only_what_its_transport_needs(
     if MODE == "resident":
         # Once the helper is up (the first calls start it), a call is a thin client.
         for _ in range(100):
-            loaded = modules_loaded_by(verb, request, str(plugin.config))
+            home = str(plugin.workdir / "home")  # the HOME the helper was started with
+            loaded = modules_loaded_by(verb, request, str(plugin.config), home=home)
             if "resource_extend.ledger.store" not in loaded:
                 break
             time.sleep(0.1)

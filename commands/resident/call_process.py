@@ -110,7 +110,7 @@ class CallProcess:
                 fields = head.split(b"\0") if head else []
                 if len(fields) < 2 or fields[0] != resident.MAGIC:
                     return
-                if fields[1] == b"call" and len(fields) == 5:
+                if fields[1] == b"call" and len(fields) == 6:
                     self._call(connection, reader, fields[2:])
                 elif fields[1] in (b"status", b"stop"):
                     connection.sendall(_framed(self.status()))
@@ -123,10 +123,12 @@ class CallProcess:
         self, connection: socket.socket, reader: resident.Reader, fields: list[bytes]
     ) -> None:
         verb, config_path = fields[0].decode(), os.fsdecode(fields[1])
-        stdin = reader.exactly(int(fields[2]))
+        stdin = reader.exactly(int(fields[3]))
         if stdin is None or (verb not in CORE_VERBS and verb not in HIDDEN_VERBS):
             return
-        ours = config_path == self.helper.config_path
+        # Another config, or a caller whose home or trust differs from the helper's starter's:
+        # answered in the caller's process, as it would be without a helper.
+        ours = config_path == self.helper.config_path and fields[2] == resident.environment()
         settings = config_or_none(config_path) if ours else None
         if settings is None or not settings.resident:
             connection.sendall(b"F\n")

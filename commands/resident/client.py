@@ -9,9 +9,10 @@ library (``ledger.lean`` does what it needs of ``os``), and nothing that needs P
 
 The conversation, one call per connection (frames are lines; bodies follow their frame)::
 
-    client: RGPU3 \\0 call \\0 VERB \\0 CONFIG \\0 LENGTH \\n  then the request
+    client: RGPU4 \\0 call \\0 VERB \\0 CONFIG \\0 ENVIRONMENT \\0 LENGTH \\n  then the request
     helper: A PID            it has the call, run by its call process PID
-            F                it will not serve this call: run it here
+            F                it will not serve this call (another config, or a caller whose
+                             environment says otherwise: ENVIRONMENT): run it here
             K                the call is alive (every HEARTBEAT seconds, however long it runs)
             P AFTER OP NODE  a write is about to go out (stream end, op id, node in hex) ...
     client: G                ... and only on this go-ahead is it sent
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
     from resource_extend.ledger.store.appender import Resume
     from resource_extend.projections.plugin import Plugin
 
-MAGIC = b"RGPU3"
+MAGIC = b"RGPU4"
 CONNECT_TIMEOUT = 1.0
 """Seconds to reach the helper's socket: past a stuck helper's backlog, connect() would block."""
 SILENCE = 3.0
@@ -142,6 +143,19 @@ def _record(root: str) -> str | None:
 def code_identity() -> str:
     """A short name for this installation (see :func:`installation`)."""
     return short_name(installation().encode())
+
+
+CALLERS_ENVIRONMENT = ("HOME", "SSL_CERT_FILE", "SSL_CERT_DIR")
+"""What in a caller's environment changes what its call does: where exports go by default
+(``HOME``) and which CAs it trusts (OpenSSL's). A helper serves only the callers that share
+them with the process that started it; another is answered here, as without a helper."""
+
+
+def environment() -> bytes:
+    """This process's :data:`CALLERS_ENVIRONMENT`, named short (what a call sends, and what
+    a helper compares it with)."""
+    values = b"|".join(fsencode(f"{name}={getenv(name)}") for name in CALLERS_ENVIRONMENT)
+    return short_name(values).encode()
 
 
 def socket_name(config_path: str) -> str:
@@ -293,7 +307,8 @@ class Link:
             self._pidfd = None
 
     def call(self, verb: str, config_path: str, stdin: bytes) -> Outcome:
-        head = [MAGIC, b"call", verb.encode(), fsencode(config_path), b"%d" % len(stdin)]
+        head = [MAGIC, b"call", verb.encode(), fsencode(config_path), environment()]
+        head.append(b"%d" % len(stdin))
         sent: tuple[str, int] | None = None
         node = ""
         sock = self.sock

@@ -20,6 +20,7 @@ from resource_extend.ledger.etcd.transport import (
     HttpTransport,
     NoSpace,
     NotEtcd,
+    NotEtcdAnswer,
     Refused,
     Request,
     Transport,
@@ -229,6 +230,8 @@ class Connection:
                 except NoSpace:
                     raise EtcdFull(where) from None
                 except NotEtcd as exc:
+                    if write and isinstance(exc, NotEtcdAnswer):  # it went out: etcd may have it
+                        raise Ambiguous(f"{where}: {exc}") from None
                     raise StoreError(f"{where}: {exc}") from None
                 except Refused as exc:
                     raise StoreError(f"etcd at {where} refused the request: {exc}") from None

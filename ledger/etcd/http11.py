@@ -11,6 +11,7 @@ its time), and loads ``socket`` and ``ssl`` only for an HTTPS endpoint.
 from __future__ import annotations
 
 import _socket
+import time
 from typing import TYPE_CHECKING
 
 from resource_extend.ledger.endpoints import host_port
@@ -60,6 +61,9 @@ class Connection:
         self.host = host
         self.port = port
         self.timeout = timeout
+        """Seconds one request may take, its reply whole: a reply that trickles in a byte at
+        a time runs out of it too (a timeout per read would wait for ever)."""
+        self._deadline = 0.0
         self._tls = tls
         self._sock: _socket.socket | None = None
         self._buffer = b""
@@ -108,6 +112,7 @@ class Connection:
     ) -> Response:
         self.in_handshake = False
         self.reused = self._sock is not None
+        self._deadline = time.monotonic() + self.timeout
         try:
             sock = self._connect()
             head = [f"{method} {path} HTTP/1.1", f"Host: {host_port(self.host, self.port)}"]
@@ -139,12 +144,20 @@ class Connection:
                 sock.close()
                 raise
             self._sock = sock
-        self._sock.settimeout(self.timeout)
+        self._sock.settimeout(self._left())
         return self._sock
+
+    def _left(self) -> float:
+        """Seconds left of the request's time; ``TimeoutError`` once none is."""
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("timed out")
+        return left
 
     def _fill(self, *, first: bool = False) -> None:
         """More of the reply; ``first``: its first bytes, none of which has come yet."""
         assert self._sock is not None
+        self._sock.settimeout(self._left())
         data = self._sock.recv(65536)
         if not data and first:
             raise Unanswered("the connection closed without a byte of reply")

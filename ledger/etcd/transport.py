@@ -73,6 +73,12 @@ class NotEtcd(Refused):
     server), or TLS on one side only. Said as the likely mistake in ``etcd.machines``."""
 
 
+class NotEtcdAnswer(NotEtcd):
+    """What answered a request that went out is not etcd's answer: an error page, a body that
+    is not etcd's JSON (a proxy's, or the wrong server's). etcd may have been handed the
+    request all the same: a write's outcome is unknown, to be settled like a lost answer."""
+
+
 PEER_PORT = 2380
 """etcd's default peer port: a client URL naming it is the commonest wrong endpoint."""
 
@@ -99,10 +105,12 @@ def not_etcd(
     ``is_etcd``: the server says it is etcd (its peer port answers ``/version`` too)."""
     answered = f"not an etcd client URL (HTTP {status} {reason} to {path})"
     if TLS_ONLY_SIGN in body:
-        return NotEtcd(f"{answered}: it speaks TLS only: write https://")
+        return NotEtcdAnswer(f"{answered}: it speaks TLS only: write https://")
     if port == PEER_PORT or is_etcd:
-        return NotEtcd(f"{answered}: is {port} the peer port? etcd clients use 2379")
-    return NotEtcd(f"{answered}: is it etcd's client port (2379 unless etcd was told otherwise)?")
+        return NotEtcdAnswer(f"{answered}: is {port} the peer port? etcd clients use 2379")
+    return NotEtcdAnswer(
+        f"{answered}: is it etcd's client port (2379 unless etcd was told otherwise)?"
+    )
 
 
 class NoSpace(Refused):
@@ -201,8 +209,12 @@ class HttpTransport:
         reply: type[Reply],
         timeout: float,
     ) -> Reply:
-        raw = self._post(endpoint, self.PATHS[type(request)], _encoder.encode(request), timeout)
-        return _decode(raw, reply)
+        path = self.PATHS[type(request)]
+        raw = self._post(endpoint, path, _encoder.encode(request), timeout)
+        try:
+            return _decode(raw, reply)
+        except msgspec.DecodeError as exc:  # a 200 of someone else's: a proxy's page, say
+            raise NotEtcdAnswer(f"not etcd's answer (HTTP 200 to {path}, but {exc})") from None
 
     def get(self, endpoint: int, path: str, timeout: float) -> http11.Response:
         """GET ``path`` (etcd's ``/version``, which needs no token) and return the whole reply,

@@ -11,7 +11,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from resource_extend.commands.gpu.plugin import PLUGIN as GPU
+from resource_extend.commands.resident import client as resident
 from tests.etcdkv import Etcd
 from tests.plugin import MODE, Plugin, R, counts
 from tests.resident.conftest import (
@@ -140,3 +143,46 @@ def test_events_name_the_caller_not_whoever_started_the_helper(plugin: Plugin, e
 
 def _named(user: str) -> dict[str, str]:
     return {"USER": user, "LOGNAME": user, "LNAME": user, "USERNAME": user}
+
+
+def taken(plugin: Plugin, environment: bytes) -> bytes | None:
+    """The helper's first answer to a call sent as a caller with ``environment`` sends it."""
+    link = resident.Link.connect(plugin.program, resident.socket_name(str(plugin.config)))
+    assert link is not None
+    try:
+        request = json.dumps({"nodename": "n1"}).encode()
+        head = [resident.MAGIC, b"call", b"get-node-resource-info", str(plugin.config).encode()]
+        head += [environment, b"%d" % len(request)]
+        link.sock.settimeout(10)
+        link.sock.sendall(b"\0".join(head) + b"\n" + request)
+        return link.reader.line()
+    finally:
+        link.close()
+
+
+def test_a_caller_whose_home_or_trust_differs_is_answered_as_in_process(
+    plugin: Plugin, runtime: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The helper runs with its starter's environment: where exports go by default (``HOME``)
+    and which CAs a TLS etcd is checked against (``SSL_CERT_FILE``, ``SSL_CERT_DIR``). A
+    caller whose own say otherwise is not served by it (a CA trusted only by the starter's
+    environment verified another caller's etcd) but answered in its own process, as it would
+    be without a helper; a caller that agrees with the starter is served."""
+    resident_plugin(plugin)
+    started(plugin)
+    monkeypatch.setenv("HOME", str(plugin.workdir / "home"))  # as the test's calls run
+    ours = resident.environment()
+    answer = taken(plugin, ours)
+    assert answer is not None and answer.startswith(b"A "), answer
+    elsewhere = plugin.workdir / "elsewhere"
+    elsewhere.mkdir()
+    for name in resident.CALLERS_ENVIRONMENT:
+        with monkeypatch.context() as changed:
+            changed.setenv(name, str(elsewhere))
+            theirs = resident.environment()
+        assert theirs != ours
+        assert taken(plugin, theirs) == b"F", name
+        # and through the binary, such a caller is answered, in its own process
+        done = plugin.run("get-node-resource-info", {"nodename": "n1"}, env={name: str(elsewhere)})
+        assert done.status == 0, done.stderr
+        assert counts(json.loads(done.stdout)["capacity"]) == {"nvidia-3090": 8}

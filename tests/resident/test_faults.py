@@ -163,6 +163,7 @@ def test_the_helper_sends_no_write_its_caller_did_not_allow(
         assert link is not None
         request = json.dumps(TAKE).encode()
         head = [resident.MAGIC, b"call", b"set-node-resource-usage", str(plugin.config).encode()]
+        head.append(resident.environment())
         link.sock.settimeout(10)
         link.sock.sendall(b"\0".join([*head, b"%d" % len(request)]) + b"\n" + request)
         assert link.reader.line() is not None  # A: taken

@@ -191,7 +191,8 @@ def imports_of(command: list[str], plugin: Plugin, stdin: bytes) -> tuple[set[st
     done = subprocess.run(
         [*first, "-X", "importtime", *command, "get-node-resource-info"],
         input=stdin, capture_output=True, timeout=60,
-        env={**os.environ, "ERU_RESOURCE_CONFIG_PATH": str(plugin.config)},
+        env={**os.environ, "ERU_RESOURCE_CONFIG_PATH": str(plugin.config),
+             "HOME": str(plugin.workdir / "home")},  # the helper's starter's, as core's stays
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     lines = done.stderr.decode().splitlines()
