@@ -24,6 +24,15 @@ FILES = ("kv_pb2.py", "auth_pb2.py", "rpc_pb2.py")
 """etcd3's generated modules whose descriptors the messages need, each after those it imports."""
 PACKAGE = "etcdserverpb"
 
+NEWER_FIELDS: dict[str, tuple[tuple[str, int, str], ...]] = {
+    "Member": (("isLearner", 5, "TYPE_BOOL"),),
+    "StatusResponse": (("dbSizeInUse", 9, "TYPE_INT64"), ("isLearner", 10, "TYPE_BOOL")),
+}
+"""Fields etcd 3.4 added to the messages the transport reads, which etcd3's descriptors (etcd
+3.3's) lack, by message: name, number and type, as etcd's ``rpc.proto`` gives them (facts,
+not its text). Without them a reply's learner flag and in-use size were dropped: ``doctor``
+counted a learner as a voting member, and ``footprint`` could not say what is in use."""
+
 
 def _serialized(path: str) -> bytes:
     """The ``serialized_pb`` a generated module passes to its ``FileDescriptor``."""
@@ -47,8 +56,25 @@ def _pool() -> descriptor_pool.DescriptorPool:
     folder = os.path.join(spec.submodule_search_locations[0], "etcdrpc")
     pool = descriptor_pool.DescriptorPool()
     for file in FILES:
-        pool.AddSerializedFile(_serialized(os.path.join(folder, file)))
+        pool.AddSerializedFile(_current(_serialized(os.path.join(folder, file))))
     return pool
+
+
+def _current(serialized: bytes) -> bytes:
+    """A file's descriptor with :data:`NEWER_FIELDS` added to its messages that lack them."""
+    from google.protobuf import descriptor_pb2
+
+    proto = descriptor_pb2.FileDescriptorProto.FromString(serialized)
+    if proto.package != PACKAGE:
+        return serialized
+    for kind in proto.message_type:
+        have = {field.number for field in kind.field}
+        for name, number, type_name in NEWER_FIELDS.get(kind.name, ()):
+            if number not in have:
+                field = kind.field.add(name=name, number=number, json_name=name)
+                field.label = descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL
+                field.type = getattr(descriptor_pb2.FieldDescriptorProto, type_name)
+    return proto.SerializeToString()
 
 
 POOL = _pool()

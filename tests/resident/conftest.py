@@ -127,7 +127,9 @@ class Fake:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tests.resident.fake_helper", fault, str(plugin.config)],
             cwd=ROOT,
-            env=dict(os.environ),
+            # the environment the plugin's calls have (a helper serves only callers whose
+            # HOME and trust are its starter's: client.CALLERS_ENVIRONMENT)
+            env={**os.environ, "HOME": str(plugin.workdir / "home")},
             stdin=subprocess.DEVNULL,
             start_new_session=True,  # as a real helper: out of reach of the shell's job control
         )

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from resource_extend.commands.resident import client as resident
 from tests.etcdkv import Etcd
 from tests.plugin import Plugin, counts
@@ -151,13 +153,14 @@ def test_a_helper_whose_backlog_is_full_does_not_hang_a_call(plugin: Plugin, run
 
 
 def test_the_helper_sends_no_write_its_caller_did_not_allow(
-    plugin: Plugin, runtime: Path, etcd: Etcd
+    plugin: Plugin, runtime: Path, etcd: Etcd, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A caller that gave up on the helper (it timed out, or was killed by core) must never
     find its write made behind its back: the helper waits for the go-ahead (``G``) after it
     announces a write, and a caller that hung up instead gets nothing written."""
     resident_plugin(plugin, timeout=TIMEOUT)
     started(plugin)
+    monkeypatch.setenv("HOME", str(plugin.workdir / "home"))  # a caller such as its starter
     for give_up in (b"", b"N\n"):  # hang up; or answer anything but the go-ahead
         link = resident.Link.connect(plugin.program, resident.socket_name(str(plugin.config)))
         assert link is not None
