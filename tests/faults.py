@@ -471,67 +471,11 @@ class SilentListener:
             conn.close()
 
 
-class RewritingProxy:
-    """An HTTP/1.1 proxy in front of etcd's gateway that forwards every request, and replaces
-    etcd's answer to each write (a txn that puts) with ``answer``, raw bytes: a proxy's error
-    page, or a 200 whose body is not JSON. etcd has applied the write all the same."""
+class _ConnectionServer:
+    """A server on a free loopback port that hands each connection to :meth:`_serve`, in a
+    thread of its own, until :meth:`close`."""
 
-    def __init__(self, upstream: str, answer: bytes) -> None:
-        host, port = upstream.removeprefix("http://").rsplit(":", 1)
-        self._upstream = (host, int(port))
-        self._answer = answer
-        self._listener = socket.create_server(("127.0.0.1", 0), backlog=64)
-        self.port = self._listener.getsockname()[1]
-        self.rewritten = 0
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def _accept(self) -> None:
-        for conn in _accepted(self._listener):
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
-        import http.client
-
-        buffer = bytearray()
-        try:
-            while (request := _http1_request(conn, buffer)) is not None:
-                head, _, body = request.partition(b"\r\n\r\n")
-                method, path = head.split(b" ", 2)[:2]
-                upstream = http.client.HTTPConnection(*self._upstream, timeout=10)
-                upstream.request(method.decode(), path.decode(), body, {"Content-Type":
-                                 "application/json"})  # fmt: skip
-                reply = upstream.getresponse()
-                answer = reply.read()
-                upstream.close()
-                if path == b"/v3/kv/txn" and b"request_put" in body:
-                    self.rewritten += 1
-                    conn.sendall(self._answer)
-                    continue
-                conn.sendall(
-                    f"HTTP/1.1 {reply.status} {reply.reason}\r\nContent-Type: application/json"
-                    f"\r\nContent-Length: {len(answer)}\r\n\r\n".encode()
-                    + answer
-                )
-        except OSError:
-            pass
-        finally:
-            _close(conn)
-
-    def close(self) -> None:
-        _close(self._listener)
-
-
-class TricklingServer:
-    """Answers every request as an HTTP/1.1 server sending a long reply one byte at a time,
-    ``every`` seconds apart, for as long as the client reads: an etcd behind a path that
-    crawls. Each read gets its byte in time; only the request as a whole can run out."""
-
-    def __init__(self, every: float = 0.2) -> None:
-        self._every = every
+    def __init__(self) -> None:
         self._listener = socket.create_server(("127.0.0.1", 0), backlog=64)
         self.port = self._listener.getsockname()[1]
         self._closed = False
@@ -543,25 +487,77 @@ class TricklingServer:
 
     def _accept(self) -> None:
         for conn in _accepted(self._listener):
-            threading.Thread(target=self._drip, args=(conn,), daemon=True).start()
+            threading.Thread(target=self._served, args=(conn,), daemon=True).start()
 
-    def _drip(self, conn: socket.socket) -> None:
-        head = b"HTTP/1.1 200 OK\r\nContent-Length: 100000000\r\n\r\n"
+    def _served(self, conn: socket.socket) -> None:
         try:
-            conn.recv(65536)  # the request (whatever it is)
-            for byte in itertools.chain(head, itertools.repeat(ord(" "))):
-                if self._closed:
-                    return
-                conn.sendall(bytes((byte,)))
-                time.sleep(self._every)
+            self._serve(conn)
         except OSError:
             pass
         finally:
             _close(conn)
 
+    def _serve(self, conn: socket.socket) -> None:
+        raise NotImplementedError
+
     def close(self) -> None:
         self._closed = True
         _close(self._listener)
+
+
+class RewritingProxy(_ConnectionServer):
+    """An HTTP/1.1 proxy in front of etcd's gateway that forwards every request, and replaces
+    etcd's answer to each write (a txn that puts) with ``answer``, raw bytes: a proxy's error
+    page, or a 200 whose body is not JSON. etcd has applied the write all the same."""
+
+    def __init__(self, upstream: str, answer: bytes) -> None:
+        host, port = upstream.removeprefix("http://").rsplit(":", 1)
+        self._upstream = (host, int(port))
+        self._answer = answer
+        self.rewritten = 0
+        super().__init__()
+
+    def _serve(self, conn: socket.socket) -> None:
+        import http.client
+
+        buffer = bytearray()
+        while (request := _http1_request(conn, buffer)) is not None:
+            head, _, body = request.partition(b"\r\n\r\n")
+            method, path = head.split(b" ", 2)[:2]
+            upstream = http.client.HTTPConnection(*self._upstream, timeout=10)
+            upstream.request(method.decode(), path.decode(), body, {"Content-Type":
+                             "application/json"})  # fmt: skip
+            reply = upstream.getresponse()
+            answer = reply.read()
+            upstream.close()
+            if path == b"/v3/kv/txn" and b"request_put" in body:
+                self.rewritten += 1
+                conn.sendall(self._answer)
+                continue
+            conn.sendall(
+                f"HTTP/1.1 {reply.status} {reply.reason}\r\nContent-Type: application/json"
+                f"\r\nContent-Length: {len(answer)}\r\n\r\n".encode()
+                + answer
+            )
+
+
+class TricklingServer(_ConnectionServer):
+    """Answers every request as an HTTP/1.1 server sending a long reply one byte at a time,
+    ``every`` seconds apart, for as long as the client reads: an etcd behind a path that
+    crawls. Each read gets its byte in time; only the request as a whole can run out."""
+
+    def __init__(self, every: float = 0.2) -> None:
+        self._every = every
+        super().__init__()
+
+    def _serve(self, conn: socket.socket) -> None:
+        head = b"HTTP/1.1 200 OK\r\nContent-Length: 100000000\r\n\r\n"
+        conn.recv(65536)  # the request (whatever it is)
+        for byte in itertools.chain(head, itertools.repeat(ord(" "))):
+            if self._closed:
+                return
+            conn.sendall(bytes((byte,)))
+            time.sleep(self._every)
 
 
 def _accepted(listener: socket.socket) -> Iterator[socket.socket]:

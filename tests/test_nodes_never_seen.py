@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.store import Store
+from resource_extend.ledger.store.outcomes import Appended
 from resource_extend.projections.gpu import decide
 from resource_extend.projections.gpu.node import GPU
 from tests.plugin import Plugin, R, counts
@@ -30,6 +32,7 @@ P = "nvidia-3070"
 CARDS = {"prod_count_map": {P: 1}}
 
 Request = dict[str, Any]
+Decide = Callable[[Any], Any]
 
 GPU_QUERIES: list[tuple[str, Request]] = [
     ("get-nodes-deploy-capacity", {"nodenames": [EMPTY], "workload_resource": None}),
@@ -171,29 +174,38 @@ def test_an_edit_that_changes_nothing_creates_nothing(installed: Plugin) -> None
 # -- two creators of one node ---------------------------------------------------------------
 
 
+def raced(plugin: Plugin, verb: str, decide_: Decide, creator_cards: int) -> Appended[Any]:
+    """``decide_`` appended to GHOST in this process, as ``verb``; just before its write is
+    sent, a creator, a process of its own, adds ``creator_cards`` to GHOST's capacity (which
+    creates its record). The creator must have run."""
+    ran: list[str] = []
+
+    def creator(node: str, end: int, op: str) -> None:
+        if not ran:
+            ran.append(op)
+            request = {"nodename": node, "resource_request": R({P: creator_cards})}
+            plugin.ok("set-node-resource-capacity", request | {"delta": True, "incr": True})
+
+    settings = EtcdConfig(machines=plugin.endpoints, prefix=plugin.prefix)
+    store = Store(settings, GPU, write_hook=creator)
+    try:
+        appended = store.appender.append(GHOST, verb, decide_)
+    finally:
+        store.etcd.close()
+    assert ran, "the creator never ran"
+    return appended
+
+
 def test_two_creators_racing_on_one_absent_record_lose_no_edit(plugin: Plugin) -> None:
     """The first creator decides on the empty node; before its write is sent, the second
     creates the record (a process of its own). The first's compare-and-swap on the absent
     record fails, it decides again on the record now there, and both edits stand."""
-    raced: list[str] = []
-
-    def second_creator(node: str, end: int, op: str) -> None:
-        if not raced:
-            raced.append(op)
-            request = {"nodename": node, "resource_request": R({P: 2}), "delta": True}
-            plugin.ok("set-node-resource-capacity", request | {"incr": True})
-
-    settings = EtcdConfig(machines=plugin.endpoints, prefix=plugin.prefix)
-    store = Store(settings, GPU, write_hook=second_creator)
-    try:
-        appended = store.appender.append(
-            GHOST,
-            "set-node-resource-capacity",
-            lambda s: decide.set_capacity(GHOST, s, {P: 3}, delta=True, incr=True),
-        )
-    finally:
-        store.etcd.close()
-    assert raced, "the second creator never ran"
+    appended = raced(
+        plugin,
+        "set-node-resource-capacity",
+        lambda s: decide.set_capacity(GHOST, s, {P: 3}, delta=True, incr=True),
+        creator_cards=2,
+    )
     assert appended.before is not None and counts(R(appended.before.capacity)) == {P: 2}
     assert counts(plugin.info(GHOST)["capacity"]) == {P: 5}
     assert [event["seq"] for event in plugin.history(GHOST)] == [1, 2]
@@ -203,25 +215,12 @@ def test_a_usage_replace_racing_a_capacity_creator_loses_neither(plugin: Plugin)
     """Core's rollback replaces usage, and is never refused for capacity: decided on the empty
     node, it loses the race to a capacity edit that creates the record, and is decided again
     on that record. Then a deploy past the capacity both left is refused."""
-    raced: list[str] = []
-
-    def creator(node: str, end: int, op: str) -> None:
-        if not raced:
-            raced.append(op)
-            request = {"nodename": node, "resource_request": R({P: 1}), "delta": True}
-            plugin.ok("set-node-resource-capacity", request | {"incr": True})
-
-    settings = EtcdConfig(machines=plugin.endpoints, prefix=plugin.prefix)
-    store = Store(settings, GPU, write_hook=creator)
-    try:
-        store.appender.append(
-            GHOST,
-            "set-node-resource-usage",
-            lambda s: decide.set_usage(GHOST, s, {P: 1}, workloads=None, delta=False, incr=True),
-        )
-    finally:
-        store.etcd.close()
-    assert raced
+    raced(
+        plugin,
+        "set-node-resource-usage",
+        lambda s: decide.set_usage(GHOST, s, {P: 1}, workloads=None, delta=False, incr=True),
+        creator_cards=1,
+    )
     info = plugin.info(GHOST)
     assert (counts(info["capacity"]), counts(info["usage"])) == ({P: 1}, {P: 1})
     assert [event["kind"] for event in plugin.history(GHOST)] == ["capacity_changed", "usage_set"]
