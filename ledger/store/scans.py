@@ -24,8 +24,8 @@ SCAN_PAGE = 5000
 PARALLEL_SCAN = 2000
 """From this many names on, the heads are scanned in ``READERS`` slices at once."""
 
-Found = tuple[str, bytes, bytes]
-"""A key under the heads' prefix: ``(node, rest of the key, value)``."""
+Found = tuple[bytes, bytes, bytes]
+"""A key under the heads' prefix: ``(its node segment, rest of the key, value)``."""
 
 SCAN_WHEN = 4
 """Read the named heads by scanning every head when there are at most this many per name."""
@@ -137,12 +137,12 @@ class Scans:
 
         reads = [read(cuts[i], cuts[i + 1]) for i in range(slices) if cuts[i] < cuts[i + 1]]
         found = self.etcd.in_parallel(reads) if len(reads) > 1 else [reads[0](self.etcd)]
-        wanted = set(names)
+        wanted = {name.encode(): name for name in names}  # (a foreign segment is never one)
         return {
-            name: value
+            wanted[segment]: value
             for part in found
-            for name, rest, value in part
-            if not rest and name in wanted
+            for segment, rest, value in part
+            if not rest and segment in wanted
         }
 
     def _point_heads(self, names: list[str], revision: int = 0) -> dict[str, bytes]:
@@ -167,14 +167,15 @@ class Scans:
     def _scan(
         self, reader: Connection, start: bytes, end: bytes, revision: int = 0
     ) -> Iterator[Found]:
-        """``(node, rest of the key, value)`` of every key from ``start`` to ``end`` under the
-        heads' prefix, page by page, at ``revision`` (0: the first page's). ``rest`` is empty
-        for a head; anything else is an event in release 0.1's layout."""
+        """``(node segment, rest of the key, value)`` of every key from ``start`` to ``end``
+        under the heads' prefix, page by page, at ``revision`` (0: the first page's). ``rest``
+        is empty for a head; anything else is an event in release 0.1's layout. The segment
+        is left as bytes: a read of named nodes compares it with their keys, and only a
+        listing asks whether it names a node (``_node_named``), off core's path."""
         root = self.keys.root
         for kv in reader.pages(start, end, limit=SCAN_PAGE, revision=revision):
             segment, _, rest = kv.key[len(root) :].partition(b"/")
-            if (name := self._node_named(root, segment)) is not None:
-                yield name, rest, kv.value
+            yield segment, rest, kv.value
 
     def all_heads(self) -> tuple[dict[str, bytes], set[str]]:
         """Every head under the prefix, by node, in one paged range at one revision; and the
@@ -182,7 +183,9 @@ class Scans:
         heads: dict[str, bytes] = {}
         legacy: set[str] = set()
         root = self.keys.root
-        for name, rest, value in self._scan(self.etcd, root, range_end(root)):
+        for segment, rest, value in self._scan(self.etcd, root, range_end(root)):
+            if (name := self._node_named(root, segment)) is None:
+                continue
             if rest:
                 legacy.add(name)
             else:
