@@ -15,7 +15,16 @@ Faults a test can arm:
 * :meth:`before_next_write` / :meth:`before_request`: a callback runs just before the next
   write (after ``skip`` requests); what it sends meets no fault and no hook;
 * :attr:`write_latency`: every write is applied at once and answered this many seconds later,
-  as by a loaded etcd; an answer later than the request's timeout is lost (``Unavailable``).
+  as by a loaded etcd; an answer later than the request's timeout is lost (``Unavailable``);
+* :attr:`silent`: endpoints that take a request and never answer (``Unavailable`` once its
+  timeout is spent).
+
+etcd's refusals the store can meet are etcd's: a future revision, a transaction of more than
+``MAX_TXN_OPS`` operations in a branch, a key put twice in one. With ``users``, auth is on:
+:meth:`as_user` is a transport with a user's credentials, and a request without them is
+refused, as one outside the user's granted prefix is. ``tests/etcd_contract.py`` holds the fake
+to what real etcd does, through the same tests the real transports pass
+(``tests/unit/test_memory_etcd.py``).
 """
 
 from __future__ import annotations
@@ -34,6 +43,11 @@ from resource_extend.ledger.etcd.transport import Refused, Reply, Request, Unava
 
 Hook = Callable[[], object]
 T = TypeVar("T", int, bytes)
+
+MAX_TXN_OPS = 128
+"""etcd's default ``--max-txn-ops``."""
+Grants = dict[str, tuple[str, bytes]]
+"""Users, each with its password and the key prefix it may read and write."""
 
 
 @dataclass(frozen=True)
@@ -59,13 +73,15 @@ def _writes(request: wire.TxnRequest) -> bool:
 
 
 class MemoryEtcd:
-    def __init__(self, endpoints: int = 1) -> None:
+    def __init__(self, endpoints: int = 1, *, users: Grants | None = None) -> None:
         self.endpoints = endpoints
+        self.users = users
         self.revision = 1  # an empty etcd is at revision 1
         self.history: dict[bytes, list[_Version]] = {}
         self._sorted: list[bytes] = []  # every key ever written, in order
         self.served: Counter[int] = Counter()  # requests answered, by endpoint
         self.down: set[int] = set()
+        self.silent: set[int] = set()
         self._unreachable: list[tuple[int, bool]] = []
         self._lost: list[Hook | None] = []
         self._before_write: list[Hook] = []
@@ -107,10 +123,28 @@ class MemoryEtcd:
         reply: type[Reply],
         timeout: float,
     ) -> Reply:
+        return self.serve(endpoint, request, reply, timeout, user=None)
+
+    def as_user(self, name: str, password: str) -> _Session:
+        """A transport that sends ``name``'s credentials with each request."""
+        return _Session(self, name, password)
+
+    def serve(
+        self,
+        endpoint: int,
+        request: Request,
+        reply: type[Reply],
+        timeout: float,
+        *,
+        user: tuple[str, str] | None,
+    ) -> Reply:
         assert 0 <= endpoint < self.endpoints, endpoint
         writes = isinstance(request, wire.TxnRequest) and _writes(request)
         lost: Hook | None = None
         answer_lost = False
+        if endpoint in self.silent:
+            time.sleep(timeout)
+            raise Unavailable("deadline_exceeded: no answer in time (MemoryEtcd)")
         if not self._in_hook:
             self._reach(endpoint, writes)
             pending, self._before_request = self._before_request, []
@@ -123,6 +157,7 @@ class MemoryEtcd:
                 self._run(self._before_write.pop(0))
             if writes and self._lost:
                 lost, answer_lost = self._lost.pop(0), True
+        self._authorize(request, user)
         if isinstance(request, wire.RangeRequest):
             answer: wire.RangeResponse | wire.TxnResponse = self._range(request)
         elif isinstance(request, wire.TxnRequest):
@@ -148,6 +183,22 @@ class MemoryEtcd:
             if where == endpoint and (writes or not writes_only):
                 del self._unreachable[i]
                 raise Unavailable(f"unavailable: endpoint {endpoint} did not answer (MemoryEtcd)")
+
+    def _authorize(self, request: Request, user: tuple[str, str] | None) -> None:
+        """Refuses, as etcd with auth on does, a request without credentials, with a wrong
+        password, or naming a key outside the user's grant."""
+        if self.users is None:
+            return
+        if user is None or not user[0]:
+            raise Refused("invalid_argument: etcdserver: user name is empty")
+        name, password = user
+        if self.users.get(name, ("", b""))[0] != password or not password:
+            raise Refused(
+                "invalid_argument: etcdserver: authentication failed, invalid user ID or password"
+            )
+        granted = self.users[name][1]
+        if not all(key.startswith(granted) for key in _keys_named(request)):
+            raise Refused("permission_denied: etcdserver: permission denied")
 
     def drop(self, endpoint: int) -> None:
         """Nothing to forget: there are no connections."""
@@ -224,6 +275,13 @@ class MemoryEtcd:
         return _holds(compare.result, actual[i], int(wanted_int[i]))
 
     def _txn(self, request: wire.TxnRequest) -> wire.TxnResponse:
+        for branch in (request.compare, request.success, request.failure):
+            if len(branch) > MAX_TXN_OPS:
+                raise Refused("invalid_argument: etcdserver: too many operations in txn request")
+        for ops in (request.success, request.failure):
+            put = [op.request_put.key for op in ops if op.request_put is not None]
+            if len(put) != len(set(put)):
+                raise Refused("invalid_argument: etcdserver: duplicate key given in txn request")
         succeeded = all(self._compare(compare) for compare in request.compare)
         revision, wrote = self.revision + 1, False
         responses: list[wire.ResponseOp] = []
@@ -245,3 +303,36 @@ class MemoryEtcd:
         return wire.TxnResponse(
             header=wire.Header(revision=self.revision), succeeded=succeeded, responses=responses
         )
+
+
+def _keys_named(request: Request) -> list[bytes]:
+    """Every key and range end a request names (compares and both branches of a transaction)."""
+    if isinstance(request, wire.RangeRequest):
+        return [request.key, *([request.range_end] if request.range_end else [])]
+    if not isinstance(request, wire.TxnRequest):
+        return []
+    keys = [compare.key for compare in request.compare]
+    for op in (*request.success, *request.failure):
+        asked = op.request_range or op.request_put or op.request_delete_range
+        assert asked is not None
+        keys.append(asked.key)
+        end = getattr(asked, "range_end", b"")
+        keys.extend([end] if end else [])
+    return keys
+
+
+class _Session:
+    """A user's transport to a :class:`MemoryEtcd` with auth on."""
+
+    def __init__(self, etcd: MemoryEtcd, name: str, password: str) -> None:
+        self._etcd = etcd
+        self._user = (name, password)
+
+    def send(self, endpoint: int, request: Request, reply: type[Reply], timeout: float) -> Reply:
+        return self._etcd.serve(endpoint, request, reply, timeout, user=self._user)
+
+    def drop(self, endpoint: int) -> None:
+        """Nothing to forget."""
+
+    def close(self) -> None:
+        """Nothing to close."""
