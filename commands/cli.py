@@ -24,6 +24,7 @@ from resource_extend.commands.registry import (
     people_commands,
 )
 from resource_extend.commands.under_click import click_plugin, verb_command
+from resource_extend.ledger.etcd.choice import serves_many_calls
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -222,6 +223,7 @@ def main(plugin: Plugin, argv: list[str] | None = None) -> None:
     """Run the CLI as ``program``: click's usage errors become one line too, like every
     failure."""
     prog = plugin.name
+    serves_many_calls()  # a person's command, the exporter, the helper: etcd.transport auto: gRPC
     try:
         status = cli.main(args=argv, prog_name=prog, standalone_mode=False, obj=plugin)
     except click.UsageError as exc:

@@ -75,11 +75,13 @@ def going_on_here(plugin: "Plugin") -> None:
     finished: a launcher (``commands.launcher``) starts it without ``site``, which a call the
     helper answers never needs, and one that goes on here does (the venv's packages, msgspec
     and click, and its ``.pth`` files; isolated, ``site`` still adds no user site directory).
-    And gRPC is told how much to log."""
+    msgspec is loaded as it would be without typing_extensions (:func:`_load_msgspec`). And
+    gRPC is told how much to log."""
     if sys.flags.no_site and "site" not in sys.modules:
         import site
 
         site.main()
+    _load_msgspec()
     import os
 
     from resource_extend.commands.program import debugging
@@ -88,6 +90,24 @@ def going_on_here(plugin: "Plugin") -> None:
         os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     else:  # stderr carries one error line or nothing; the store's errors say all of it
         os.environ["GRPC_VERBOSITY"] = "NONE"
+
+
+def _load_msgspec() -> None:
+    """Import msgspec as an install without ``typing_extensions`` has it, a setup msgspec
+    supports (the module is not among its requirements). msgspec imports it whenever it is
+    installed, and grpcio, a dependency, installs it: about 8 ms of a call in a process of its
+    own (docs/speed.md), for what only TypedDicts' ``Required`` fields need, which no message
+    of the plugin's has. The module is hidden only while msgspec loads (a ``None`` entry in
+    ``sys.modules`` fails its import, as Python's import system documents); gRPC, when this
+    process loads it, imports the module afterwards as usual."""
+    if "msgspec" in sys.modules or "typing_extensions" in sys.modules:
+        return
+    sys.modules["typing_extensions"] = None  # type: ignore[assignment]
+    try:
+        import msgspec  # noqa: F401
+    finally:
+        if sys.modules.get("typing_extensions", sys) is None:
+            del sys.modules["typing_extensions"]
 
 
 def _config_option(args: list[str]) -> tuple[str | None, list[str]]:

@@ -44,8 +44,10 @@ class EtcdConfig(msgspec.Struct, kw_only=True):
     """Seconds one call may spend on etcd in all, retries and fail-over included."""
     max_attempts: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 64
     """How many times a write re-reads and retries after losing a compare-and-swap."""
-    transport: Literal["http", "grpc"] = "http"
-    """How requests reach etcd: its JSON gateway over HTTP (fast to start), or gRPC."""
+    transport: Literal["auto", "http", "grpc"] = "auto"
+    """How requests reach etcd: gRPC, or its JSON gateway over HTTP (quick to start); ``auto``
+    takes gRPC in a process that serves many calls and HTTP in one that makes a single call
+    (``ledger.etcd.connection.choose``)."""
 
     def __post_init__(self) -> None:
         if bool(self.cert) != bool(self.key):

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from resource_extend.commands.program import programs
+from resource_extend.ledger.etcd import choice
 from tests.etcd_server import etcd_binary, etcd_notice, in_containers, shared_server
 from tests.etcdkv import Etcd
 from tests.plugin import Plugin, kill_helpers_for, stop_helpers
@@ -56,6 +57,14 @@ def etcd_endpoints() -> Iterator[list[str]]:
         yield server.endpoints
     finally:
         server.stop()
+
+
+@pytest.fixture(autouse=True)
+def a_process_of_one_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test process starts each test as a core call in a process of its own does (for
+    ``etcd.transport: auto``), whatever a test before it ran in-process (the CLI says it serves
+    many calls: ``ledger.etcd.choice``)."""
+    monkeypatch.setattr(choice, "PROCESS", choice._Process())
 
 
 @pytest.fixture(autouse=True)

@@ -29,10 +29,13 @@ if TYPE_CHECKING:
 
 MODE = os.environ.get("RESOURCE_GPU_TEST_MODE", "http")
 """How the plugin runs in this test run (the suite runs once in each): calls in-process over
-HTTP or over gRPC, or served by the resident helper (over HTTP)."""
+HTTP or over gRPC, or served by the resident helper with the default transport (``auto``: the
+helper's calls over gRPC, a call made before it is up over HTTP)."""
 if MODE not in ("http", "grpc", "resident"):
     raise RuntimeError(f"RESOURCE_GPU_TEST_MODE={MODE!r}: expected http, grpc or resident")
-TRANSPORT: Literal["http", "grpc"] = "grpc" if MODE == "grpc" else "http"
+TRANSPORT: Literal["http", "grpc", "auto"] = (
+    "grpc" if MODE == "grpc" else "auto" if MODE == "resident" else "http"
+)
 
 
 def binary(program: str = "resource-gpu") -> list[str]:
@@ -144,14 +147,16 @@ class Plugin:
         self.config = workdir / programs.programs()[program].config_file
         self.write_config(**etcd)
 
-    def write_config(self, **etcd: Any) -> None:
+    def write_config(self, *, resident: bool | None = None, **etcd: Any) -> None:
+        """The config, with ``etcd`` settings over the run's; ``resident`` over its mode's."""
         settings = {
             "machines": self.endpoints,
             "prefix": self.prefix,
             "transport": TRANSPORT,
             **etcd,
         }
-        config: dict[str, Any] = {"etcd": settings, "resident": MODE == "resident"}
+        helper = MODE == "resident" if resident is None else resident
+        config: dict[str, Any] = {"etcd": settings, "resident": helper}
         if self.scheduler is not None:
             config["scheduler"] = self.scheduler
         # Written aside and renamed in, as an operator's deploy tool would: a call racing this

@@ -97,6 +97,7 @@ NOT_IN_PROCESS = ("click", "yaml")
 NOT_OVER_HTTP = (
     *NOT_IN_PROCESS, *GRPC_STACK, "http.client", "ssl", "email", "socket", "random",
     "dataclasses",
+    "typing_extensions",  # installed with grpcio; msgspec loads without it (commands.main)
 )  # fmt: skip
 
 
@@ -146,7 +147,7 @@ def test_a_core_call_loads_only_what_its_transport_needs(
 
 WITHOUT_GRPC = """
 import sys
-sys.modules["etcd3"] = None  # as on an install without the grpc extra
+sys.modules["grpc"] = None  # as on an install whose gRPC libraries are gone
 from resource_extend.commands.main import main
 from resource_extend.commands.gpu.plugin import PLUGIN
 main(PLUGIN, ["get-node-resource-info"])
@@ -168,7 +169,27 @@ def test_the_grpc_transport_without_its_libraries_says_how_to_install_them(
     line = done.stderr.decode()
     assert line.count("\n") == 1, line
     assert line.startswith("resource-gpu get-node-resource-info: node n1: ")
-    assert "pip install 'resource-extend[grpc]'" in line and "transport: http" in line
+    assert "grpc is missing" in line and "reinstall resource-extend" in line, line
+    assert "transport: auto" in line, line
+
+
+def test_auto_takes_http_in_a_call_of_its_own_and_grpc_in_a_command(plugin: Plugin) -> None:
+    """The default transport: a core call in a process of its own pays no gRPC import; an
+    operator's command, which serves many, takes gRPC; both say so."""
+    plugin.write_config(transport="auto", resident=False)
+    plugin.add("n1", {"a": 4})
+    loaded = modules_loaded_by("get-node-resource-info", b'{"nodename": "n1"}', str(plugin.config))
+    assert "resource_extend.ledger.store" in loaded, "the verb did not reach etcd"
+    for heavy in NOT_OVER_HTTP:
+        assert heavy not in loaded, f"a call of its own under auto imported {heavy}"
+    shown = plugin.run("footprint", None, "--json")
+    assert shown.status == 0, shown.stderr
+    transport = json.loads(shown.stdout)["transport"]
+    assert transport["this command"] == {
+        "transport": "grpc",
+        "why": "auto: a process that serves many calls, where gRPC is faster",
+    }
+    assert transport["core's calls"].startswith("transport auto: core's calls over HTTP (auto: ")
 
 
 WARM_CALL = """

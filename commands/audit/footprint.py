@@ -9,6 +9,7 @@ from msgspec import Struct
 from resource_extend.commands.protocol import Answer, Session
 from resource_extend.commands.tables import columns
 from resource_extend.commands.under_click import answered
+from resource_extend.ledger.etcd.choice import choose, described
 from resource_extend.ledger.upkeep.bounds import EVENT_BYTES, bound_for
 from resource_extend.ledger.upkeep.footprint import etcd_footprint, measure
 
@@ -27,14 +28,17 @@ def footprint(session: Session[Struct], top: int, as_json_output: bool) -> Answe
     included, once its file reaches --quota-backend-bytes (2 GiB by default): it raises its
     NOSPACE alarm, listed here. Plain range reads only, so this answers while the alarm is
     raised. Also shown: the bound each stream is held to (streams.budget, streams.max_events)
-    and how much of the budget the events count for. --json prints
-    {"etcd": {...}, "plugin": {...}, "streams": {...}}.
+    and how much of the budget the events count for, and which transport this command and
+    core's calls take (etcd.transport), and why. --json prints
+    {"etcd": {...}, "transport": {...}, "plugin": {...}, "streams": {...}}.
       {prog} footprint --top 20
     """
 
     store, streams = session.store, session.config.streams
     store.etcd.budget_per_request()  # a long stream is many pages: each has etcd.timeout
     etcd, mine = etcd_footprint(store.etcd), measure(store.etcd, store.keys, top)
+    this = choose(session.config.etcd.transport)
+    calls = described(session.config.etcd.transport, resident=session.config.resident)
     bound = bound_for(streams, mine.head_keys)
     counted = mine.event_keys * EVENT_BYTES
     if as_json_output:
@@ -46,6 +50,7 @@ def footprint(session: Session[Struct], top: int, as_json_output: bool) -> Answe
         }
         return {
             "etcd": msgspec.to_builtins(etcd),
+            "transport": {"this command": this._asdict(), "core's calls": calls},
             "plugin": msgspec.to_builtins(mine),
             "streams": policy,
         }
@@ -54,6 +59,7 @@ def footprint(session: Session[Struct], top: int, as_json_output: bool) -> Answe
     lines = [
         f"etcd {etcd.member} ({etcd.version}): database {_size(etcd.db_size)}, "
         f"{in_use} in use; alarms: {alarms}",
+        f"read over {'gRPC' if this.transport == 'grpc' else 'HTTP'} ({this.why}); {calls}",
         f"{mine.kind} under {mine.prefix}: {mine.nodes} nodes, "
         f"{mine.head_keys + mine.event_keys} keys, "
         f"{_size(mine.head_bytes + mine.event_bytes)} "

@@ -18,6 +18,7 @@ from resource_extend.commands.doctor.findings import Finding, fail, guarded, not
 from resource_extend.commands.registry import resolve
 from resource_extend.ledger import config as config_files
 from resource_extend.ledger.config import Config
+from resource_extend.ledger.etcd.choice import described
 from resource_extend.ledger.model.counts import plural
 from resource_extend.ledger.model.errors import PluginError
 
@@ -47,7 +48,8 @@ def check_config(plugin: Plugin, explicit: str | None) -> tuple[Config | None, F
     machines = len(config.etcd.machines)
     summary = (
         f"{path} (from {how}) is valid: prefix {config.etcd.prefix}, "
-        f"{plural(machines, 'etcd endpoint')}, transport {config.etcd.transport}"
+        f"{plural(machines, 'etcd endpoint')}, "
+        f"{described(config.etcd.transport, resident=config.resident)}"
     )
     if config.unrecognised:
         strays = ", ".join(config.unrecognised)

@@ -22,6 +22,7 @@ from resource_extend.commands.doctor.durability import check_durability, parse_v
 from resource_extend.commands.doctor.findings import Finding, fail, not_checked, ok, warn
 from resource_extend.ledger.config import Config, EtcdConfig
 from resource_extend.ledger.etcd import wire
+from resource_extend.ledger.etcd.choice import choose
 from resource_extend.ledger.etcd.connection import open_transport
 from resource_extend.ledger.etcd.transport import (
     PLAIN_HINT,
@@ -131,8 +132,9 @@ def probe(settings: EtcdConfig, index: int, root: bytes) -> Probe:
     endpoint = single.endpoints[0]
     where = endpoint.address
     check = f"etcd {where}"
+    carriers = _carriers(settings.transport)
     gateway = HttpTransport(single)
-    calls: Transport | None = None
+    opened: list[Transport] = [gateway]
     found = Probe(index, where, ok(check, ""))
     version = ""
     gateway_failure = ""
@@ -147,13 +149,15 @@ def probe(settings: EtcdConfig, index: int, root: bytes) -> Probe:
             if date is not None:
                 found.offset = clock_offset(date, sent, received)
         except (Unavailable, StoreError, msgspec.DecodeError) as exc:
-            if settings.transport == "http":
+            if "http" in carriers:
                 raise
             gateway_failure = str(exc)
-        calls = gateway if settings.transport == "http" else open_transport(single)
-        status = calls.send(0, wire.StatusRequest(), wire.StatusResponse, settings.timeout)
+        if "grpc" in carriers:
+            opened.append(open_transport(msgspec.structs.replace(single, transport="grpc")))
         heads = wire.RangeRequest(key=root, range_end=range_end(root), count_only=True)
-        counted = calls.send(0, heads, wire.RangeResponse, settings.timeout)
+        for calls in opened if "http" in carriers else opened[1:]:
+            status = calls.send(0, wire.StatusRequest(), wire.StatusResponse, settings.timeout)
+            counted = calls.send(0, heads, wire.RangeResponse, settings.timeout)
     except NotEtcd as exc:
         found.finding = fail(check, str(exc), ENTRY_FIX.format(entry=entry))
         return found
@@ -169,9 +173,8 @@ def probe(settings: EtcdConfig, index: int, root: bytes) -> Probe:
         found.finding = fail(check, reason, fix)
         return found
     finally:
-        gateway.close()
-        if calls is not None and calls is not gateway:
-            calls.close()
+        for transport in opened:
+            transport.close()
     found.answered = True
     found.version = version or status.version
     found.finding = _answered(check, settings, endpoint.tls, found.version, counted)
@@ -184,10 +187,18 @@ def probe(settings: EtcdConfig, index: int, root: bytes) -> Probe:
     return found
 
 
+def _carriers(setting: str) -> list[str]:
+    """The transports some call takes under ``etcd.transport``, HTTP first: a core call in a
+    process of its own, and one through the helper (``ledger.etcd.connection.choose``)."""
+    taken = {choose(setting, many_calls=many).transport for many in (False, True)}
+    return sorted(taken, reverse=True)
+
+
 def _answered(
     check: str, settings: EtcdConfig, tls: bool, version: str, counted: wire.RangeResponse
 ) -> Finding:
-    over = "gRPC" if settings.transport == "grpc" else "HTTP"
+    carriers = _carriers(settings.transport)
+    over = " and ".join("gRPC" if name == "grpc" else "HTTP" for name in carriers)
     who = f"user {settings.auth.username}" if settings.auth.username else "no auth"
     records = plural(counted.count, "node record")
     message = (

@@ -32,6 +32,7 @@ from resource_extend.commands.resident.call_process import FREE, CallProcess
 from resource_extend.commands.resident.claim import locked
 from resource_extend.commands.resident.warm import config_or_none, ready_for_calls
 from resource_extend.ledger import rundir
+from resource_extend.ledger.etcd.choice import serves_many_calls
 from resource_extend.ledger.store.appender import who
 
 if TYPE_CHECKING:
@@ -113,6 +114,7 @@ class Helper:
             self.stop()
         self._listener.settimeout(TICK)
         self._selector.register(self._listener, selectors.EVENT_READ)
+        serves_many_calls()  # etcd.transport auto: gRPC, loaded once here
         ready_for_calls(self.config_path)  # every call process inherits what this loads
         gc.freeze()  # what is loaded now lives as long as the helper: no collection walks it
         try:

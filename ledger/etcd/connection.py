@@ -16,6 +16,7 @@ import msgspec
 
 from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.etcd import wire
+from resource_extend.ledger.etcd.choice import REINSTALL, choose
 from resource_extend.ledger.etcd.transport import (
     HttpTransport,
     NoSpace,
@@ -28,20 +29,16 @@ from resource_extend.ledger.etcd.transport import (
 )
 from resource_extend.ledger.model.errors import EtcdFull, StoreError
 
-GRPC_EXTRA = "pip install 'resource-extend[grpc]'"
-"""What brings the gRPC transport's libraries (etcd3, grpcio, protobuf): an extra, so that
-installs which speak HTTP (the default) carry none of them."""
-
 
 def open_transport(config: EtcdConfig) -> Transport:
-    """The transport ``etcd.transport`` names: HTTP (the JSON gateway) or gRPC (an extra)."""
-    if config.transport == "grpc":
+    """The transport ``etcd.transport`` names for this process (:func:`choose`)."""
+    if choose(config.transport).transport == "grpc":
         try:
             from resource_extend.ledger.etcd.grpc_transport import GrpcTransport
         except ImportError as exc:
             raise StoreError(
                 f"etcd.transport: grpc needs the gRPC libraries ({exc.name} is missing): "
-                f"{GRPC_EXTRA}, or use transport: http"
+                f"{REINSTALL}, or use transport: auto"
             ) from None
         return GrpcTransport(config)
     return HttpTransport(config)

@@ -1,11 +1,12 @@
-"""Carrying ``ledger.etcd.wire`` requests to etcd: over HTTP/JSON (the default) or gRPC.
+"""Carrying ``ledger.etcd.wire`` requests to etcd: over HTTP/JSON or gRPC.
 
 etcd serves its v3 API twice on the client port: as gRPC, and as JSON over plain HTTP through its
 gateway (``POST /v3/kv/range``, ``/v3/kv/txn``). Both give the same semantics: one request is
-one etcd operation. The HTTP transport needs only ``socket`` (``ledger.etcd.http11``), which keeps
-a plugin call short (a gRPC client costs ~200 ms of imports before it sends a byte); the gRPC
-transport (``etcd.transport: grpc``, through ``etcd3``) is there for clusters that expose only
-gRPC.
+one etcd operation (``tests/etcd_contract.py`` holds both to it). The HTTP transport needs only
+``socket`` (``ledger.etcd.http11``), which keeps a call in a process of its own short (gRPC
+costs ~150 ms of imports before it sends a byte); the gRPC transport
+(``ledger.etcd.grpc_transport``) is cheaper per request, so a process that serves many calls
+takes it (``ledger.etcd.choice``).
 
 A transport sends to the endpoint it is told to and reports failures in two kinds:
 :class:`Unavailable` (the request may not have been served, or its answer was lost: try another

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from resource_extend.ledger.etcd.choice import choose
 from resource_extend.ledger.upkeep.bounds import EVENT_BYTES
 from tests.audit.helpers import (
     G,
@@ -27,7 +28,7 @@ from tests.audit.helpers import (
     write_streams,
 )
 from tests.etcdkv import Etcd, no_write
-from tests.plugin import Plugin
+from tests.plugin import TRANSPORT, Plugin
 from tests.storage.helpers import add_f4
 
 pytestmark = pytest.mark.grpc
@@ -181,7 +182,11 @@ def test_footprint_shows_each_streams_bound_and_the_budget_used(
     policy = json.loads(shown.stdout)["streams"]
     assert policy == {"budget": budget, "max_events": 1000, "bound": 8, "counted": 8 * EVENT_BYTES}
     # etcd says what of its database is in use, over either transport (over gRPC, etcd3's
-    # messages, which predate the field, dropped it: "? in use")
+    # messages, which predate the field, dropped it: "? in use"); and which transport is taken
+    transport = json.loads(shown.stdout)["transport"]
+    taken = choose(TRANSPORT, many_calls=True).transport  # a person's command serves many
+    assert transport["this command"]["transport"] == taken, transport
+    assert transport["core's calls"].startswith(f"transport {TRANSPORT}: "), transport
     in_use = json.loads(shown.stdout)["etcd"]["db_size_in_use"]
     assert isinstance(in_use, int) and in_use > 0, in_use
     table = plugin.run("footprint")

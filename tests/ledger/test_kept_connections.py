@@ -30,14 +30,14 @@ def dialled(monkeypatch: pytest.MonkeyPatch) -> Recorded:
 
 def read(endpoint: str) -> int:
     """One call's read, over HTTP: ``/x``'s version."""
-    return version(EtcdConfig(machines=[endpoint]))
+    return version(EtcdConfig(machines=[endpoint], transport="http"))
 
 
 def test_calls_in_one_process_dial_once(member: Cluster, dialled: Recorded) -> None:
     (endpoint,) = member.endpoints
     for _ in range(3):
         assert read(endpoint) == 0
-    put(EtcdConfig(machines=[endpoint]), b"/k")
+    put(EtcdConfig(machines=[endpoint], transport="http"), b"/k")
     assert len(dialled) == 1
 
 
@@ -48,8 +48,9 @@ def test_a_connection_etcd_let_go_is_found_out_and_dialled_again(
     assert read(endpoint) == 0
     member.kill()
     member.start()  # every connection it had is gone
-    put(EtcdConfig(machines=[endpoint]), b"/k")  # on a connection dialled afresh: once
-    assert version(EtcdConfig(machines=[endpoint]), b"/k") == 1
+    # on a connection dialled afresh: once
+    put(EtcdConfig(machines=[endpoint], transport="http"), b"/k")
+    assert version(EtcdConfig(machines=[endpoint], transport="http"), b"/k") == 1
     assert len(dialled) == 2
 
 
@@ -104,7 +105,7 @@ def test_a_write_whose_kept_connection_was_let_go_under_it_is_not_sent_again(
 ) -> None:
     endpoint = f"http://127.0.0.1:{scripted.port}"
     assert read(endpoint) == 0
-    transport = open_transport(EtcdConfig(machines=[endpoint]))
+    transport = open_transport(EtcdConfig(machines=[endpoint], transport="http"))
     try:
         with pytest.raises(Unavailable) as failed:
             transport.send(0, wire.TxnRequest(success=[wire.put(b"/k", b"v")]), wire.TxnResponse, 5)

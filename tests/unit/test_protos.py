@@ -1,12 +1,64 @@
-"""etcd's messages as the gRPC transport decodes them (ledger/etcd/protos.py): the fields etcd
-3.4 added, which the ``etcd3`` package's descriptors (etcd 3.3's) lack, are read."""
+"""etcd's messages as the gRPC transport builds them (ledger/etcd/protos.py): every field the
+``etcd3`` package's generated modules (etcd 3.3's) carry has the same number, type and place
+here, and the fields etcd 3.4 added, which those lack, are read. (Against real etcd:
+``tests/ledger/test_messages.py``.)"""
 
 from __future__ import annotations
 
+import ast
+import importlib.util
+import os
+
 import msgspec
-from google.protobuf import json_format
+from google.protobuf import descriptor_pool, json_format
 
 from resource_extend.ledger.etcd import protos, wire
+
+
+def etcd3_pool() -> descriptor_pool.DescriptorPool:
+    """The descriptors etcd3 0.12's generated modules carry, read from their source as data
+    (the modules themselves load only on protobuf's pure-Python backend)."""
+    spec = importlib.util.find_spec("etcd3")
+    assert spec is not None and spec.submodule_search_locations
+    folder = os.path.join(spec.submodule_search_locations[0], "etcdrpc")
+    pool = descriptor_pool.DescriptorPool()
+    for name in ("kv_pb2.py", "auth_pb2.py", "rpc_pb2.py"):
+        with open(os.path.join(folder, name), encoding="utf-8") as file:
+            tree = ast.parse(file.read())
+        found = next(
+            node.value
+            for node in ast.walk(tree)
+            if isinstance(node, ast.keyword) and node.arg == "serialized_pb"
+        )
+        literal = ast.literal_eval(found.args[0] if isinstance(found, ast.Call) else found)
+        pool.AddSerializedFile(literal.encode("latin-1") if isinstance(literal, str) else literal)
+    return pool
+
+
+def test_every_field_etcd3_knows_is_the_same_here() -> None:
+    old = etcd3_pool()
+    compared = 0
+    for name in protos.MESSAGES:
+        full = name if name.startswith("mvccpb.") else f"{protos.PACKAGE}.{name}"
+        theirs, ours = old.FindMessageTypeByName(full), protos.POOL.FindMessageTypeByName(full)
+        for field in theirs.fields:
+            mine = ours.fields_by_number[field.number]
+            kind = field.message_type or field.enum_type
+            my_kind = mine.message_type or mine.enum_type
+            assert (mine.name, mine.type, mine.is_repeated) == (
+                field.name,
+                field.type,
+                field.is_repeated,
+            ), full
+            assert (kind and kind.full_name) == (my_kind and my_kind.full_name), full
+            oneof = field.containing_oneof
+            assert (oneof and oneof.name) == (mine.containing_oneof and mine.containing_oneof.name)
+            compared += 1
+    for name, values in protos.ENUMS.items():
+        theirs_enum = old.FindEnumTypeByName(f"{protos.PACKAGE}.{name}")
+        assert [v.name for v in theirs_enum.values] == list(values)
+        assert [v.number for v in theirs_enum.values] == list(range(len(values)))
+    assert compared >= 80  # (87 in etcd3 0.12)
 
 
 def as_read(name: str, raw: bytes, reply: type[msgspec.Struct]) -> msgspec.Struct:
