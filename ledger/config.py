@@ -42,8 +42,9 @@ class EtcdConfig(msgspec.Struct, kw_only=True):
     key: str = ""
     timeout: Annotated[float, msgspec.Meta(gt=0, le=25)] = 5.0
     """Seconds one call may spend on etcd in all, retries and fail-over included."""
-    max_attempts: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 64
-    """How many times a write re-reads and retries after losing a compare-and-swap."""
+    max_attempts: Annotated[int, msgspec.Meta(ge=0, le=1000)] = 0
+    """How many times a write may try its compare-and-swap before it gives up with
+    "contention" (0: as often as ``timeout`` allows, each retry after a jittered pause)."""
     transport: Literal["auto", "http", "grpc"] = "auto"
     """How requests reach etcd: gRPC, or its JSON gateway over HTTP (quick to start); ``auto``
     takes gRPC in a process that serves many calls and HTTP in one that makes a single call

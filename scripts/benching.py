@@ -61,10 +61,12 @@ def run(argv: Sequence[str], stdin: bytes = b"") -> Run:
 
 
 def at_once(argv: Sequence[str], stdin: bytes, count: int, rounds: int) -> tuple[float, float]:
-    """Median and p99 seconds of ``count`` processes started together, ``rounds`` times (every
-    one must succeed)."""
+    """``count`` processes started together, ``rounds`` times (every one must succeed): the
+    median of every time, and the median of the rounds' p99s (one slow round, a scheduler's
+    hiccup, is not the result)."""
     times: list[float] = []
     failed: list[bytes] = []
+    p99s: list[float] = []
 
     def one(start: threading.Barrier) -> None:
         start.wait()
@@ -75,17 +77,20 @@ def at_once(argv: Sequence[str], stdin: bytes, count: int, rounds: int) -> tuple
             failed.append(done.stderr)
 
     for _ in range(rounds):
+        before = len(times)
         start = threading.Barrier(count)
         threads = [threading.Thread(target=one, args=(start,)) for _ in range(count)]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
+        this_round = sorted(times[before:])
+        if this_round:
+            p99s.append(this_round[min(len(this_round) - 1, int(len(this_round) * 0.99))])
         time.sleep(0.5)
     if failed:
         sys.exit(f"bench: {' '.join(argv)} failed: {failed[0].decode().strip()}")
-    times.sort()
-    return statistics.median(times), times[min(len(times) - 1, int(len(times) * 0.99))]
+    return statistics.median(times), statistics.median(p99s)
 
 
 GNU_TIME = "/usr/bin/time"
@@ -212,9 +217,9 @@ class Bench:
     @property
     def call_goals(self) -> tuple[float, float]:
         """A read's and a write's goal against etcdctl's: with the helper, a read cheaper than
-        etcdctl's and a write within a fifth of its; without it (a whole Python process per
+        etcdctl's (0.85x) and a write no dearer than its; without it (a whole Python process per
         call, every one), within twice etcdctl's, reads and writes alike."""
-        return (0.9, 1.2) if self.resident else (2.0, 2.0)
+        return (0.85, 1.0) if self.resident else (2.0, 2.0)
 
     def ctl(self, *args: str, times: int | None = None) -> float:
         return median_of(times or self.repeat, [*self.etcdctl, *args])[0]
@@ -267,6 +272,11 @@ class Bench:
         bare, _ = median_of(self.repeat, [sys.executable, "-I", "-S", "-c", "pass"])
         self.row("read against the floor: python -I -S -c pass", read, bare,
                  "python -I -S -c pass", None)  # fmt: skip
+        above = (read - bare) * 1000
+        self.rows.append(
+            ("read, above the floor", f"{above:+.1f} ms", f"{bare * 1000:.1f} ms (python -I -S "
+             "-c pass)", "", f"≤ 3 ms{' ✓' if above <= 3 else ' ✗'}")
+        )  # fmt: skip
         for what, argv in (
             ("python -I -S -c pass", [sys.executable, "-I", "-S", "-c", "pass"]),
             ("python -c pass", [sys.executable, "-c", "pass"]),
@@ -296,7 +306,7 @@ class Bench:
             )
             root = KeyLayout(prefix, "gpu").root.decode()
             theirs = self.ctl("get", "--prefix", root, times=times)
-            goal = 2.0 if count >= 10_000 else None
+            goal = 1.8 if count >= 10_000 else 1.3
             self.row(f"get-nodes-deploy-capacity, {count:,} nodes", ours, theirs,
                      "etcdctl get --prefix, same records", goal)  # fmt: skip
             if count >= 10_000:
@@ -347,7 +357,9 @@ class Bench:
         )
         self.row(f"write on a {length:,}-event stream", ours, base, "same, 10-event stream", 1.1)
 
-    def contention(self, seconds: float) -> str:
+    def contention(self, seconds: float, writers: int = WRITERS) -> str:
+        """``writers`` processes writing to one node for ``seconds``: commits, calls that gave
+        up (the goal: none, while each call has time left), compare-and-swap retries."""
         # Enough cards in use that giving one back never fails: every call can commit.
         info = {"nodename": "hot", "capacity": {"prod_count_map": {PRODUCT: 100_000}},
                 "usage": {"prod_count_map": {PRODUCT: 50_000}}}  # fmt: skip
@@ -371,7 +383,7 @@ class Bench:
 
         before = self.proposals()
         started = time.perf_counter()
-        threads = [threading.Thread(target=writer, args=(i,)) for i in range(WRITERS)]
+        threads = [threading.Thread(target=writer, args=(i,)) for i in range(writers)]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -380,10 +392,12 @@ class Bench:
         commits = results.count(0)
         txns = self.proposals() - before
         retries = max(txns - commits, 0)
+        gave_up = len(results) - commits
         return (
-            f"{WRITERS} writers on one node for {elapsed:.1f} s: {commits} commits "
-            f"({commits / elapsed:.1f}/s), {len(results) - commits} failed calls, "
-            f"{retries} compare-and-swap retries ({retries / max(commits, 1):.2f} per commit)"
+            f"{writers} writers on one node for {elapsed:.1f} s: {commits} commits "
+            f"({commits / elapsed:.1f}/s), {gave_up} calls gave up "
+            f"{'✓' if gave_up == 0 else '✗'} (goal: none), {retries} compare-and-swap "
+            f"retries ({retries / max(commits, 1):.2f} per commit)"
         )
 
     def concurrent(self, callers: int, rounds: int) -> str:
@@ -398,7 +412,7 @@ class Bench:
         _, bare = at_once([sys.executable, "-I", "-S", "-c", "pass"], b"", callers, rounds)
         verdict = "✓" if p99 <= 1.3 * bare else "✗"
         return (
-            f"{callers} reads at once through one helper ({rounds} rounds): median "
+            f"{callers} reads at once through one helper (median of {rounds} rounds): median "
             f"{median * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms, one read alone {alone * 1000:.1f} "
             f"ms ({p99 / alone:.1f}x); {callers} bare interpreters at once (python -I -S -c "
             f"pass): p99 {bare * 1000:.0f} ms: ours {p99 / bare:.2f}x theirs {verdict} "

@@ -124,6 +124,10 @@ class Connection:
         host, port = self._endpoints[self._current]
         return f"{host}:{port}"
 
+    def time_left(self) -> float:
+        """Seconds of the time budget left (0 when it is spent)."""
+        return max(self._deadline - time.monotonic(), 0.0)
+
     def settle_reserve(self) -> float:
         """Seconds an append keeps back when it sends a write (``SETTLE_SHARE``)."""
         return self._config.timeout * SETTLE_SHARE

@@ -17,6 +17,7 @@ in: ``ledger.upkeep.compaction``).
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import time
 from collections.abc import Callable
@@ -103,9 +104,15 @@ class Appender(Generic[S]):
 
         Each attempt is four steps of :class:`_Write`: find out what became of a write sent
         before (:meth:`~_Write.landed`), decide, send, and, when etcd fails, settle or give up.
+        A lost race is tried again after a jittered pause for as long as the call's time
+        (``etcd.timeout``) lasts: the write gives up with "contention" only once it is spent
+        (or after ``etcd.max_attempts`` tries, where that is set).
         """
         write = _Write(self, node, verb, decide, with_length or admit is not None, admit, resume)
-        for attempt in range(self.config.max_attempts):
+        bound = self.config.max_attempts
+        for attempt in itertools.count():
+            if bound and attempt == bound:
+                break
             try:
                 landed = write.landed()
                 if landed is not None:
@@ -318,7 +325,8 @@ class _Write(Generic[S]):
             raise appender.outcomes.not_where_the_head_says(node, record.seq)  # no writer moved it
         self.record = fresh
         self.lost += 1
-        time.sleep(_jitter(min(0.002 * 2 ** (self.lost - 1), 0.05)))
+        pause = _jitter(min(0.002 * 2 ** (self.lost - 1), MOST_PAUSE))
+        time.sleep(min(pause, appender.etcd.time_left()))
         return None
 
     def failed(self, exc: StoreError, attempt: int) -> None:
@@ -354,6 +362,12 @@ class _Write(Generic[S]):
 def new_op() -> str:
     """A fresh operation id: 128 random bits in hex (as a uuid4, without importing uuid)."""
     return os.urandom(16).hex()
+
+
+MOST_PAUSE = 0.05
+"""Seconds a write that lost a race waits at most before it tries again: from 2 ms, doubled
+at each race lost, then this; each pause drawn at random below it, so that racing writers
+spread out ("full jitter")."""
 
 
 def _jitter(most: float) -> float:

@@ -125,12 +125,13 @@ def worker(plugin: Plugin, node: str, seed: int, start: threading.Barrier) -> li
     return calls
 
 
-@pytest.mark.parametrize("max_attempts", [64, 1])
+@pytest.mark.parametrize("max_attempts", [0, 1])
 def test_concurrent_deploys_and_releases_on_one_node(
     plugin: Plugin, etcd: Etcd, max_attempts: int
 ) -> None:
-    """With the default retry bound every call lands; with one attempt, lost races must fail
-    clearly ("contention") and leave nothing behind, and the ledger stays exact either way."""
+    """By default (retries for as long as the call's time lasts) every call lands; with one
+    attempt, lost races must fail clearly ("contention") and leave nothing behind, and the
+    ledger stays exact either way."""
     plugin.write_config(max_attempts=max_attempts)
     node = "hot"
     plugin.add(node, CAPACITY)
@@ -143,7 +144,7 @@ def test_concurrent_deploys_and_releases_on_one_node(
     assert len(calls) == WORKERS * CALLS_PER_WORKER
     assert succeeded, "no call succeeded"
     failures = [c.error for c in calls if not c.ok]
-    if max_attempts > 1:
+    if max_attempts != 1:
         assert failures == []
     else:  # 120 racing calls with no retry: some lose (a miss is ~1e-9 likely)
         assert failures, "no call lost a race: the contention path went untested"

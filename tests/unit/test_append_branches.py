@@ -26,6 +26,7 @@ from resource_extend.ledger.model.errors import (
 )
 from resource_extend.ledger.model.events import AnyEvent, Change, Checkpoint
 from resource_extend.ledger.store import Store
+from resource_extend.ledger.store import appender as appender_module
 from resource_extend.ledger.store import streams as streams_module
 from resource_extend.ledger.store.keys import KeyLayout
 from resource_extend.ledger.upkeep import compaction
@@ -391,6 +392,57 @@ def test_exhausting_max_attempts_is_contention() -> None:
 
     assert len(seen) == 3  # one lost race per attempt ...
     assert len(theirs) == 4  # ... and the rival's fourth lands before the failure is tallied
+    assert ops(stream_of(etcd)) == [*ops(added), *theirs]
+    assert store.outcomes.write_failures() == {"take": 1}
+
+
+def rival_for(etcd: MemoryEtcd, times: int) -> list[str]:
+    """Another writer takes a card just before each of our next ``times`` writes."""
+    theirs: list[str] = []
+
+    def one() -> None:
+        theirs.extend(take_one(etcd))
+        if len(theirs) < times:
+            etcd.before_next_write(one)
+
+    etcd.before_next_write(one)
+    return theirs
+
+
+def test_a_write_outlasts_any_count_of_lost_races_while_its_time_lasts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A rival wins the first 200 races, far past the 64 tries writes once stopped at: the
+    write keeps trying, a jittered pause apart (kept short here), and lands; its event counts
+    the races it lost."""
+    monkeypatch.setattr(appender_module, "MOST_PAUSE", 0.0005)
+    etcd = MemoryEtcd()
+    added = new_node(etcd)
+    theirs = rival_for(etcd, 200)
+
+    result = make_store(etcd, timeout=20.0).appender.append(NODE, "take", usage_change({CARD: 1}))
+
+    assert len(theirs) == 200
+    (ours,) = result.events
+    assert ours.retries == 200
+    assert ops(stream_of(etcd)) == [*ops(added), *theirs, ours.op]
+
+
+def test_a_write_gives_up_as_contention_only_once_its_time_is_spent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(appender_module, "MOST_PAUSE", 0.0005)
+    etcd = MemoryEtcd()
+    added = new_node(etcd)
+    theirs = rival(etcd, forever=True)
+    decide, seen = recording(usage_change({CARD: 1}))
+    store = make_store(etcd, timeout=0.5)
+
+    with pytest.raises(Contention) as raised:
+        store.appender.append(NODE, "take", decide)
+
+    assert "etcd.timeout (0.5s) ran out" in str(raised.value)
+    assert len(seen) > 64  # no count of tries stopped it
     assert ops(stream_of(etcd)) == [*ops(added), *theirs]
     assert store.outcomes.write_failures() == {"take": 1}
 

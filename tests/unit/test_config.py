@@ -33,7 +33,7 @@ def test_minimal_config_gets_defaults() -> None:
     assert etcd.machines == ["http://127.0.0.1:2379"]
     assert etcd.prefix == "/eru"
     assert etcd.timeout == 5.0
-    assert etcd.max_attempts == 64
+    assert etcd.max_attempts == 0  # no count: as long as etcd.timeout lasts
     assert etcd.auth.username == ""
     assert etcd.auth.password == ""
     assert (etcd.ca, etcd.cert, etcd.key) == ("", "", "")
@@ -126,7 +126,7 @@ def test_a_top_level_key_like_none_of_ours_is_kept_as_unrecognised() -> None:
         ("etcd: {machines: [a], timeout: -1}", "timeout"),
         ("etcd: {machines: [a], timeout: 25.5}", "timeout"),
         ("etcd: {machines: [a], timeout: fast}", "timeout"),
-        ("etcd: {machines: [a], max_attempts: 0}", "max_attempts"),
+        ("etcd: {machines: [a], max_attempts: -1}", "max_attempts"),
         ("etcd: {machines: [a], max_attempts: 1001}", "max_attempts"),
         ("other: 1", "etcd"),
     ],
