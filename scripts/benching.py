@@ -367,6 +367,7 @@ class Bench:
         run([*verb, "set-node-resource-info"], json.dumps(info).encode())
         argv = [*verb, "set-node-resource-usage"]
         results: list[int] = []
+        failures: list[str] = []
         stop = time.monotonic() + seconds
 
         def writer(index: int) -> None:
@@ -378,7 +379,10 @@ class Bench:
                     "delta": True,
                     "incr": incr,
                 }
-                results.append(run(argv, json.dumps(request).encode()).status)
+                done = run(argv, json.dumps(request).encode())
+                results.append(done.status)
+                if done.status:
+                    failures.append(done.stderr.decode().strip())
                 incr = not incr
 
         before = self.proposals()
@@ -398,6 +402,7 @@ class Bench:
             f"({commits / elapsed:.1f}/s), {gave_up} calls gave up "
             f"{'✓' if gave_up == 0 else '✗'} (goal: none), {retries} compare-and-swap "
             f"retries ({retries / max(commits, 1):.2f} per commit)"
+            + (f"; the first said: {failures[0]}" if failures else "")
         )
 
     def concurrent(self, callers: int, rounds: int) -> str:

@@ -176,15 +176,22 @@ def test_an_edit_that_changes_nothing_creates_nothing(installed: Plugin) -> None
 
 def raced(plugin: Plugin, verb: str, decide_: Decide, creator_cards: int) -> Appended[Any]:
     """``decide_`` appended to GHOST in this process, as ``verb``; just before its write is
-    sent, a creator, a process of its own, adds ``creator_cards`` to GHOST's capacity (which
-    creates its record). The creator must have run."""
+    sent, a creator, a process of its own (as on another host: it takes no turn with this
+    one, ``ledger.store.turns``), adds ``creator_cards`` to GHOST's capacity (which creates
+    its record). The creator must have run."""
     ran: list[str] = []
+    elsewhere = plugin.workdir / "another-host"  # its own runtime directory: no turns shared
+    elsewhere.mkdir(mode=0o700, exist_ok=True)
 
     def creator(node: str, end: int, op: str) -> None:
         if not ran:
             ran.append(op)
             request = {"nodename": node, "resource_request": R({P: creator_cards})}
-            plugin.ok("set-node-resource-capacity", request | {"delta": True, "incr": True})
+            request |= {"delta": True, "incr": True}
+            done = plugin.run(
+                "set-node-resource-capacity", request, env={"XDG_RUNTIME_DIR": str(elsewhere)}
+            )
+            assert done.status == 0, done.stderr
 
     settings = EtcdConfig(machines=plugin.endpoints, prefix=plugin.prefix)
     store = Store(settings, GPU, write_hook=creator)

@@ -38,6 +38,7 @@ from resource_extend.ledger.store.keys import KeyLayout
 from resource_extend.ledger.store.migration import ON_WRITE, migrate_node, not_migrated
 from resource_extend.ledger.store.outcomes import Appended, Outcomes, stream_length
 from resource_extend.ledger.store.records import NodeReads, NodeRecord
+from resource_extend.ledger.store.turns import turn
 
 S = TypeVar("S", bound=msgspec.Struct)
 """The node state of the store's resource kind."""
@@ -106,8 +107,23 @@ class Appender(Generic[S]):
         before (:meth:`~_Write.landed`), decide, send, and, when etcd fails, settle or give up.
         A lost race is tried again after a jittered pause for as long as the call's time
         (``etcd.timeout``) lasts: the write gives up with "contention" only once it is spent
-        (or after ``etcd.max_attempts`` tries, where that is set).
+        (or after ``etcd.max_attempts`` tries, where that is set). The writers of this host
+        take turns at the node first (``ledger.store.turns``), so that they seldom race.
         """
+        left = self.etcd.time_left()  # waited for at most half, leaving the write its time
+        wait = max(min(left / 2, left - 3 * self.etcd.settle_reserve()), 0.0)
+        with turn(self.kind.program, self.config.prefix, node, wait):
+            return self._append(node, verb, decide, with_length, admit, resume)
+
+    def _append(
+        self,
+        node: str,
+        verb: str,
+        decide: Callable[[S | None], Change | None],
+        with_length: bool,
+        admit: Admit | None,
+        resume: Resume | None,
+    ) -> Appended[S]:
         write = _Write(self, node, verb, decide, with_length or admit is not None, admit, resume)
         bound = self.config.max_attempts
         for attempt in itertools.count():

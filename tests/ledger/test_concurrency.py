@@ -15,6 +15,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -79,8 +80,11 @@ class Call:
     error: str = ""
 
 
-def worker(plugin: Plugin, node: str, seed: int, start: threading.Barrier) -> list[Call]:
-    """Deploy random workloads and release some of the ones this worker took."""
+def worker(
+    plugin: Plugin, node: str, seed: int, start: threading.Barrier, host: dict[str, str]
+) -> list[Call]:
+    """Deploy random workloads and release some of the ones this worker took; ``host``: the
+    environment that makes its calls another host's (:func:`hosts`), or none."""
     rng = random.Random(seed)
     tags = itertools.count()
     held: list[Cards] = []
@@ -106,7 +110,7 @@ def worker(plugin: Plugin, node: str, seed: int, start: threading.Barrier) -> li
             "delta": True,
             "incr": incr,
         }
-        result = plugin.run("set-node-resource-usage", request)
+        result = plugin.run("set-node-resource-usage", request, env=host)
         delta = total(workloads) if incr else add({}, total(workloads), -1)
         called = signature(incr, workloads)
         if result.status == 0:
@@ -125,19 +129,40 @@ def worker(plugin: Plugin, node: str, seed: int, start: threading.Barrier) -> li
     return calls
 
 
-@pytest.mark.parametrize("max_attempts", [0, 1])
+def hosts(tmp_path: Path, count: int) -> list[dict[str, str]]:
+    """An environment per worker that makes its calls another host's: a runtime directory of
+    its own, so that its writes take no turns with the others' (``ledger.store.turns``) and
+    race them at etcd, as writers on different hosts do (and, with the helper on, a helper of
+    its own)."""
+    made = []
+    for n in range(count):
+        directory = tmp_path / f"host-{n}"
+        directory.mkdir(mode=0o700)
+        made.append({"XDG_RUNTIME_DIR": str(directory)})
+    return made
+
+
+@pytest.mark.parametrize(
+    ("max_attempts", "one_host"),
+    [(0, True), (0, False), (1, False)],
+    ids=["one host", "a host each", "a host each, one try"],
+)
 def test_concurrent_deploys_and_releases_on_one_node(
-    plugin: Plugin, etcd: Etcd, max_attempts: int
+    plugin: Plugin, etcd: Etcd, tmp_path: Path, max_attempts: int, one_host: bool
 ) -> None:
-    """By default (retries for as long as the call's time lasts) every call lands; with one
-    attempt, lost races must fail clearly ("contention") and leave nothing behind, and the
-    ledger stays exact either way."""
+    """By default (retries for as long as the call's time lasts) every call lands, whether the
+    writers take turns on one host or race from a host each; with one attempt, lost races
+    must fail clearly ("contention") and leave nothing behind; the ledger stays exact in
+    each case."""
     plugin.write_config(max_attempts=max_attempts)
     node = "hot"
     plugin.add(node, CAPACITY)
     start = threading.Barrier(WORKERS)
     with ThreadPoolExecutor(WORKERS) as pool:
-        futures = [pool.submit(worker, plugin, node, seed, start) for seed in range(WORKERS)]
+        envs = [{}] * WORKERS if one_host else hosts(tmp_path, WORKERS)
+        futures = [
+            pool.submit(worker, plugin, node, seed, start, envs[seed]) for seed in range(WORKERS)
+        ]
         calls = [call for future in futures for call in future.result()]
 
     succeeded = [c for c in calls if c.ok]
@@ -159,6 +184,11 @@ def test_concurrent_deploys_and_releases_on_one_node(
     events = etcd.event_docs(node)
     changed = [c for c in succeeded if c.delta]
     assert len(events) == len(changed) + 1
+    lost = sum(event.get("retries", 0) for event in events)
+    if one_host:  # each write in its turn: none raced another at etcd
+        assert lost == 0, f"{lost} races lost by writers of one host"
+    elif max_attempts != 1:
+        assert lost, "no write lost a race: the writers did not race"
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     assert [kv.key for kv in etcd.events(node)] == [
         etcd.event_key(node, s) for s in range(1, len(events) + 1)
