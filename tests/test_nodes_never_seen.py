@@ -186,7 +186,7 @@ def raced(plugin: Plugin, verb: str, decide_: Decide, creator_cards: int) -> App
     def creator(node: str, end: int, op: str) -> None:
         if not ran:
             ran.append(op)
-            request = {"nodename": node, "resource_request": R({P: creator_cards})}
+            request: dict[str, Any] = {"nodename": node, "resource_request": R({P: creator_cards})}
             request |= {"delta": True, "incr": True}
             done = plugin.run(
                 "set-node-resource-capacity", request, env={"XDG_RUNTIME_DIR": str(elsewhere)}

@@ -34,6 +34,7 @@ from resource_extend.commands.resident.warm import config_or_none, ready_for_cal
 from resource_extend.ledger import rundir
 from resource_extend.ledger.etcd.choice import serves_many_calls
 from resource_extend.ledger.store.appender import who
+from resource_extend.ledger.store.turns import tidy
 
 if TYPE_CHECKING:
     from resource_extend.projections.plugin import Plugin
@@ -262,6 +263,7 @@ class Helper:
                 del self._busy[pid]
             time.sleep(0.02)
         self._selector.close()
+        tidy(self._directory)  # the writers' turn files nobody holds now
         os.close(self._directory)
 
 

@@ -16,6 +16,9 @@ A turn is never needed for a write to be right, only to be quick:
 * a process that dies lets its turn go with it (the kernel drops the lock);
 * within one process a second write of the same slot (a rival a test runs from a write hook)
   goes on at once: a process's writes never wait on themselves.
+
+A helper that stops removes the turn files nobody holds (:func:`tidy`), leaving the runtime
+directory as it found it.
 """
 
 from __future__ import annotations
@@ -36,6 +39,9 @@ each other's writes (a few milliseconds each)."""
 
 FIRST_PAUSE, MOST_PAUSE = 0.0005, 0.005
 """Seconds between two tries at a taken turn: from the first, doubled each time, to the most."""
+
+_FLAGS = posix.O_RDWR | posix.O_CLOEXEC | posix.O_NOFOLLOW
+"""How a turn file is opened: never through a link."""
 
 _held: set[tuple[str, int]] = set()
 """The turns this process holds, by program and slot."""
@@ -77,8 +83,7 @@ def _lock_file(program: str, number: int) -> int | None:
     except OSError:
         return None
     try:
-        flags = posix.O_RDWR | posix.O_CREAT | posix.O_CLOEXEC | posix.O_NOFOLLOW
-        return posix.open(f"turn-{number:02d}", flags, 0o600, dir_fd=directory)
+        return posix.open(f"turn-{number:02d}", _FLAGS | posix.O_CREAT, 0o600, dir_fd=directory)
     except OSError:
         return None
     finally:
@@ -103,3 +108,25 @@ def _take(fd: int, wait: float) -> bool:
             return False
         time.sleep(min(left, pause * (0.5 + int.from_bytes(os.urandom(1), "big") / 255)))
         pause = min(pause * 2, MOST_PAUSE)
+
+
+def tidy(directory: int) -> None:
+    """Remove the turn files nobody holds from the runtime directory open as ``directory``.
+    A writer that opened one just before may then hold a turn no later writer shares: those
+    writers race at etcd for a while, as they would without turns."""
+    for name in os.listdir(directory):
+        if not name.startswith("turn-"):
+            continue
+        try:
+            fd = posix.open(
+                name, posix.O_RDWR | posix.O_CLOEXEC | posix.O_NOFOLLOW, dir_fd=directory
+            )
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            posix.unlink(name, dir_fd=directory)
+        except OSError:  # held (BlockingIOError), or gone already
+            pass
+        finally:
+            posix.close(fd)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from resource_extend.ledger import rundir
 from resource_extend.ledger.store import turns
 from resource_extend.ledger.store.turns import turn
 
@@ -73,7 +74,7 @@ def test_no_runtime_directory_to_be_had_means_no_turns(
     shared.mkdir(mode=0o777)
     shared.chmod(0o777)  # others could swap what is in it: not to be trusted
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(shared))
-    monkeypatch.setattr(turns.rundir, "FALLBACK_BASE", str(shared))
+    monkeypatch.setattr(rundir, "FALLBACK_BASE", str(shared))
     with turn(PROGRAM, "/p", "n1", 5) as held:
         assert not held
 
