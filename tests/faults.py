@@ -448,29 +448,6 @@ class LetsGoSecondRequests:
         self.listener.close()
 
 
-class SilentListener:
-    """Accepts connections and never answers: an etcd that hangs."""
-
-    def __init__(self) -> None:
-        self._listener = socket.create_server(("127.0.0.1", 0), backlog=64)
-        self.port = self._listener.getsockname()[1]
-        self._held: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def _accept(self) -> None:
-        for conn in _accepted(self._listener):
-            self._held.append(conn)
-
-    def close(self) -> None:
-        self._listener.close()
-        for conn in self._held:
-            conn.close()
-
-
 class _ConnectionServer:
     """A server on a free loopback port that hands each connection to :meth:`_serve`, in a
     thread of its own, until :meth:`close`."""
@@ -503,6 +480,22 @@ class _ConnectionServer:
     def close(self) -> None:
         self._closed = True
         _close(self._listener)
+
+
+class SilentListener(_ConnectionServer):
+    """Accepts connections and never answers: an etcd that hangs. Each is held open until
+    :meth:`close`."""
+
+    def __init__(self) -> None:
+        self._done = threading.Event()
+        super().__init__()
+
+    def _serve(self, conn: socket.socket) -> None:
+        self._done.wait()
+
+    def close(self) -> None:
+        super().close()
+        self._done.set()
 
 
 class RewritingProxy(_ConnectionServer):

@@ -113,22 +113,14 @@ class Appender(Generic[S]):
         left = self.etcd.time_left()  # waited for at most half, leaving the write its time
         wait = max(min(left / 2, left - 3 * self.etcd.settle_reserve()), 0.0)
         with turn(self.kind.program, self.config.prefix, node, wait):
-            return self._append(node, verb, decide, with_length, admit, resume)
+            reads_length = with_length or admit is not None
+            write = _Write(self, node, verb, decide, reads_length, admit, resume)
+            return self._attempts(write)
 
-    def _append(
-        self,
-        node: str,
-        verb: str,
-        decide: Callable[[S | None], Change | None],
-        with_length: bool,
-        admit: Admit | None,
-        resume: Resume | None,
-    ) -> Appended[S]:
-        write = _Write(self, node, verb, decide, with_length or admit is not None, admit, resume)
+    def _attempts(self, write: _Write[S]) -> Appended[S]:
+        """``write``'s attempts, until one lands, its time is spent, or the tries run out."""
         bound = self.config.max_attempts
-        for attempt in itertools.count():
-            if bound and attempt == bound:
-                break
+        for attempt in range(bound) if bound else itertools.count():
             try:
                 landed = write.landed()
                 if landed is not None:
@@ -144,9 +136,9 @@ class Appender(Generic[S]):
             except StoreError as exc:
                 write.failed(exc, attempt)  # raises, unless etcd is given time to settle
         raise self.outcomes.gave_up(
-            node,
-            verb,
-            f"contention: other writers changed the node first {self.config.max_attempts} "
+            write.node,
+            write.verb,
+            f"contention: other writers changed the node first {bound} "
             "times (etcd.max_attempts); nothing was written",
         )
 
