@@ -47,8 +47,8 @@ class EtcdConfig(msgspec.Struct, kw_only=True):
     "contention" (0: as often as ``timeout`` allows, each retry after a jittered pause)."""
     transport: Literal["auto", "http", "grpc"] = "auto"
     """How requests reach etcd: gRPC, or its JSON gateway over HTTP (quick to start); ``auto``
-    takes gRPC in a process that serves many calls and HTTP in one that makes a single call
-    (``ledger.etcd.connection.choose``)."""
+    takes gRPC for scans over many nodes in a process that serves many calls, and HTTP for
+    the rest and in a process that makes a single call (``ledger.etcd.choice.choose``)."""
 
     def __post_init__(self) -> None:
         if bool(self.cert) != bool(self.key):

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 MODE = os.environ.get("RESOURCE_GPU_TEST_MODE", "http")
 """How the plugin runs in this test run (the suite runs once in each): calls in-process over
 HTTP or over gRPC, or served by the resident helper with the default transport (``auto``: the
-helper's calls over gRPC, a call made before it is up over HTTP)."""
+helper's scans over many nodes over gRPC, the rest over HTTP, as is a call made before it is
+up)."""
 if MODE not in ("http", "grpc", "resident"):
     raise RuntimeError(f"RESOURCE_GPU_TEST_MODE={MODE!r}: expected http, grpc or resident")
 TRANSPORT: Literal["http", "grpc", "auto"] = (

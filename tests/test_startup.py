@@ -173,9 +173,11 @@ def test_the_grpc_transport_without_its_libraries_says_how_to_install_them(
     assert "transport: auto" in line, line
 
 
-def test_auto_takes_http_in_a_call_of_its_own_and_grpc_in_a_command(plugin: Plugin) -> None:
+def test_auto_takes_http_in_a_call_of_its_own_and_scans_over_grpc_in_a_command(
+    plugin: Plugin,
+) -> None:
     """The default transport: a core call in a process of its own pays no gRPC import; an
-    operator's command, which serves many, takes gRPC; both say so."""
+    operator's command, which serves many, scans over gRPC; both say so."""
     plugin.write_config(transport="auto", resident=False)
     plugin.add("n1", {"a": 4})
     loaded = modules_loaded_by("get-node-resource-info", b'{"nodename": "n1"}', str(plugin.config))
@@ -187,7 +189,8 @@ def test_auto_takes_http_in_a_call_of_its_own_and_grpc_in_a_command(plugin: Plug
     transport = json.loads(shown.stdout)["transport"]
     assert transport["this command"] == {
         "transport": "grpc",
-        "why": "auto: a process that serves many calls, where gRPC is faster",
+        "why": "auto: a scan over many nodes in a process that serves many calls, where gRPC is "
+        "faster",
     }
     assert transport["core's calls"].startswith("transport auto: core's calls over HTTP (auto: ")
 

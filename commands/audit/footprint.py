@@ -37,7 +37,7 @@ def footprint(session: Session[Struct], top: int, as_json_output: bool) -> Answe
     store, streams = session.store, session.config.streams
     store.etcd.budget_per_request()  # a long stream is many pages: each has etcd.timeout
     etcd, mine = etcd_footprint(store.etcd), measure(store.etcd, store.keys, top)
-    this = choose(session.config.etcd.transport)
+    this = choose(session.config.etcd.transport, scan=True)
     calls = described(session.config.etcd.transport, resident=session.config.resident)
     bound = bound_for(streams, mine.head_keys)
     counted = mine.event_keys * EVENT_BYTES

@@ -188,9 +188,14 @@ def probe(settings: EtcdConfig, index: int, root: bytes) -> Probe:
 
 
 def _carriers(setting: str) -> list[str]:
-    """The transports some call takes under ``etcd.transport``, HTTP first: a core call in a
-    process of its own, and one through the helper (``ledger.etcd.connection.choose``)."""
-    taken = {choose(setting, many_calls=many).transport for many in (False, True)}
+    """The transports some request takes under ``etcd.transport``, HTTP first: a core call's
+    in a process of its own, and one's through the helper, a scan or not
+    (``ledger.etcd.choice.choose``)."""
+    taken = {
+        choose(setting, many_calls=many, scan=scan).transport
+        for many in (False, True)
+        for scan in (False, True)
+    }
     return sorted(taken, reverse=True)
 
 

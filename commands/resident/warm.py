@@ -52,12 +52,14 @@ def config_or_none(config_path: str) -> Config | None:
 
 
 def ready_for_calls(config_path: str) -> None:
-    """Parse the config, and load the etcd transport it names (gRPC's libraries are many):
-    once here, rather than in every call's process. Its failures are the calls' to say."""
+    """Parse the config, and load the etcd transports it names, for scans and the rest (gRPC's
+    libraries are many): once here, rather than in every call's process. Their failures are
+    the calls' to say."""
     settings = config_or_none(config_path)
     if settings is not None:
-        with contextlib.suppress(PluginError):
-            open_transport(settings.etcd)  # opens nothing: a transport connects on first use
+        for scan in (False, True):  # opens nothing: a transport connects on first use
+            with contextlib.suppress(PluginError):
+                open_transport(settings.etcd, scan=scan)
 
 
 def _kinds_packages(plugin: Plugin) -> list[types.ModuleType]:

@@ -30,9 +30,10 @@ from resource_extend.ledger.etcd.transport import (
 from resource_extend.ledger.model.errors import EtcdFull, StoreError
 
 
-def open_transport(config: EtcdConfig) -> Transport:
-    """The transport ``etcd.transport`` names for this process (:func:`choose`)."""
-    if choose(config.transport).transport == "grpc":
+def open_transport(config: EtcdConfig, *, scan: bool = False) -> Transport:
+    """The transport ``etcd.transport`` names for this process's requests, a scan over many
+    nodes or the rest (:func:`choose`)."""
+    if choose(config.transport, scan=scan).transport == "grpc":
         try:
             from resource_extend.ledger.etcd.grpc_transport import GrpcTransport
         except ImportError as exc:
@@ -83,10 +84,13 @@ class Connection:
         transport: Transport | None = None,
         *,
         deadline: float | None = None,
+        scan: bool = False,
     ) -> None:
         self._config = config
         self._endpoints = [(where.host, where.port) for where in config.endpoints]
-        self._transport = transport or open_transport(config)
+        self._transport = transport or open_transport(config, scan=scan)
+        self._scans: Transport | None = self._transport if transport or scan else None
+        """What a scan over many nodes goes over (:meth:`_scan_transport`); None: not opened."""
         self._current = 0
         self._started = time.monotonic()
         self._deadline = deadline or self._started + config.timeout
@@ -117,6 +121,18 @@ class Connection:
 
     def close(self) -> None:
         self._transport.close()
+        if self._scans is not None and self._scans is not self._transport:
+            self._scans.close()
+
+    def _scan_transport(self) -> Transport:
+        """The transport a scan over many nodes takes: over gRPC where ``etcd.transport: auto``
+        keeps the rest on HTTP (opened on the first scan), else the connection's own."""
+        if self._scans is None:
+            if choose(self._config.transport, scan=True) == choose(self._config.transport):
+                self._scans = self._transport
+            else:
+                self._scans = open_transport(self._config, scan=True)
+        return self._scans
 
     # -- transport ----------------------------------------------------------------------------
 
@@ -185,9 +201,8 @@ class Connection:
         """Every key from ``start`` to ``end``, in plain ranges of ``limit`` keys, all read at
         ``revision`` (0: the first page's)."""
         while True:
-            page = self.read_range(
-                wire.RangeRequest(key=start, range_end=end, limit=limit, revision=revision)
-            )
+            asked = wire.RangeRequest(key=start, range_end=end, limit=limit, revision=revision)
+            page = self._send(asked, wire.RangeResponse, scan=True)
             yield from page.kvs
             if not page.more:
                 return
@@ -211,14 +226,17 @@ class Connection:
         *,
         write: bool = False,
         keep: float = 0.0,
+        scan: bool = False,
     ) -> Reply:
-        """Send one KV request, failing over between endpoints when one does not answer, and
-        going round them again (a few times, within ``etcd.timeout``) while none does.
+        """Send one KV request (over the scans' transport if ``scan``), failing over between
+        endpoints when one does not answer, and going round them again (a few times, within
+        ``etcd.timeout``) while none does.
 
         A write that may have reached etcd is never resent here: it raises ``Ambiguous`` and
         :meth:`append` decides (after looking for its operation id).
         """
         failures: list[str] = []
+        transport = self._scan_transport() if scan else self._transport
         if self._per_request:
             self.renew()
         for backoff in PASS_BACKOFF:
@@ -227,7 +245,7 @@ class Connection:
                 where = self._where()
                 try:
                     timeout = self._attempt_timeout(keep)
-                    return self._transport.send(self._current, request, reply, timeout)
+                    return transport.send(self._current, request, reply, timeout)
                 except NoSpace:
                     raise EtcdFull(where) from None
                 except NotEtcd as exc:
@@ -268,7 +286,7 @@ class Connection:
         failures: list[BaseException] = []
 
         def read_share(first: int) -> None:
-            reader = Connection(self._config, deadline=self._deadline)
+            reader = Connection(self._config, deadline=self._deadline, scan=True)
             reader._current = self._current
             try:
                 for i in range(first, len(reads), READERS):

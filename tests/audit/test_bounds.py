@@ -184,7 +184,7 @@ def test_footprint_shows_each_streams_bound_and_the_budget_used(
     # etcd says what of its database is in use, over either transport (over gRPC, etcd3's
     # messages, which predate the field, dropped it: "? in use"); and which transport is taken
     transport = json.loads(shown.stdout)["transport"]
-    taken = choose(TRANSPORT, many_calls=True).transport  # a person's command serves many
+    taken = choose(TRANSPORT, many_calls=True, scan=True).transport  # a person's, scanning
     assert transport["this command"]["transport"] == taken, transport
     assert transport["core's calls"].startswith(f"transport {TRANSPORT}: "), transport
     in_use = json.loads(shown.stdout)["etcd"]["db_size_in_use"]
