@@ -140,12 +140,12 @@ class Call:
                 called.append(done - linked)
         return statistics.median(named), statistics.median(connected), statistics.median(called)
 
-    def in_process(self, times: int) -> tuple[float, float]:
-        """Medians of the verb run here as a call's process runs it, and of the etcd round
-        trips within it."""
+    def in_process(self, times: int) -> tuple[float, float, int]:
+        """Medians of the verb run here as a call's process runs it, of the etcd round trips
+        within it, and of how many there were."""
         verb = load_verb(self.plugin, self.verb)
         assert verb is not None
-        whole, etcd = [], []
+        whole, etcd, trips = [], [], []
         for i in range(times):
             out, err = io.BytesIO(), io.BytesIO()
             session: Session[Any] = Session(
@@ -157,7 +157,8 @@ class Call:
                 whole.append(time.perf_counter() - start)
             assert not err.getvalue(), err.getvalue()
             etcd.append(sum(spent))
-        return statistics.median(whole), statistics.median(etcd)
+            trips.append(len(spent))
+        return statistics.median(whole), statistics.median(etcd), int(statistics.median(trips))
 
 
 def where_rows(bench: Bench, calls: list[tuple[str, Call]]) -> list[str]:
@@ -169,6 +170,7 @@ def where_rows(bench: Bench, calls: list[tuple[str, Call]]) -> list[str]:
     times = bench.repeat * 3
     columns: list[list[float]] = []
     totals: list[float] = []
+    counts: list[int] = []
     for _, call in calls:
         argv = [call.plugin.name, "--config", call.config, call.verb]
         imports = [*START, whole_process_imports(call.plugin)]
@@ -180,7 +182,8 @@ def where_rows(bench: Bench, calls: list[tuple[str, Call]]) -> list[str]:
         whole, bare = statistics.median(wholes), statistics.median(bares)
         loaded = statistics.median(imported)
         named, connected, called = call.client_steps(times, gap=loaded)
-        verb, etcd = call.in_process(times)
+        verb, etcd, trips = call.in_process(times)
+        counts.append(trips)
         parts = [bare, loaded - bare, named, connected, called - verb, verb - etcd, etcd]
         parts.append(whole - sum(parts))
         columns.append(parts)
@@ -194,12 +197,13 @@ def where_rows(bench: Bench, calls: list[tuple[str, Call]]) -> list[str]:
         lines.append(f"| {part} | " + " | ".join(cells) + " |")
     shown = " | ".join(f"**{total * 1000:.2f}**" for total in totals)
     lines.append(f"| **the whole call** | {shown} |")
+    lines.append("| etcd's round trips, how many | " + " | ".join(map(str, counts)) + " |")
     return lines
 
 
 def gpu_and_storage_calls(bench: Bench, storage_config: Path) -> list[tuple[str, Call]]:
     """A read and a write of each kind, on the nodes ``single_node`` and ``storage_rows``
-    seeded."""
+    seeded; and the storage read again, once the node's record is this plugin's."""
     from scripts.bench_storage import WORKLOAD
     from scripts.benching import PRODUCT
 
@@ -215,5 +219,12 @@ def gpu_and_storage_calls(bench: Bench, storage_config: Path) -> list[tuple[str,
         (
             "storage write",
             Call(STORAGE, "set-node-resource-usage", [stake, sgives], storage_config),
+        ),
+        # The storage node is seeded as the upstream plugin writes it: until this plugin's
+        # first write, its record names no stream end, which costs a read a second round trip
+        # (``ledger.store.records``). The writes above have made it ours.
+        (
+            "storage read, once written",
+            Call(STORAGE, "get-node-resource-info", [read], storage_config),
         ),
     ]
