@@ -51,10 +51,8 @@ SHEBANG_MAX = 127
 
 
 class Refused(click.ClickException):
-    """``install`` will not write: one line saying why, nothing changed."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(f"install: {reason}")
+    """``install`` will not write: one line saying why (``resource-gpu install: <why>``, as
+    every command says its failures), nothing changed."""
 
 
 def launcher(plugin: Plugin, python: str, package: str) -> str:
@@ -238,9 +236,13 @@ def install_command(directory: str, replace: bool) -> None:
     \b
       /opt/resource-extend/bin/{prog} install /etc/eru/plugins    # core's resource_plugin.dir
     """
+    said = f"{click_plugin().name} install"
     try:
         target = install(click_plugin(), directory, replace=replace)
+    except Refused as refused:
+        click.echo(f"{said}: {refused.message}", err=True)
+        sys.exit(refused.exit_code)
     except Stopped as stopped:
-        click.echo(f"{click_plugin().name}: install: stopped by {stopped}", err=True)
+        click.echo(f"{said}: stopped by {stopped}", err=True)
         sys.exit(128 + stopped.signum)
     click.echo(f"{target}: runs {sys.executable} -IS with the code in {package_dir()}")

@@ -422,4 +422,5 @@ def _not_found(path: str, explicit: str | None) -> PluginError:
 
 
 def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).splitlines())
+    """The exception's message on one line: PyYAML's spans several, indented."""
+    return " ".join(line.strip() for line in str(exc).splitlines() if line.strip())

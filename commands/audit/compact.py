@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shlex
+
 import click
 from msgspec import Struct
 
@@ -78,6 +81,12 @@ def compact(
 
     streams = session.config.streams
     to = Destination(export_dir) if export_dir else streams.destination
+    if export_dir and not os.path.isdir(os.path.expanduser(export_dir)):
+        raise PluginError(
+            f"--export-dir {export_dir!r} is not a directory: create it first "
+            f"(mkdir -p {shlex.quote(export_dir)}); a directory named by hand is never made, so "
+            "that a typo fails; nothing was compacted"
+        )
     if not to.directory:
         raise PluginError(
             "no export directory: pass --export-dir, or set streams.archive_dir or "

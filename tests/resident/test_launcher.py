@@ -69,7 +69,7 @@ def test_install_replaces_a_file_it_did_not_write_only_when_told(tmp_path: Path)
     refused = install(plugins)
     assert refused.returncode == 1 and refused.stdout == ""
     assert refused.stderr == (
-        f"resource-gpu: install: {theirs} is a file this command did not write "
+        f"resource-gpu install: {theirs} is a file this command did not write "
         "(upstream's binary?): move it aside, or give --replace\n"
     )
     assert theirs.read_bytes() == b"\x7fELF upstream's binary"

@@ -168,6 +168,7 @@ def test_invalid_yaml_is_a_one_line_plugin_error(text: str) -> None:
     assert "/etc/gpu.yaml" in message
     assert "<unicode string>" not in message  # the file is named once, not as a stand-in
     assert "\n" not in message
+    assert "  " not in message  # PyYAML's indented lines, joined by one space each
     assert "\r" not in message
     assert info.value.reason == message
 
