@@ -94,7 +94,7 @@ def operate(config: Path) -> None:
     print("\n# 1. each node's history: every change core made, in order, as events")
     for program, node in zip(PROGRAMS, (NODE, DISK_NODE), strict=True):
         people(config, program, "history", node)
-    print("\n# 2. the GPU node as it stood after its third event (the first commit)")
+    print("\n# 2. the GPU node as it stood at event 3: after the first workload's realloc")
     people(config, "resource-gpu", "show", NODE, "--at", "3")
     print("\n# 3. every node's stream checked against its record")
     people(config, "resource-gpu", "verify", "--all")
@@ -272,6 +272,11 @@ def drive_storage(config: Path) -> None:
             "workload_resource": workloads[0],
             "workload_resource_request": {"volumes": ["AUTO:/data:rw:50G", "AUTO:/own:rwm:1G"]},
         },
+    )
+    print(
+        "# the delta lists every volume's change under one made-up binding, "
+        "fake-source:fake-destination:fake-flags: upstream's shape, which core adds to the "
+        "node's usage as it comes (the workload's own bindings are in workload_resource)"
     )
     storage(
         "set-node-resource-usage",
