@@ -47,13 +47,80 @@ class OwnFormatter(click.HelpFormatter):
         super().write_heading(self.plugin.own_words(heading))
 
     def write_text(self, text: str) -> None:
-        super().write_text(self.plugin.own_words(text))
+        own = self.plugin.own_words(text)
+        super().write_text(folded(own, self.width - self.current_indent, self.plugin.name))
 
     def write_dl(
         self, rows: Iterable[tuple[str, str]], col_max: int = 30, col_spacing: int = 2
     ) -> None:
         own = self.plugin.own_words
         super().write_dl([(own(term), own(text)) for term, text in rows], col_max, col_spacing)
+
+
+def folded(text: str, width: int, program: str) -> str:
+    """``text`` with its ``\\b`` blocks (kept as written by click, which rewraps the rest to
+    ``width``) brought to ``width`` too, so that every paragraph of the help ends at one
+    margin. A line wider than ``width`` is rewrapped together with the lines that go on from
+    it (at its text's column, each as wide): a table's row under its second column, a
+    sentence under its start. A line that fits keeps its break as written, and an example (a
+    command line of ``program``'s, or one with a shell comment) stays whole, to be copied."""
+    lines: list[str] = []
+    verbatim = False
+    row: list[str] = []  # a line too wide, and the lines going on from it
+    for line in [*text.split("\n"), ""]:
+        if row and _goes_on(row, line, width, program):
+            row.append(line)
+            continue
+        if row:
+            lines.extend(_rewrapped(row, width))
+            row = []
+        if not line.strip():
+            verbatim = False
+        elif line.strip() == "\b":
+            verbatim = True
+        elif verbatim and len(line) > width and not _example(line, program):
+            row = [line]
+            continue
+        lines.append(line)
+    return "\n".join(lines[:-1])
+
+
+def _column(line: str) -> int:
+    """Where a line's text starts: after a table row's first gap of two spaces, or else after
+    its indent."""
+    indent = len(line) - len(line.lstrip())
+    gap = line.find("  ", indent)
+    return len(line) - len(line[gap:].lstrip()) if gap > 0 else indent
+
+
+def _goes_on(row: list[str], line: str, width: int, program: str) -> bool:
+    """Whether ``line`` continues the row: the row's last line was too wide (so its break is
+    the writer's margin, not meant), and ``line`` starts at the row's text column."""
+    indent = len(line) - len(line.lstrip())
+    return (
+        bool(line.strip())
+        and len(row[-1]) > width - 8
+        and indent == _column(row[0])
+        and not _example(line, program)
+    )
+
+
+def _rewrapped(row: list[str], width: int) -> list[str]:
+    import textwrap
+
+    column = _column(row[0])
+    if column >= width // 2:  # no room for a column: under the row's indent
+        column = len(row[0]) - len(row[0].lstrip())
+    head, text = row[0][:column], " ".join([row[0][column:], *(line.strip() for line in row[1:])])
+    wrapped = textwrap.wrap(text, max(width - column, 20), break_on_hyphens=False)
+    return [head + wrapped[0], *(" " * column + part for part in wrapped[1:])]
+
+
+def _example(line: str, program: str) -> bool:
+    """A command to copy: ``program``'s, a path's, or one with a shell comment."""
+    first = line.split(maxsplit=1)[0]
+    table_row = "  " in line.strip() and " # " not in line and "  #" not in line
+    return not table_row and (first in (program, "eru-cli", "nvidia-smi") or first[0] == "/")
 
 
 class OwnContext(click.Context):
@@ -145,10 +212,11 @@ def _synopsis(argument: click.Argument) -> str:
 
 SHORT_USAGE = """Usage: {prog} [--config PATH] COMMAND [ARGS]...
 
-Core runs one verb per call ({prog} VERB < request.json); people run the rest:
-  {prog} nodes             every node, its state and stream length
-  {prog} doctor            what is wrong with this host's set-up, and how to fix it
-Run "{prog} --help" for every command, "{prog} COMMAND --help" for one."""
+Core runs one verb per call: {prog} VERB < request.json
+People run the rest:
+  {prog} nodes    every node, its state and stream length
+  {prog} doctor   what is wrong with this host's set-up, and the fix
+  {prog} --help   every command; with a COMMAND, its manual"""
 
 
 def _remember_config(ctx: click.Context, _: click.Parameter, value: str | None) -> None:

@@ -45,7 +45,7 @@ def test_version_and_a_short_usage(program: str, tmp_path: Path) -> None:
     assert (usage.status, usage.stderr) == (0, "")
     assert usage.stdout.startswith(f"Usage: {program} [--config PATH] COMMAND")
     assert len(usage.stdout.splitlines()) < 10  # not the whole manual
-    assert f'"{program} --help"' in usage.stdout
+    assert f"  {program} --help   every command" in usage.stdout
 
 
 @pytest.mark.parametrize(
@@ -107,8 +107,9 @@ def test_an_empty_request_says_it_is_empty(plugin: Plugin) -> None:
 
 def test_help_documents_exit_codes_and_completion(tmp_path: Path) -> None:
     manual = bare("--help", cwd=tmp_path).stdout
+    words = " ".join(manual.split())  # however the help wraps them
     for status in ("0 success", "1 a failure", "2 a usage error", "70 an internal error"):
-        assert status in manual
+        assert status in words
     line = next(line for line in manual.splitlines() if "_COMPLETE=bash_source" in line)
     variable = line.split('"$(')[1].split("=")[0]
     script = subprocess.run(

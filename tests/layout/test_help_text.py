@@ -50,3 +50,20 @@ def test_every_help_is_as_written_down(program: str) -> None:
     if os.environ.get(WRITE):
         path.write_text(shown)
     assert shown == path.read_text(), f"--help changed: see the diff, or set {WRITE}=1"
+
+
+EXAMPLES = ("eru-cli ", "nvidia-smi ", "/", "--kind [")
+"""What a help line wider than 80 columns may begin with, besides its program's name: a
+command to copy whole, and click's list of an option's choices."""
+
+
+@pytest.mark.parametrize("program", sorted(programs()))
+def test_every_paragraph_of_the_help_ends_at_one_margin(program: str) -> None:
+    """Click rewraps prose to 78 columns and keeps a ``\\b`` block as written: those blocks
+    are brought to the same margin (``commands.cli.folded``), all but the examples."""
+    wide = [
+        line
+        for line in every_help(program).splitlines()
+        if len(line) > 80 and not line.lstrip().startswith((program, *EXAMPLES))
+    ]
+    assert wide == [], "\n".join(wide)
