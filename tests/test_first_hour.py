@@ -107,9 +107,9 @@ def test_an_empty_request_says_it_is_empty(plugin: Plugin) -> None:
 
 def test_help_documents_exit_codes_and_completion(tmp_path: Path) -> None:
     manual = bare("--help", cwd=tmp_path).stdout
-    words = " ".join(manual.split())  # however the help wraps them
+    said = " ".join(manual.split())  # however the help wraps them
     for status in ("0 success", "1 a failure", "2 a usage error", "70 an internal error"):
-        assert status in words
+        assert status in said
     line = next(line for line in manual.splitlines() if "_COMPLETE=bash_source" in line)
     variable = line.split('"$(')[1].split("=")[0]
     script = subprocess.run(

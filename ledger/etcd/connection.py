@@ -128,7 +128,8 @@ class Connection:
         """The transport a scan over many nodes takes: over gRPC where ``etcd.transport: auto``
         keeps the rest on HTTP (opened on the first scan), else the connection's own."""
         if self._scans is None:
-            if choose(self._config.transport, scan=True) == choose(self._config.transport):
+            setting = self._config.transport
+            if choose(setting, scan=True).transport == choose(setting).transport:
                 self._scans = self._transport
             else:
                 self._scans = open_transport(self._config, scan=True)
