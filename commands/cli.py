@@ -94,8 +94,9 @@ def _column(line: str) -> int:
 
 
 def _goes_on(row: list[str], line: str, width: int, program: str) -> bool:
-    """Whether ``line`` continues the row: the row's last line was too wide (so its break is
-    the writer's margin, not meant), and ``line`` starts at the row's text column."""
+    """Whether ``line`` continues the row: the row's last line reached the writer's margin
+    (past ``width``, or within 8 columns of it: its break is where the text ran out of room,
+    not one meant), and ``line`` starts at the row's text column."""
     indent = len(line) - len(line.lstrip())
     return (
         bool(line.strip())
