@@ -14,7 +14,8 @@ from collections.abc import Iterable
 
 import click
 
-from resource_extend.commands.program import DISTRIBUTION, installed_version, programs
+from resource_extend.commands.program import DISTRIBUTION, installed_version
+from resource_extend.commands.programs import programs
 from resource_extend.commands.protocol import EXIT_FAILURE, Verb, output_failure
 from resource_extend.commands.registry import (
     AUDITOR_COMMANDS,
@@ -28,7 +29,7 @@ from resource_extend.ledger.etcd.choice import serves_many_calls
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from resource_extend.projections.plugin import Plugin
+    from resource_extend.commands.program import Plugin
 
 
 class OwnFormatter(click.HelpFormatter):

@@ -40,7 +40,7 @@ from resource_extend.ledger.upkeep.export import unsafe_directory
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from resource_extend.projections.plugin import Plugin
+    from resource_extend.commands.program import Plugin
 
 MARK = f"# written by {DISTRIBUTION}'s install command"
 """The launcher's second line begins so: what ``install`` may replace without ``--replace``."""

@@ -18,7 +18,7 @@ TYPE_CHECKING = False  # not typing's: every core call runs this module
 if TYPE_CHECKING:
     from typing import NoReturn
 
-    from resource_extend.projections.plugin import Plugin
+    from resource_extend.commands.program import Plugin
 
 
 def run(plugin: "Plugin") -> "NoReturn":

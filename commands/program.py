@@ -1,14 +1,22 @@
-"""The two plugin programs, by name, and what the shell says of any of them.
+"""A plugin program, whole, and what the shell says of any of them.
 
-The installed script hands its kind's :class:`~resource_extend.projections.plugin.Plugin` to
-``commands.main``, and the shell passes it on (a core verb's ``Session``, the CLI's context);
-:func:`programs` is for what serves both: the resident helper's process, which is told the
-program's name, and the tests. Cheap to import: the thin client of every core call reads it.
+:class:`Plugin` is the one value that says everything the shell serves of a kind. Each kind's
+shell assembles its own (``commands/<kind>/plugin.py``) from the kind's pure half (its name, its
+parts) and its own (its verbs, its help), and the installed script hands it to
+``commands.main``; the shell passes it on (a core verb's ``Session``, the CLI's context).
+Nothing looks a kind up by name, and nothing keeps a "current" one: the list of this install's
+programs is ``commands.programs``, above every kind's folder. Cheap to import: the thin client of
+every core call reads it, and a kind's heavy parts (its fold, its views, its gauges) load on
+first use (:attr:`Plugin.parts`).
 """
+
+from resource_extend.ledger.model.kinds import program_of
 
 TYPE_CHECKING = False  # not typing's: the thin client of every core call imports this module
 if TYPE_CHECKING:
-    from resource_extend.projections.plugin import Plugin
+    from collections.abc import Callable, Mapping
+
+    from resource_extend.projections.parts import Parts
 
 DISTRIBUTION = "resource-extend"
 """The package pip installs, with both commands."""
@@ -18,12 +26,93 @@ MAX_REQUEST_BYTES = 4 * 1024 * 1024
 """The largest request a verb reads from stdin (anything longer is refused)."""
 
 
-def programs() -> "dict[str, Plugin]":
-    """Both programs, by name (``resource-gpu``: ``commands.gpu.plugin.PLUGIN``)."""
-    from resource_extend.commands.gpu.plugin import PLUGIN as GPU
-    from resource_extend.commands.storage.plugin import PLUGIN as STORAGE
+class Plugin:
+    """A resource kind as one of the plugin programs: its names, its help, where its commands
+    live, and its parts. Everything the shell serves differently for a kind is here, so that a
+    new kind is a new folder and nothing else (docs/ledger.md, "Adding a kind")."""
 
-    return {plugin.name: plugin for plugin in (GPU, STORAGE)}
+    __slots__ = (
+        "_load",
+        "_parts",
+        "commands",
+        "config_file",
+        "exporter_port",
+        "host_checks",
+        "kind",
+        "name",
+        "origin",
+        "summary",
+        "verbs",
+    )
+
+    def __init__(
+        self,
+        kind: str,
+        *,
+        origin: str,
+        verbs: str,
+        exporter_port: int,
+        summary: str,
+        parts: "Callable[[], Parts]",
+        commands: "Mapping[str, str] | None" = None,
+        host_checks: "Mapping[str, str] | None" = None,
+    ) -> None:
+        self.kind = kind
+        """The resource kind, the one name the others derive from, and the key segment
+        ``<prefix>/resource/<kind>/``: ``gpu``."""
+        self.name = program_of(kind)
+        """The command, as core runs it and as every error line begins: ``resource-gpu``."""
+        self.config_file = f"{kind}.yaml"
+        """The config file read when neither ``--config`` nor the environment names one."""
+        self.origin = origin
+        """The module that defines this value as ``PLUGIN``: how the resident helper's own
+        process finds it again."""
+        self.verbs = verbs
+        """The package of its core verbs, in the shell; each is where the shell's registry says
+        (``.writes:add_node``)."""
+        self.exporter_port = exporter_port
+        """The exporter's default port: one for each program, so both serve on one host."""
+        self.summary = summary
+        """The first line of ``--help``."""
+        self.commands: Mapping[str, str] = commands or {}
+        """Operators' commands only this program has, by name: ``module:function``
+        (resource-gpu's ``detect``)."""
+        self.host_checks: Mapping[str, str] = host_checks or {}
+        """doctor's checks of what only this kind needs on a host, by the check's name:
+        ``module:function(plugin) -> findings``."""
+        self._load = parts
+        self._parts: Parts | None = None
+
+    @property
+    def parts(self) -> "Parts":
+        """The kind's fold, views and gauges (imported on first use)."""
+        if self._parts is None:
+            self._parts = self._load()
+        return self._parts
+
+    @property
+    def env_prefix(self) -> str:
+        """What this program's environment variables begin with: ``RESOURCE_GPU``."""
+        return self.name.upper().replace("-", "_")
+
+    def env(self, suffix: str) -> str:
+        """This program's environment variable: ``RESOURCE_GPU_<SUFFIX>``."""
+        return f"{self.env_prefix}_{suffix}"
+
+    def own_words(self, text: str) -> str:
+        """``text`` (help written once for every program) with ``{prog}``, ``{PROG}`` (its
+        environment variables' prefix, ``RESOURCE_GPU``), ``{kind}``, ``{config}`` and
+        ``{port}`` made this program's; anything else in braces is left as it is."""
+        return (
+            text.replace("{prog}", self.name)
+            .replace("{PROG}", self.env_prefix)
+            .replace("{kind}", self.kind)
+            .replace("{config}", self.config_file)
+            .replace("{port}", str(self.exporter_port))
+        )
+
+    def __repr__(self) -> str:
+        return f"Plugin({self.name!r})"
 
 
 def installed_version() -> str:

@@ -22,14 +22,14 @@ from resource_extend.ledger.model.errors import PluginError
 from resource_extend.ledger.model.names import MAX_NODE_NAME
 
 if TYPE_CHECKING:
+    from resource_extend.commands.program import Plugin
     from resource_extend.ledger.config import Config
+    from resource_extend.ledger.model.contract import Kind
     from resource_extend.ledger.model.events import Change
-    from resource_extend.ledger.model.kinds import Kind
     from resource_extend.ledger.store import Reads, Store
     from resource_extend.ledger.store.appender import Resume, WriteHook
     from resource_extend.ledger.store.outcomes import Appended
     from resource_extend.projections.parts import KindView
-    from resource_extend.projections.plugin import Plugin
 
 EXIT_FAILURE = 1
 EXIT_INTERNAL = 70

@@ -7,8 +7,8 @@ if TYPE_CHECKING:
 
     import click
 
+    from resource_extend.commands.program import Plugin
     from resource_extend.commands.protocol import Verb
-    from resource_extend.projections.plugin import Plugin
 
 CORE_VERBS: dict[str, str] = {
     "add-node": ".writes:add_node",

@@ -9,7 +9,7 @@ from resource_extend.ledger.model.errors import PluginError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from resource_extend.projections.plugin import Plugin
+    from resource_extend.commands.program import Plugin
 
 SAMPLES = {
     "config": ("plugin.yaml.sample", "the plugin's config, every key commented: {config}"),

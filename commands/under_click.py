@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from contextlib import AbstractContextManager
 
-    from resource_extend.projections.plugin import Plugin
+    from resource_extend.commands.program import Plugin
 
 
 T = TypeVar("T")

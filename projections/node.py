@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any, Generic, Protocol, TypeVar
 
 from resource_extend.ledger.model.audit import BrokenStream
+from resource_extend.ledger.model.contract import field_differences
 from resource_extend.ledger.model.events import Change, EventCodec
-from resource_extend.ledger.model.kinds import field_differences
 from resource_extend.projections.changes import (
     Adopted,
     CapacityChanged,
@@ -41,8 +41,8 @@ S = TypeVar("S", bound=Holding)
 
 
 class NodeKind(Generic[S, R]):
-    """Everything the ledger needs of a kind (``ledger.model.kinds.Kind``), the fold written here;
-    a subclass names the kind and supplies its arithmetic and its records (``read_head``,
+    """Everything the ledger needs of a kind (``ledger.model.contract.Kind``), the fold written
+    here; a subclass names the kind and supplies its arithmetic and its records (``read_head``,
     ``write_head``: the upstream plugin's bytes)."""
 
     name: str

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol
 
-from resource_extend.ledger.model.kinds import Kind
+from resource_extend.ledger.model.contract import Kind
 from resource_extend.projections.metrics import Gauge, MetricDescription, Sample
 
 

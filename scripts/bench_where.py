@@ -39,7 +39,7 @@ from resource_extend.commands.storage.plugin import PLUGIN as STORAGE
 from resource_extend.ledger.etcd import transport
 
 if TYPE_CHECKING:
-    from resource_extend.projections.plugin import Plugin
+    from resource_extend.commands.program import Plugin
     from scripts.benching import Bench
 
 PARTS = (

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from resource_extend.commands.program import programs
+from resource_extend.commands.programs import programs
 from tests.etcd_server import Cluster
 
 

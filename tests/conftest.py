@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from resource_extend.commands.program import programs
+from resource_extend.commands.programs import programs
 from resource_extend.ledger.etcd import choice
 from tests.etcd_server import etcd_binary, etcd_notice, in_containers, shared_server
 from tests.etcdkv import Etcd

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from click.testing import CliRunner
 
-from resource_extend.commands import program as programs
+from resource_extend.commands import programs
 from resource_extend.commands.main import main
 from resource_extend.commands.resident.client import HELPER_ENTRY
 
 if TYPE_CHECKING:
-    from resource_extend.projections.plugin import Plugin as Kind
+    from resource_extend.commands.program import Plugin as Kind
 
 MODE = os.environ.get("RESOURCE_GPU_TEST_MODE", "http")
 """How the plugin runs in this test run (the suite runs once in each): calls in-process over
@@ -85,7 +85,7 @@ def copied_code(directory: Path) -> Path:
     """A copy of the product's code in ``directory/resource_extend``: an installation of the
     test's own (run with ``directory`` on ``PYTHONPATH``) that it may change as an upgrade
     would, unseen by every other test's helpers. The package it is copied into."""
-    source = Path(programs.__file__).parents[1]  # commands/program.py's: the code's root
+    source = Path(programs.__file__).parents[1]  # commands/programs.py's: the code's root
     package = directory / "resource_extend"
     for folder in ("ledger", "projections", "commands"):
         shutil.copytree(

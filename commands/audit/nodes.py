@@ -10,8 +10,8 @@ from resource_extend.commands.audit.foreign import report_foreign
 from resource_extend.commands.protocol import Answer, Session
 from resource_extend.commands.tables import columns
 from resource_extend.commands.under_click import answered, with_progress
+from resource_extend.ledger.model.contract import Kind
 from resource_extend.ledger.model.events import Checkpoint, HeadRepaired
-from resource_extend.ledger.model.kinds import Kind
 from resource_extend.projections.changes import NodeRemoved
 
 

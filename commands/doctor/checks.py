@@ -25,7 +25,7 @@ from resource_extend.ledger.model.errors import PluginError
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from resource_extend.projections.plugin import Plugin
+    from resource_extend.commands.program import Plugin
 
 CONFIG_CHECK = "config"
 

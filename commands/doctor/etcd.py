@@ -38,7 +38,7 @@ from resource_extend.ledger.model.errors import StoreError
 from resource_extend.ledger.store.keys import KeyLayout, range_end
 
 if TYPE_CHECKING:
-    from resource_extend.projections.plugin import Plugin
+    from resource_extend.commands.program import Plugin
 
 MIN_VERSION = (3, 4)
 """The oldest etcd the plugins support: its JSON gateway serves ``/v3/`` from 3.4 on (3.3

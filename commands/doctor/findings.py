@@ -11,7 +11,7 @@ from resource_extend.commands.program import debugging
 from resource_extend.ledger.model.errors import PluginError
 
 if TYPE_CHECKING:
-    from resource_extend.projections.plugin import Plugin
+    from resource_extend.commands.program import Plugin
 
 Status = Literal["ok", "warn", "fail"]
 

@@ -26,8 +26,8 @@ from resource_extend.ledger.model.walk import Walk
 from resource_extend.ledger.store import Store
 
 if TYPE_CHECKING:
+    from resource_extend.commands.program import Plugin
     from resource_extend.ledger.store.scans import NodeKeys
-    from resource_extend.projections.plugin import Plugin
 
 DRIFT_NODES = 50
 """The most nodes whose heads doctor compares with their streams (``verify --all``: every one)."""

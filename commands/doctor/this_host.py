@@ -16,8 +16,8 @@ from resource_extend.ledger import rundir
 from resource_extend.ledger.upkeep.export import unsafe_directory
 
 if TYPE_CHECKING:
+    from resource_extend.commands.program import Plugin
     from resource_extend.ledger.config import Config
-    from resource_extend.projections.plugin import Plugin
 
 STOP_FIX = "{prog} helper --stop --all (the next core call starts a fresh helper)"
 

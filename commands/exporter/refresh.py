@@ -27,9 +27,9 @@ from resource_extend.commands.exporter.view import (
     tallied,
 )
 from resource_extend.ledger.config import EtcdConfig
+from resource_extend.ledger.model.contract import Kind
 from resource_extend.ledger.model.digests import tip_in_head
 from resource_extend.ledger.model.errors import PluginError
-from resource_extend.ledger.model.kinds import Kind
 from resource_extend.ledger.store import Store
 from resource_extend.ledger.store import survey as reads
 

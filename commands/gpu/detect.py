@@ -24,7 +24,7 @@ from resource_extend.projections.gpu import detect as rules
 from resource_extend.projections.gpu.detect import Card, DetectError, driver_failure
 
 if TYPE_CHECKING:
-    from resource_extend.projections.plugin import Plugin
+    from resource_extend.commands.program import Plugin
 
 TIMEOUT = 20.0
 """Seconds one ``nvidia-smi`` run may take (it takes seconds on a host with many cards and

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from resource_extend.commands.doctor.findings import Finding, fail, ok, warn
 
 if TYPE_CHECKING:
-    from resource_extend.projections.plugin import Plugin
+    from resource_extend.commands.program import Plugin
 
 DAEMON_JSON = "/etc/docker/daemon.json"
 NVIDIA_SMI_SECONDS = 15.0

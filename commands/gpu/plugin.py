@@ -4,8 +4,8 @@ Assembled here, in the shell, from the kind's pure half (``projections.gpu``: it
 its parts) and its own (its verbs beside this module, its exporter port and help), so that the
 pure half knows nothing of the shell. Cheap to import: core's thin calls do."""
 
+from resource_extend.commands.program import Plugin
 from resource_extend.projections.gpu import KIND
-from resource_extend.projections.plugin import Plugin
 
 TYPE_CHECKING = False  # not typing's: core's thin calls import this module
 if TYPE_CHECKING:

@@ -37,7 +37,7 @@ from resource_extend.ledger.store.appender import who
 from resource_extend.ledger.store.turns import tidy
 
 if TYPE_CHECKING:
-    from resource_extend.projections.plugin import Plugin
+    from resource_extend.commands.program import Plugin
 
 IDLE_SECONDS = 600.0
 TICK = 1.0

@@ -28,7 +28,7 @@ from resource_extend.ledger import rundir
 from resource_extend.ledger.model.errors import PluginError
 
 if TYPE_CHECKING:
-    from resource_extend.projections.plugin import Plugin
+    from resource_extend.commands.program import Plugin
 
 RETIRE_AFTER = 1000
 """Calls a call process serves before it leaves, and a fresh one is forked."""

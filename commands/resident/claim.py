@@ -18,7 +18,7 @@ from resource_extend.commands.resident.warm import warm_up
 from resource_extend.ledger import rundir
 
 if TYPE_CHECKING:
-    from resource_extend.projections.plugin import Plugin
+    from resource_extend.commands.program import Plugin
 
 BACKLOG = 128
 LOCK_WAIT = 10.0

@@ -49,8 +49,8 @@ TYPE_CHECKING = False  # not typing's: importing typing costs a core call ~3 ms
 if TYPE_CHECKING:
     from _socket import socket
 
+    from resource_extend.commands.program import Plugin
     from resource_extend.ledger.store.appender import Resume
-    from resource_extend.projections.plugin import Plugin
 
 MAGIC = b"RGPU4"
 CONNECT_TIMEOUT = 1.0

@@ -21,7 +21,6 @@ import os
 import signal
 import sys
 
-from resource_extend.commands.program import programs
 from resource_extend.commands.resident import client as resident
 from resource_extend.commands.resident.arbiter import Helper
 from resource_extend.commands.resident.claim import claim
@@ -30,10 +29,14 @@ from resource_extend.ledger import rundir
 
 def main(argv: list[str]) -> None:
     """``residentd KIND CONFIG``: serve the calls of KIND's program for the config file CONFIG;
-    KIND is the module that defines the kind's ``PLUGIN`` (``Plugin.origin``), or, as a client
-    of 0.8 names it, one of this install's programs (``resource-gpu``)."""
+    KIND is the module that defines the kind's ``PLUGIN`` (``Plugin.origin``). A name that is
+    no such module (0.8.0's clients named the program) starts no helper: the call that asked
+    goes on in its own process, and the next one starts the helper as this release names it."""
     kind, config_path = argv
-    plugin = programs().get(kind) or importlib.import_module(kind).PLUGIN
+    try:
+        plugin = importlib.import_module(kind).PLUGIN
+    except (ImportError, AttributeError):
+        return
     program = plugin.name
     _set_title(f"{program} helper {config_path}")
     name = resident.socket_name(config_path)

@@ -18,8 +18,8 @@ from resource_extend.ledger.etcd.connection import open_transport
 from resource_extend.ledger.model.errors import PluginError
 
 if TYPE_CHECKING:
+    from resource_extend.commands.program import Plugin
     from resource_extend.ledger.config import Config
-    from resource_extend.projections.plugin import Plugin
 
 
 def warm_up(plugin: Plugin) -> None:

@@ -4,7 +4,7 @@ Assembled here, in the shell, from the kind's pure half (``projections.storage``
 its parts) and its own (its verbs beside this module, its exporter port and help), so that the
 pure half knows nothing of the shell. Cheap to import: core's thin calls do."""
 
-from resource_extend.projections.plugin import Plugin
+from resource_extend.commands.program import Plugin
 from resource_extend.projections.storage import KIND
 from resource_extend.projections.storage.parts import parts
 

@@ -18,10 +18,10 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from resource_extend.ledger.model.contract import Kind
 from resource_extend.ledger.model.digests import first_break, named_by_next
 from resource_extend.ledger.model.errors import InvalidRequest, PluginError
 from resource_extend.ledger.model.events import AnyEvent, Checkpoint, HeadRepaired
-from resource_extend.ledger.model.kinds import Kind
 
 S = TypeVar("S", bound=msgspec.Struct)
 Event = AnyEvent

@@ -8,9 +8,9 @@ from typing import Generic, TypeVar
 
 import msgspec
 
+from resource_extend.ledger.model.contract import Kind
 from resource_extend.ledger.model.digests import named_by_next, tip_in_head
 from resource_extend.ledger.model.events import AnyEvent, Change, HeadRepaired
-from resource_extend.ledger.model.kinds import Kind
 from resource_extend.ledger.model.walk import Walk
 
 S = TypeVar("S", bound=msgspec.Struct)

@@ -19,9 +19,9 @@ from resource_extend.ledger.model.audit import (
     stamped_ahead,
     start_problems,
 )
+from resource_extend.ledger.model.contract import Kind
 from resource_extend.ledger.model.digests import CHAINED_FROM, named_by_next
 from resource_extend.ledger.model.events import AnyEvent
-from resource_extend.ledger.model.kinds import Kind
 
 S = TypeVar("S", bound=msgspec.Struct)
 Event = AnyEvent

@@ -30,10 +30,10 @@ from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.etcd import wire
 from resource_extend.ledger.etcd.connection import Ambiguous, Connection, OutOfTime
 from resource_extend.ledger.model.audit import apply
+from resource_extend.ledger.model.contract import Kind
 from resource_extend.ledger.model.digests import EMPTY, Tip, stamped, tip_of, with_tip
 from resource_extend.ledger.model.errors import OutcomeUnknown, StoreError
 from resource_extend.ledger.model.events import SNAPSHOT_EVERY, AnyEvent, Change, encode
-from resource_extend.ledger.model.kinds import Kind
 from resource_extend.ledger.store.keys import KeyLayout
 from resource_extend.ledger.store.migration import ON_WRITE, migrate_node, not_migrated
 from resource_extend.ledger.store.outcomes import Appended, Outcomes, stream_length

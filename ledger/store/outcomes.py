@@ -14,9 +14,9 @@ import msgspec
 from resource_extend.ledger.etcd import wire
 from resource_extend.ledger.etcd.connection import Ambiguous, Connection
 from resource_extend.ledger.model.audit import fold
+from resource_extend.ledger.model.contract import Kind
 from resource_extend.ledger.model.errors import Contention, OutcomeUnknown, StoreError
 from resource_extend.ledger.model.events import AnyEvent, Checkpoint
-from resource_extend.ledger.model.kinds import Kind
 from resource_extend.ledger.store.keys import KeyLayout
 from resource_extend.ledger.store.records import NodeRecord
 from resource_extend.ledger.store.streams import StreamReads

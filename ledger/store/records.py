@@ -14,9 +14,9 @@ import msgspec
 
 from resource_extend.ledger.etcd import wire
 from resource_extend.ledger.etcd.connection import Connection
+from resource_extend.ledger.model.contract import Head, Kind
 from resource_extend.ledger.model.digests import EMPTY, Tip, tip_in_head, tip_of
 from resource_extend.ledger.model.errors import StoreError
-from resource_extend.ledger.model.kinds import Head, Kind
 from resource_extend.ledger.store.keys import KeyLayout, range_end
 from resource_extend.ledger.store.scans import Scans
 from resource_extend.ledger.store.streams import StreamReads

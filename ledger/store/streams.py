@@ -15,9 +15,9 @@ import msgspec
 
 from resource_extend.ledger.etcd import wire
 from resource_extend.ledger.etcd.connection import Connection
+from resource_extend.ledger.model.contract import Kind
 from resource_extend.ledger.model.errors import StoreError
 from resource_extend.ledger.model.events import AnyEvent
-from resource_extend.ledger.model.kinds import Kind
 from resource_extend.ledger.store.keys import KeyLayout, range_end
 from resource_extend.ledger.store.migration import not_migrated
 

@@ -16,10 +16,10 @@ from typing import Any
 import msgspec
 
 from resource_extend.ledger.model import audit
+from resource_extend.ledger.model.contract import Kind
 from resource_extend.ledger.model.errors import PluginError
 from resource_extend.ledger.model.events import AnyEvent as Event
 from resource_extend.ledger.model.events import Checkpoint
-from resource_extend.ledger.model.kinds import Kind
 from resource_extend.ledger.upkeep import export
 
 

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from resource_extend.ledger.model import audit
+from resource_extend.ledger.model.contract import Kind
 from resource_extend.ledger.model.errors import PluginError
 from resource_extend.ledger.model.events import AnyEvent as Event
 from resource_extend.ledger.model.events import Checkpoint
-from resource_extend.ledger.model.kinds import Kind
 from resource_extend.ledger.store.streams import EVENT_PAGE
 from resource_extend.ledger.upkeep.chain import exports_back_to
 

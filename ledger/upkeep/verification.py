@@ -11,10 +11,10 @@ from typing import Any
 import msgspec
 
 from resource_extend.ledger.model import audit, verdicts
+from resource_extend.ledger.model.contract import Kind
 from resource_extend.ledger.model.digests import EMPTY, named_by_next, tip_of
 from resource_extend.ledger.model.events import AnyEvent as Event
 from resource_extend.ledger.model.events import Checkpoint
-from resource_extend.ledger.model.kinds import Kind
 from resource_extend.ledger.model.walk import Walk
 from resource_extend.ledger.store import Store
 from resource_extend.ledger.upkeep import export, orphans

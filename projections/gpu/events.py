@@ -20,6 +20,7 @@ from resource_extend.ledger.model.events import (
     NewerSchema,
     encode,
 )
+from resource_extend.ledger.model.kinds import program_of
 from resource_extend.projections.changes import (
     Adopted,
     CapacityChanged,
@@ -35,7 +36,6 @@ from resource_extend.projections.gpu import KIND
 from resource_extend.projections.gpu.cards import Cards, normalised
 from resource_extend.projections.gpu.resources import Resource
 from resource_extend.projections.gpu.state import NodeState
-from resource_extend.projections.plugin import program_of
 
 __all__ = [
     "EVENTS",

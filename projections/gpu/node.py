@@ -8,8 +8,9 @@ from typing import Any
 
 from resource_extend.ledger.model import audit
 from resource_extend.ledger.model.audit import BrokenStream
+from resource_extend.ledger.model.contract import Head
 from resource_extend.ledger.model.events import AnyEvent, EventCodec
-from resource_extend.ledger.model.kinds import Head
+from resource_extend.ledger.model.kinds import program_of
 from resource_extend.projections.changes import workloads_contradiction
 from resource_extend.projections.gojson import go_escaped
 from resource_extend.projections.gpu import KIND, cards
@@ -18,7 +19,6 @@ from resource_extend.projections.gpu.events import EVENTS, GpuRecord, encode, re
 from resource_extend.projections.gpu.resources import Resource
 from resource_extend.projections.gpu.state import NodeState
 from resource_extend.projections.node import NodeKind
-from resource_extend.projections.plugin import program_of
 
 __all__ = ["GPU", "BrokenStream", "NodeState", "apply", "fold"]
 

@@ -13,6 +13,7 @@ import msgspec
 
 from resource_extend.ledger.model import events as ledger_events
 from resource_extend.ledger.model.events import Checkpoint, EventCodec, HeadRepaired
+from resource_extend.ledger.model.kinds import program_of
 from resource_extend.projections.changes import (
     Adopted,
     CapacityChanged,
@@ -25,7 +26,6 @@ from resource_extend.projections.changes import (
     UsageSet,
 )
 from resource_extend.projections.gojson import go_escaped
-from resource_extend.projections.plugin import program_of
 from resource_extend.projections.storage import KIND
 from resource_extend.projections.storage.resources import NodeResource, WorkloadResource
 from resource_extend.projections.storage.state import NodeState

@@ -7,12 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from resource_extend.ledger.model.audit import BrokenStream
+from resource_extend.ledger.model.contract import Head
 from resource_extend.ledger.model.errors import InvalidRequest
 from resource_extend.ledger.model.events import EventCodec
-from resource_extend.ledger.model.kinds import Head
+from resource_extend.ledger.model.kinds import program_of
 from resource_extend.projections.changes import workloads_contradiction
 from resource_extend.projections.node import NodeKind
-from resource_extend.projections.plugin import program_of
 from resource_extend.projections.storage import KIND, arithmetic, views
 from resource_extend.projections.storage.events import EVENTS, encode_record
 from resource_extend.projections.storage.resources import NodeResource

@@ -17,9 +17,9 @@ from typing import Any, Union
 
 import msgspec
 
+from resource_extend.ledger.model.contract import Head
 from resource_extend.ledger.model.errors import InvalidRequest, NodeExists, NodeNotFound
 from resource_extend.ledger.model.events import Change, Checkpoint, EventCodec, HeadRepaired
-from resource_extend.ledger.model.kinds import Head
 from resource_extend.projections import changes
 from resource_extend.projections.changes import NodeAdded, NodeRemoved, UsageChanged, UsageRebuilt
 from resource_extend.projections.metrics import Gauge, Sample

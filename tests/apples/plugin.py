@@ -2,7 +2,7 @@
 a kind of the product, from its pure half (``tests.apples``: its parts) and its verbs beside
 it (``writes``, ``queries``)."""
 
-from resource_extend.projections.plugin import Plugin
+from resource_extend.commands.program import Plugin
 from tests.apples import parts
 
 PLUGIN = Plugin(

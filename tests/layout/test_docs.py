@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 import pytest
 
-from resource_extend.commands import program
+from resource_extend.commands import programs
 from resource_extend.commands.cli import cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,7 +28,7 @@ HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 CODE_SPAN = re.compile(r"`([^`]+)`")
 SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
-COMMAND = re.compile(rf"^({'|'.join(map(re.escape, program.programs()))})(\s|$)")
+COMMAND = re.compile(rf"^({'|'.join(map(re.escape, programs.programs()))})(\s|$)")
 PLACEHOLDER = re.compile(r"<[^<>\s]+>|\.\.\.|…")
 
 
@@ -152,7 +152,7 @@ def parse_problem(command: str) -> str | None:
     prog, args = argv[0], argv[1:]
     if not args:  # a bare "resource-gpu": the short usage
         return None
-    context = click.Context(cli, info_name=prog, obj=program.programs()[prog])
+    context = click.Context(cli, info_name=prog, obj=programs.programs()[prog])
     try:
         with context:
             rest = click.Command.parse_args(cli, context, args)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from resource_extend.commands.program import programs
+from resource_extend.commands.programs import programs
 
 HELP = Path(__file__).parent / "help"
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,7 +23,7 @@ WRITE = "RESOURCE_EXTEND_WRITE_HELP"
 
 EVERY_HELP = """
 import sys
-from resource_extend.commands.program import programs
+from resource_extend.commands.programs import programs
 from resource_extend.commands.registry import COMMANDS
 from tests.plugin import in_process
 plugin = programs()[sys.argv[1]]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from resource_extend.commands.program import programs
+from resource_extend.commands.programs import programs
 from resource_extend.commands.sample_config import SAMPLES
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,7 +1,7 @@
 """A kind is one folder: what is kind-specific lives under ``projections/<kind>/`` and
 ``commands/<kind>/``, and reaches the rest only through its value (``Plugin``). Outside those
 folders no code names a kind, its program or its config file, nor imports a kind's modules;
-``commands/program.py`` alone lists the programs. The ledger names no kind at all."""
+``commands/programs.py`` alone lists the programs. The ledger names no kind at all."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from resource_extend.commands.program import programs
+from resource_extend.commands.programs import programs
 from tests.layout.test_layers import ROOT, imported
 
 KINDS = sorted(plugin.kind for plugin in programs().values())
 NAMES = {name for p in programs().values() for name in (p.kind, p.name, p.config_file)}
-THE_LIST = ROOT / "commands" / "program.py"
+THE_LIST = ROOT / "commands" / "programs.py"
 
 
 def code_strings(path: Path) -> list[tuple[int, str]]:

@@ -200,6 +200,52 @@ def test_the_cycle_check_sees_a_lazy_cycle(tmp_path: Path) -> None:
     ]
 
 
+# -- the shell's rooms -----------------------------------------------------------------------------
+
+SHELL = "resource_extend.commands"
+
+
+def shell_room(module: str) -> str:
+    """The room a module of the shell is in: each folder of ``commands/`` is one room (a kind's,
+    the helper's, doctor's), each module beside those folders a room of its own."""
+    return ".".join(module.split(".")[:3])
+
+
+def shell_loops(root: Path) -> list[list[str]]:
+    """The loops among the shell's rooms: rooms that reach one another through their imports."""
+    graph: dict[str, set[str]] = {}
+    for module, targets in import_graph(root).items():
+        if module.startswith(f"{SHELL}."):
+            room = shell_room(module)
+            graph.setdefault(room, set()).update(
+                shell_room(target) for target in targets if target.startswith(f"{SHELL}.")
+            )
+    return cycles({room: targets - {room} for room, targets in graph.items()})
+
+
+def test_no_room_of_the_shell_imports_one_that_imports_it_back() -> None:
+    """The shell reads from the bottom up, room by room: a kind's folder uses the rooms that serve
+    every kind, and nothing those use reaches back into a kind (the list of every program,
+    ``commands/programs.py``, is above them all)."""
+    assert shell_loops(ROOT) == []
+
+
+def test_the_shell_check_sees_a_loop_through_a_kind(tmp_path: Path) -> None:
+    for folder in ("commands/toy", "ledger", "projections"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "commands" / "program.py").write_text(
+        "def programs():\n    from resource_extend.commands.toy.plugin import PLUGIN\n"
+    )
+    (tmp_path / "commands" / "toy" / "plugin.py").write_text("PLUGIN = None\n")
+    (tmp_path / "commands" / "toy" / "writes.py").write_text(
+        "from resource_extend.commands.program import Plugin\n"
+    )
+    assert cycles(import_graph(tmp_path)) == []  # no module imports one that imports it back
+    assert shell_loops(tmp_path) == [
+        ["resource_extend.commands.program", "resource_extend.commands.toy"]
+    ]
+
+
 # -- the ledger's rooms ---------------------------------------------------------------------------
 
 LEDGER = "resource_extend.ledger"

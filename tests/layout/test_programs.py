@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from resource_extend.commands.program import programs
+from resource_extend.commands.programs import programs
 from resource_extend.commands.protocol import Verb
 from resource_extend.commands.registry import (
     AUDITOR_COMMANDS,

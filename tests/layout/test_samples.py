@@ -7,17 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from resource_extend.commands import program
+from resource_extend.commands import programs
 from resource_extend.commands.sample_config import SAMPLES, sample
 from tests.plugin import binary
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
-@pytest.mark.parametrize("name", sorted(program.programs()))
+@pytest.mark.parametrize("name", sorted(programs.programs()))
 @pytest.mark.parametrize("what", sorted(SAMPLES))
 def test_each_sample_is_the_file_under_docs(name: str, what: str) -> None:
-    serving = program.programs()[name]
+    serving = programs.programs()[name]
     file = serving.own_words(SAMPLES[what][0])
     assert sample(serving, what) == (DOCS / file).read_text()
 
@@ -39,7 +39,7 @@ def test_the_two_units_differ_only_in_the_program_they_run() -> None:
     assert swapped.replace(other, gpu_line) == gpu
 
 
-@pytest.mark.parametrize("name", sorted(program.programs()))
+@pytest.mark.parametrize("name", sorted(programs.programs()))
 def test_the_command_prints_the_config_sample_by_default(name: str) -> None:
     shown = subprocess.run(
         [*binary(name), "sample-config"],

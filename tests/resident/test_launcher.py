@@ -200,6 +200,31 @@ def imports_of(command: list[str], plugin: Plugin, stdin: bytes) -> tuple[set[st
     return {line.rsplit("|", 1)[1].strip() for line in lines[1:]}, done.stdout
 
 
+THIN_PATH = {
+    # the entry, its verbs' names, the program's value
+    "resource_extend.commands",
+    "resource_extend.commands.main",
+    "resource_extend.commands.registry",
+    "resource_extend.commands.program",
+    "resource_extend.commands.gpu",
+    "resource_extend.commands.gpu.plugin",
+    # the kind's name, and the program's derived from it
+    "resource_extend.projections",
+    "resource_extend.projections.gpu",
+    "resource_extend.ledger",
+    "resource_extend.ledger.model",
+    "resource_extend.ledger.model.kinds",
+    # the client, the private runtime directory its socket is in, and the little of os they use
+    "resource_extend.commands.resident",
+    "resource_extend.commands.resident.client",
+    "resource_extend.ledger.rundir",
+    "resource_extend.ledger.lean",
+}
+"""Every module of the package a core call imports when the helper answers it (the launcher
+makes the package itself, ``resource_extend``, from its path): each costs every call, so one
+more is a decision (docs/speed.md)."""
+
+
 def test_a_call_the_helper_answers_loads_neither_site_nor_the_plugin(
     plugin: Plugin, runtime: Path
 ) -> None:
@@ -209,17 +234,12 @@ def test_a_call_the_helper_answers_loads_neither_site_nor_the_plugin(
     assert json.loads(answer)["capacity"] == {"prod_count_map": {G: 8}}
     assert "resource_extend.commands.resident.client" in loaded, "the helper was not asked"
     # Nor os (1 ms: ledger.lean does its part), zlib, typing, __future__ (its modules write
-    # the annotations that need it in quotes), nor of the ledger more than its runtime directory.
+    # the annotations that need it in quotes), nor of the package more than the thin path.
     unwanted = ["site", "os", "zlib", "typing", "__future__", "msgspec", "click", "yaml"]
     for module in unwanted:
         assert module not in loaded, f"a call the helper answered imported {module}"
-    ledger = {module for module in loaded if module.startswith("resource_extend.ledger")}
-    thin = {
-        "resource_extend.ledger",
-        "resource_extend.ledger.lean",
-        "resource_extend.ledger.rundir",
-    }
-    assert ledger == thin, f"a call the helper answered imported {sorted(ledger - thin)}"
+    ours = {module for module in loaded if module.startswith("resource_extend")}
+    assert ours == THIN_PATH, f"the thin path changed: {sorted(ours ^ THIN_PATH)}"
     # Without a helper the call goes on in its own process, which starts whole: the same probe
     # sees site and the ledger (and would have seen them above).
     resident_plugin(plugin, on=False)

@@ -17,9 +17,9 @@ from resource_extend.commands.launcher import (
     checked_python,
     launcher,
 )
+from resource_extend.commands.program import Plugin
 from resource_extend.commands.resident.client import package_dir
 from resource_extend.commands.storage.plugin import PLUGIN as STORAGE
-from resource_extend.projections.plugin import Plugin
 
 
 @pytest.mark.parametrize("plugin", [GPU, STORAGE], ids=lambda plugin: plugin.name)
