@@ -314,8 +314,8 @@ def _usage_error(exc: Exception) -> bool:
 class Verb(msgspec.Struct, frozen=True):
     """A core verb: ``handler(request, session)`` (or ``handler(session)`` without a request).
 
-    Calling it runs it (``commands.main`` does, for core); ``people.verb_command`` makes it a
-    click command, for ``--help`` and the CLI.
+    Calling it runs it (``commands.main`` does, for core); ``commands.under_click.verb_command``
+    makes it a click command, for ``--help`` and the CLI.
     """
 
     name: str
@@ -324,7 +324,7 @@ class Verb(msgspec.Struct, frozen=True):
     decode: Decode
     """How its kind reads a request (``commands.gpu.requests.decode``)."""
     epilog: str | None
-    """The help's word on its kind's requests (``commands.gpu.REQUEST_EPILOG``)."""
+    """The help's word on its kind's requests (``commands.gpu.verbs.REQUEST_EPILOG``)."""
 
     def named(self, name: str) -> Verb:
         """This verb under ``name``, the one ``commands.registry`` gives it."""
@@ -353,7 +353,7 @@ def verb(
     The handler's docstring is the command's help; the request is read from stdin and read
     with ``decode``. Its name is the one ``commands.registry`` lists it under, given when it
     is loaded (:meth:`Verb.named`). Each kind's package wraps this with its own
-    (``commands.gpu.verb``).
+    (``commands.gpu.verbs.verb``).
     """
 
     def decorate(handler: Callable[..., Answer]) -> Verb:
