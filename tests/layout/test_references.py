@@ -35,7 +35,7 @@ def texts(path: Path) -> Iterator[tuple[int, str]]:
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         said = node.value if isinstance(node, ast.Expr) else None
         if isinstance(said, ast.Constant) and isinstance(said.value, str):
-            yield node.lineno, said.value
+            yield said.lineno, said.value
 
 
 def config_keys(struct: type = Config, above: str = "") -> set[str]:
