@@ -35,7 +35,7 @@ import click
 from resource_extend.commands.program import DISTRIBUTION, VERSION
 from resource_extend.commands.resident.client import package_dir, taken_from
 from resource_extend.commands.under_click import click_plugin
-from resource_extend.ledger.files import read_small_file, write_whole
+from resource_extend.ledger.host.files import read_small_file, write_whole
 from resource_extend.ledger.upkeep.export import unsafe_directory
 
 TYPE_CHECKING = False

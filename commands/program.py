@@ -127,6 +127,6 @@ def installed_version() -> str:
 
 def debugging(plugin: "Plugin") -> bool:
     """``RESOURCE_GPU_DEBUG`` is set: tracebacks and gRPC's own logs reach stderr."""
-    from resource_extend.ledger.lean import getenv
+    from resource_extend.ledger.host.lean import getenv
 
     return bool(getenv(plugin.env("DEBUG")))

@@ -23,7 +23,7 @@ from resource_extend.ledger.model.names import MAX_NODE_NAME
 
 if TYPE_CHECKING:
     from resource_extend.commands.program import Plugin
-    from resource_extend.ledger.config import Config
+    from resource_extend.ledger.host.config import Config
     from resource_extend.ledger.model.contract import Kind
     from resource_extend.ledger.model.events import Change
     from resource_extend.ledger.store import Reads, Store
@@ -102,8 +102,8 @@ class Session(Generic[S]):
 
     @cached_property
     def config(self) -> Config:
-        from resource_extend.ledger import config
-        from resource_extend.ledger.copies import RuntimeCopies
+        from resource_extend.ledger.host import config
+        from resource_extend.ledger.host.copies import RuntimeCopies
 
         default = self.plugin.config_file
         return config.load(

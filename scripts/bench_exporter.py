@@ -25,17 +25,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.etcd import wire
 from resource_extend.ledger.etcd.transport import HttpTransport
+from resource_extend.ledger.host.config import EtcdConfig
 from resource_extend.ledger.model.digests import Tip, with_tip
 from resource_extend.ledger.store.keys import KeyLayout
 from resource_extend.projections.gpu.node import GPU
 from resource_extend.projections.gpu.node import NodeState as GpuState
-from resource_extend.projections.storage.disks import Disk
+from resource_extend.projections.storage.grammar.disks import Disk
 from resource_extend.projections.storage.node import STORAGE
-from resource_extend.projections.storage.resources import NodeResource
 from resource_extend.projections.storage.state import NodeState as StorageState
+from resource_extend.projections.storage.wire.resources import NodeResource
 from tests.etcd_server import Cluster
 
 T = 2**40

@@ -22,9 +22,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.etcd import wire
 from resource_extend.ledger.etcd.transport import HttpTransport
+from resource_extend.ledger.host.config import EtcdConfig
 from resource_extend.ledger.store.keys import KeyLayout
 from resource_extend.projections.gpu.events import (
     Event,

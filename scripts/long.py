@@ -16,7 +16,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from resource_extend.ledger.config import EtcdConfig
+from resource_extend.ledger.host.config import EtcdConfig
 from resource_extend.ledger.store import Store
 from resource_extend.projections.gpu.node import GPU
 from tests.etcd_server import Cluster

@@ -20,11 +20,11 @@ from collections.abc import Callable
 
 import msgspec
 
-from resource_extend.projections.storage.capacity import nodes_deploy_capacity
-from resource_extend.projections.storage.disks import Disk
-from resource_extend.projections.storage.plans import calculate_deploy
-from resource_extend.projections.storage.requests import WorkloadRequestWire, workload_request
-from resource_extend.projections.storage.resources import NodeResource, WorkloadRequest
+from resource_extend.projections.storage.grammar.disks import Disk
+from resource_extend.projections.storage.placement.capacity import nodes_deploy_capacity
+from resource_extend.projections.storage.placement.plans import calculate_deploy
+from resource_extend.projections.storage.wire.requests import WorkloadRequestWire, workload_request
+from resource_extend.projections.storage.wire.resources import NodeResource, WorkloadRequest
 
 G = 2**30
 T = 2**40

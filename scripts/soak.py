@@ -26,8 +26,8 @@ from typing import Any
 from resource_extend.commands.gpu.plugin import PLUGIN as GPU
 from resource_extend.commands.protocol import CallIO, Session
 from resource_extend.commands.registry import load_verb
-from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.etcd.connection import Connection
+from resource_extend.ledger.host.config import EtcdConfig
 from resource_extend.ledger.store import Store
 from resource_extend.ledger.store.keys import KeyLayout
 from resource_extend.ledger.upkeep import export

@@ -23,7 +23,7 @@ import msgspec
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from resource_extend.ledger.config import EtcdConfig
+from resource_extend.ledger.host.config import EtcdConfig
 from resource_extend.ledger.model.errors import Contention
 from resource_extend.ledger.model.events import Change
 from resource_extend.ledger.store import Store

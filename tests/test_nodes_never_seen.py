@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from resource_extend.ledger.config import EtcdConfig
+from resource_extend.ledger.host.config import EtcdConfig
 from resource_extend.ledger.store import Store
 from resource_extend.ledger.store.outcomes import Appended
 from resource_extend.projections.gpu import decide

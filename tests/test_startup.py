@@ -81,7 +81,7 @@ def test_a_resource_storage_read_loads_only_storage() -> None:
     assert "resource_extend.commands.storage.queries" in loaded
     assert not [m for m in loaded if m.startswith("resource_extend.projections.gpu")]
     assert not [m for m in loaded if m.startswith("resource_extend.commands.gpu")]
-    assert "resource_extend.projections.storage.schedule" not in loaded
+    assert "resource_extend.projections.storage.placement.schedule" not in loaded
 
 
 # What a core call must not pay for: the click CLI always; PyYAML once the config's parsed

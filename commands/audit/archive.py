@@ -18,7 +18,7 @@ from msgspec import Struct
 
 from resource_extend.commands.protocol import Answer, Session, report_failure, respond
 from resource_extend.commands.under_click import answered, with_progress
-from resource_extend.ledger.config import Destination
+from resource_extend.ledger.host.config import Destination
 from resource_extend.ledger.model.errors import PluginError
 from resource_extend.ledger.store import Store
 from resource_extend.ledger.upkeep.bounds import Bound, bound_for

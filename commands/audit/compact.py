@@ -11,7 +11,7 @@ from msgspec import Struct
 from resource_extend.commands.audit.verify import named_nodes, nodes_or_all
 from resource_extend.commands.protocol import Answer, Session, respond
 from resource_extend.commands.under_click import answered, with_progress
-from resource_extend.ledger.config import Destination
+from resource_extend.ledger.host.config import Destination
 from resource_extend.ledger.model import audit
 from resource_extend.ledger.model.counts import plural
 from resource_extend.ledger.model.errors import PluginError

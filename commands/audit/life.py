@@ -12,7 +12,7 @@ from resource_extend.commands.audit.reading import NOT_ADOPTED, summary
 from resource_extend.commands.audit.verify import export_dirs
 from resource_extend.commands.program import installed_version
 from resource_extend.commands.protocol import Session
-from resource_extend.ledger.files import NotReplaced, write_whole
+from resource_extend.ledger.host.files import NotReplaced, write_whole
 from resource_extend.ledger.model import audit
 from resource_extend.ledger.model.errors import PluginError
 from resource_extend.ledger.model.events import AnyEvent as Event

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 from resource_extend.commands.doctor import etcd, prefix, this_host
 from resource_extend.commands.doctor.findings import Finding, fail, guarded, not_checked, ok, warn
 from resource_extend.commands.registry import resolve
-from resource_extend.ledger import config as config_files
-from resource_extend.ledger.config import Config
 from resource_extend.ledger.etcd.choice import described
+from resource_extend.ledger.host import config as config_files
+from resource_extend.ledger.host.config import Config
 from resource_extend.ledger.model.counts import plural
 from resource_extend.ledger.model.errors import PluginError
 

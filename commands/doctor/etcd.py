@@ -20,7 +20,6 @@ from resource_extend.commands.doctor.clock import clock_offset, judge_clock
 from resource_extend.commands.doctor.durability import CHECK as DURABILITY
 from resource_extend.commands.doctor.durability import check_durability, parse_version
 from resource_extend.commands.doctor.findings import Finding, fail, not_checked, ok, warn
-from resource_extend.ledger.config import Config, EtcdConfig
 from resource_extend.ledger.etcd import wire
 from resource_extend.ledger.etcd.choice import choose
 from resource_extend.ledger.etcd.connection import open_transport
@@ -33,6 +32,7 @@ from resource_extend.ledger.etcd.transport import (
     Transport,
     Unavailable,
 )
+from resource_extend.ledger.host.config import Config, EtcdConfig
 from resource_extend.ledger.model.counts import plural
 from resource_extend.ledger.model.errors import StoreError
 from resource_extend.ledger.store.keys import KeyLayout, range_end

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 from resource_extend.commands.doctor.findings import Finding, fail, ok, warn
 from resource_extend.commands.resident import client as resident
 from resource_extend.commands.resident import command as helper
-from resource_extend.ledger import rundir
+from resource_extend.ledger.host import rundir
 from resource_extend.ledger.upkeep.export import unsafe_directory
 
 if TYPE_CHECKING:
     from resource_extend.commands.program import Plugin
-    from resource_extend.ledger.config import Config
+    from resource_extend.ledger.host.config import Config
 
 STOP_FIX = "{prog} helper --stop --all (the next core call starts a fresh helper)"
 
@@ -51,7 +51,7 @@ def check_launcher(plugin: Plugin, explicit: str | None) -> list[Finding]:
     import sys
 
     from resource_extend.commands.launcher import read_launcher
-    from resource_extend.ledger.config import config_path
+    from resource_extend.ledger.host.config import config_path
 
     check = "launcher"
     directory = os.path.dirname(os.path.abspath(config_path(explicit, plugin.config_file)))

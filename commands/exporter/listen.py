@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from resource_extend.ledger.endpoints import host_port
+from resource_extend.ledger.host.endpoints import host_port
 from resource_extend.ledger.model.errors import PluginError
 
 DEFAULT_HOST = "127.0.0.1"

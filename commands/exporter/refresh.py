@@ -26,7 +26,7 @@ from resource_extend.commands.exporter.view import (
     node_series,
     tallied,
 )
-from resource_extend.ledger.config import EtcdConfig
+from resource_extend.ledger.host.config import EtcdConfig
 from resource_extend.ledger.model.contract import Kind
 from resource_extend.ledger.model.digests import tip_in_head
 from resource_extend.ledger.model.errors import PluginError

@@ -19,7 +19,7 @@ from msgspec import Struct
 from resource_extend.commands.protocol import Answer, Session
 from resource_extend.commands.tables import columns
 from resource_extend.commands.under_click import answered, click_config
-from resource_extend.ledger import config
+from resource_extend.ledger.host import config
 from resource_extend.projections.gpu import detect as rules
 from resource_extend.projections.gpu.detect import Card, DetectError, driver_failure
 

@@ -31,8 +31,8 @@ from resource_extend.commands.resident import client as resident
 from resource_extend.commands.resident.call_process import FREE, CallProcess
 from resource_extend.commands.resident.claim import locked
 from resource_extend.commands.resident.warm import config_or_none, ready_for_calls
-from resource_extend.ledger import rundir
 from resource_extend.ledger.etcd.choice import serves_many_calls
+from resource_extend.ledger.host import rundir
 from resource_extend.ledger.store.appender import who
 from resource_extend.ledger.store.turns import tidy
 

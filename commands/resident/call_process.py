@@ -24,7 +24,7 @@ from resource_extend.commands.registry import CORE_VERBS, HIDDEN_VERBS, load_ver
 from resource_extend.commands.resident import client as resident
 from resource_extend.commands.resident.heartbeat import Heartbeat
 from resource_extend.commands.resident.warm import config_or_none
-from resource_extend.ledger import rundir
+from resource_extend.ledger.host import rundir
 from resource_extend.ledger.model.errors import PluginError
 
 if TYPE_CHECKING:

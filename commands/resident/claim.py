@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from resource_extend.commands.resident import client as resident
 from resource_extend.commands.resident.warm import warm_up
-from resource_extend.ledger import rundir
+from resource_extend.ledger.host import rundir
 
 if TYPE_CHECKING:
     from resource_extend.commands.program import Plugin

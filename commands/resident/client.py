@@ -5,7 +5,8 @@ PyYAML and the ledger. The resident helper (``commands.resident.daemon``) has al
 a call here only sends its verb, config path and stdin over a Unix socket and relays the answer:
 stdout, stderr and exit status exactly as the verb would have produced them in this process.
 On that path it imports nothing beyond ``posix``, ``sys`` and ``_socket`` of the standard
-library (``ledger.lean`` does what it needs of ``os``), and nothing that needs Python's ``site``.
+library (``ledger.host.lean`` does what it needs of ``os``), and nothing that needs Python's
+``site``.
 
 The conversation, one call per connection (frames are lines; bodies follow their frame)::
 
@@ -42,8 +43,8 @@ import posix
 import sys
 
 from resource_extend.commands.program import MAX_REQUEST_BYTES, VERSION, debugging
-from resource_extend.ledger import rundir
-from resource_extend.ledger.lean import absolute, fsencode, getenv, is_file
+from resource_extend.ledger.host import rundir
+from resource_extend.ledger.host.lean import absolute, fsencode, getenv, is_file
 
 TYPE_CHECKING = False  # not typing's: importing typing costs a core call ~3 ms
 if TYPE_CHECKING:
@@ -414,7 +415,7 @@ def start_if_wanted(plugin: "Plugin", config: str | None) -> None:
     if path is None:
         return
     try:
-        from resource_extend.ledger import config as config_files
+        from resource_extend.ledger.host import config as config_files
 
         wanted = config_files.load(path).resident
     except Exception:

@@ -12,7 +12,7 @@ import click
 
 from resource_extend.commands.resident import client as resident
 from resource_extend.commands.under_click import click_config, click_plugin
-from resource_extend.ledger import rundir
+from resource_extend.ledger.host import rundir
 
 NOT_RUNNING = 3
 """Exit status when no helper runs (as ``systemctl status`` has it)."""

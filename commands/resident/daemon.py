@@ -24,7 +24,7 @@ import sys
 from resource_extend.commands.resident import client as resident
 from resource_extend.commands.resident.arbiter import Helper
 from resource_extend.commands.resident.claim import claim
-from resource_extend.ledger import rundir
+from resource_extend.ledger.host import rundir
 
 
 def main(argv: list[str]) -> None:

@@ -13,20 +13,20 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from resource_extend.commands.registry import CORE_VERBS, HIDDEN_VERBS, load_verb
-from resource_extend.ledger import config as config_files
 from resource_extend.ledger.etcd.connection import open_transport
+from resource_extend.ledger.host import config as config_files
 from resource_extend.ledger.model.errors import PluginError
 
 if TYPE_CHECKING:
     from resource_extend.commands.program import Plugin
-    from resource_extend.ledger.config import Config
+    from resource_extend.ledger.host.config import Config
 
 
 def warm_up(plugin: Plugin) -> None:
     """Import every verb and what it uses now, not on a client's time: what a Session imports
     only when a call needs it too (a call's process would import it, and forget it, each
     time)."""
-    importlib.import_module("resource_extend.ledger.copies")  # Session.config
+    importlib.import_module("resource_extend.ledger.host.copies")  # Session.config
     importlib.import_module("resource_extend.ledger.upkeep.bounds")  # Session.append
     for package in _kinds_packages(plugin):  # what its verbs import only when they need it
         for module in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):

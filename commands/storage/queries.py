@@ -17,15 +17,15 @@ from resource_extend.commands.storage.verbs import Session, verb
 from resource_extend.ledger.model.names import check_node_name
 from resource_extend.projections.answers import MostIdle, NodeResourceInfo, NodesDeployCapacity
 from resource_extend.projections.metrics import Metric
-from resource_extend.projections.storage.requests import (
+from resource_extend.projections.storage.wire.requests import (
     parse_workload_request,
     workload_request,
 )
-from resource_extend.projections.storage.resources import WorkloadResource
+from resource_extend.projections.storage.wire.resources import WorkloadResource
 
 TYPE_CHECKING = False  # the plans load only with the verbs that place
 if TYPE_CHECKING:
-    from resource_extend.projections.storage.plans import DeployAnswer, ReallocAnswer
+    from resource_extend.projections.storage.placement.plans import DeployAnswer, ReallocAnswer
 
 IDLE_PRIORITY = 1
 """get-most-idle-node's priority: below cpumem's and GPU's 100, so storage never picks the
@@ -54,7 +54,7 @@ def calculate_deploy(request: requests.CalculateDeploy, session: Session) -> Dep
     "/"); a mount's source is a clean absolute path or a volume name; flag o needs r or w.
     A node with no record is an empty one: it hosts requests without bindings or storage.
     """
-    from resource_extend.projections.storage.plans import calculate_deploy as plan
+    from resource_extend.projections.storage.placement.plans import calculate_deploy as plan
 
     node = check_node_name(request.nodename)
     wanted = workload_request(request.workload_resource_request)
@@ -77,7 +77,7 @@ def calculate_realloc(request: requests.CalculateRealloc, session: Session) -> R
     to the device it was charged to. delta_resource is what core adds to the node's usage.
     A node with no record is an empty one.
     """
-    from resource_extend.projections.storage.plans import calculate_realloc as plan
+    from resource_extend.projections.storage.placement.plans import calculate_realloc as plan
 
     node = check_node_name(request.nodename)
     asked = parse_workload_request(request.workload_resource_request)
@@ -104,7 +104,7 @@ def get_nodes_deploy_capacity(
     (added before the plugin was installed, say) is an empty one: it hosts only requests
     that ask for nothing of it.
     """
-    from resource_extend.projections.storage.capacity import nodes_deploy_capacity
+    from resource_extend.projections.storage.placement.capacity import nodes_deploy_capacity
 
     names = node_names(request.nodenames)
     wanted = workload_request(request.workload_resource)
@@ -126,7 +126,7 @@ def get_node_resource_info(
     An unknown node reads as null, as in resource-gpu (upstream failed): core's RemoveNode
     reads every plugin's record first, so a node this plugin never saw can still be removed.
     """
-    from resource_extend.projections.storage.diffs import node_diffs
+    from resource_extend.projections.storage.verbs.diffs import node_diffs
     from resource_extend.projections.storage.views import state_json
 
     node = check_node_name(request.nodename)

@@ -2,7 +2,7 @@
 
 A node's resource may come in either of its two forms (``{"volumes": ["/data0:1T"], "storage":
 "1T"}`` as an operator types it, or the stored form core hands back), so those fields stay raw
-until the verb reads them (``projections.storage.node_requests``); everything else is typed
+until the verb reads them (``projections.storage.wire.node_requests``); everything else is typed
 here. A key that spells a field in another case (``Storage_Request``) is refused
 (:data:`decode`).
 """
@@ -19,11 +19,11 @@ from resource_extend.commands.requests import (
     Metrics,
     spellings,
 )
-from resource_extend.projections.storage.disks import Disk
-from resource_extend.projections.storage.node_requests import RequestForm
-from resource_extend.projections.storage.requests import WorkloadRequestWire
-from resource_extend.projections.storage.resources import NodeResource, WorkloadResource
-from resource_extend.projections.storage.stored import exactly_spelled
+from resource_extend.projections.storage.grammar.disks import Disk
+from resource_extend.projections.storage.wire.node_requests import RequestForm
+from resource_extend.projections.storage.wire.requests import WorkloadRequestWire
+from resource_extend.projections.storage.wire.resources import NodeResource, WorkloadResource
+from resource_extend.projections.storage.wire.stored import exactly_spelled
 
 NodeForm = Any
 """A node resource in the request form or the stored form, read by the verb."""

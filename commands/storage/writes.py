@@ -12,14 +12,14 @@ from resource_extend.commands.storage.plugin import PLUGIN
 from resource_extend.commands.storage.verbs import Session, verb
 from resource_extend.ledger.model.names import check_node_name
 from resource_extend.projections.answers import BeforeAfter, NodeResourceInfo
-from resource_extend.projections.storage import decide
 from resource_extend.projections.storage.events import UsageRebuilt
-from resource_extend.projections.storage.node_requests import node_request_of
-from resource_extend.projections.storage.resources import NodeResource
 from resource_extend.projections.storage.state import NodeState
-from resource_extend.projections.storage.stored import node_resource_of
-from resource_extend.projections.storage.updates import Given, chosen
+from resource_extend.projections.storage.verbs import decide
+from resource_extend.projections.storage.verbs.updates import Given, chosen
 from resource_extend.projections.storage.views import state_json
+from resource_extend.projections.storage.wire.node_requests import node_request_of
+from resource_extend.projections.storage.wire.resources import NodeResource
+from resource_extend.projections.storage.wire.stored import node_resource_of
 
 ENGINE_INFO_KEY = PLUGIN.kind
 """Where a VM engine's node report carries its volumes and storage (stored form, base64)."""

@@ -14,7 +14,6 @@ from typing import TypeVar
 
 import msgspec
 
-from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.etcd import wire
 from resource_extend.ledger.etcd.choice import REINSTALL, choose
 from resource_extend.ledger.etcd.transport import (
@@ -27,6 +26,7 @@ from resource_extend.ledger.etcd.transport import (
     Transport,
     Unavailable,
 )
+from resource_extend.ledger.host.config import EtcdConfig
 from resource_extend.ledger.model.errors import EtcdFull, StoreError
 
 

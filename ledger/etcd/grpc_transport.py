@@ -32,14 +32,6 @@ import grpc._channel  # what the first channel imports: here, once, in a warm he
 import msgspec
 from google.protobuf import json_format
 
-from resource_extend.ledger.config import EtcdConfig
-from resource_extend.ledger.endpoints import (
-    REFUSED_CERTIFICATE_SIGNS,
-    UNVERIFIED,
-    Endpoint,
-    certificate_refused,
-    read_tls_file,
-)
 from resource_extend.ledger.etcd import kept, protos, wire
 from resource_extend.ledger.etcd.kept import Kept, token_key
 from resource_extend.ledger.etcd.transport import (
@@ -50,6 +42,14 @@ from resource_extend.ledger.etcd.transport import (
     Request,
     Unavailable,
     refused,
+)
+from resource_extend.ledger.host.config import EtcdConfig
+from resource_extend.ledger.host.endpoints import (
+    REFUSED_CERTIFICATE_SIGNS,
+    UNVERIFIED,
+    Endpoint,
+    certificate_refused,
+    read_tls_file,
 )
 
 _TRANSIENT = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}

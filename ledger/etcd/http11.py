@@ -14,7 +14,7 @@ import _socket
 import time
 from typing import TYPE_CHECKING
 
-from resource_extend.ledger.endpoints import host_port
+from resource_extend.ledger.host.endpoints import host_port
 
 if TYPE_CHECKING:
     import ssl

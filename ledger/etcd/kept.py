@@ -17,11 +17,11 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
-from resource_extend.ledger.endpoints import Endpoint
+from resource_extend.ledger.host.endpoints import Endpoint
 
 if TYPE_CHECKING:
-    from resource_extend.ledger.config import EtcdConfig
     from resource_extend.ledger.etcd.http11 import Connection as HttpConnection
+    from resource_extend.ledger.host.config import EtcdConfig
 
 K = TypeVar("K")
 V = TypeVar("V")

@@ -20,20 +20,20 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar
 
 import msgspec
 
-from resource_extend.ledger.endpoints import (
+from resource_extend.ledger.etcd import http11, kept, wire
+from resource_extend.ledger.etcd.kept import Kept, TokenKey, token_key
+from resource_extend.ledger.host.endpoints import (
     REFUSED_CERTIFICATE_SIGNS,
     UNVERIFIED,
     certificate_refused,
     read_tls_file,
 )
-from resource_extend.ledger.etcd import http11, kept, wire
-from resource_extend.ledger.etcd.kept import Kept, TokenKey, token_key
 from resource_extend.ledger.model.errors import StoreError
 
 if TYPE_CHECKING:
     import ssl
 
-    from resource_extend.ledger.config import EtcdConfig
+    from resource_extend.ledger.host.config import EtcdConfig
 
 Reply = TypeVar(
     "Reply",

@@ -19,9 +19,9 @@ from typing import Generic, TypeVar
 
 import msgspec
 
-from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.etcd.connection import Connection
 from resource_extend.ledger.etcd.transport import Transport
+from resource_extend.ledger.host.config import EtcdConfig
 from resource_extend.ledger.model.contract import Kind
 from resource_extend.ledger.store.appender import Appender, WriteHook, who
 from resource_extend.ledger.store.checkpoints import Checkpoints

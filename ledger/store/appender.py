@@ -26,9 +26,9 @@ from typing import Generic, TypeVar
 
 import msgspec
 
-from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.etcd import wire
 from resource_extend.ledger.etcd.connection import Ambiguous, Connection, OutOfTime
+from resource_extend.ledger.host.config import EtcdConfig
 from resource_extend.ledger.model.audit import apply
 from resource_extend.ledger.model.contract import Kind
 from resource_extend.ledger.model.digests import EMPTY, Tip, stamped, tip_of, with_tip

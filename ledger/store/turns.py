@@ -5,7 +5,7 @@ race lost is a round trip and a decision wasted: 32 of core's calls writing one 
 lost about ten races for each write that landed, and on two cores a few ran out of
 ``etcd.timeout`` before landing theirs (``scripts/bench``). So a write first takes the node's
 turn on this host: an advisory lock (``flock``) on one of :data:`SLOTS` files in the plugin's
-private runtime directory (``ledger.rundir``), chosen by the prefix and the node. The writers
+private runtime directory (``ledger.host.rundir``), chosen by the prefix and the node. The writers
 of this host then meet at the lock, cheaply, instead of at etcd; writers on other hosts still
 race, and compare-and-swap still decides.
 
@@ -31,7 +31,7 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from resource_extend.ledger import rundir
+from resource_extend.ledger.host import rundir
 
 SLOTS = 64
 """Lock files per program: two nodes share one with odds of 1 in 64, and then only wait on

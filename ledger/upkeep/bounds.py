@@ -21,7 +21,7 @@ import msgspec
 from resource_extend.ledger.model.errors import PluginError
 
 if TYPE_CHECKING:
-    from resource_extend.ledger.config import StreamsConfig
+    from resource_extend.ledger.host.config import StreamsConfig
     from resource_extend.ledger.model.events import Change
     from resource_extend.ledger.store import Store
     from resource_extend.ledger.store.appender import Resume

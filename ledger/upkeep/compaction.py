@@ -35,7 +35,7 @@ from typing import Any
 
 import msgspec
 
-from resource_extend.ledger.config import Destination
+from resource_extend.ledger.host.config import Destination
 from resource_extend.ledger.model import audit
 from resource_extend.ledger.model.digests import named_by_next
 from resource_extend.ledger.model.errors import Contention, OutcomeUnknown, PluginError, StoreError

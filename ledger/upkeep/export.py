@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 import msgspec
 
-from resource_extend.ledger.files import UnfitFile, read_small_file
+from resource_extend.ledger.host.files import UnfitFile, read_small_file
 from resource_extend.ledger.model.errors import PluginError
 from resource_extend.ledger.model.events import AnyEvent as Event
 
@@ -113,7 +113,7 @@ def unsafe_directory(folder: Path) -> str:
     must belong to this user (or root) and be writable by nobody else, and every directory
     above it belong to root or this user and be writable by nobody else, unless sticky
     (``/tmp``: nobody may rename or delete what they do not own there), as the resident
-    helper's runtime directory must (``ledger.rundir``)."""
+    helper's runtime directory must (``ledger.host.rundir``)."""
     mine = (0, os.getuid())
     for place in (folder, *folder.parents):
         info = os.stat(place, follow_symlinks=False)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from resource_extend.ledger.files import UnfitFile, read_small_file
+from resource_extend.ledger.host.files import UnfitFile, read_small_file
 from resource_extend.ledger.model.errors import PluginError
 from resource_extend.ledger.upkeep import export
 

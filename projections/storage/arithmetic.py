@@ -12,10 +12,14 @@ from collections.abc import Iterable
 
 import msgspec
 
-from resource_extend.projections.storage.disks import Disk
-from resource_extend.projections.storage.disks import add as add_quota
-from resource_extend.projections.storage.disks import times as times_quota
-from resource_extend.projections.storage.resources import NodeResource, Volumes, WorkloadResource
+from resource_extend.projections.storage.grammar.disks import Disk
+from resource_extend.projections.storage.grammar.disks import add as add_quota
+from resource_extend.projections.storage.grammar.disks import times as times_quota
+from resource_extend.projections.storage.wire.resources import (
+    NodeResource,
+    Volumes,
+    WorkloadResource,
+)
 
 
 def add(base: NodeResource, delta: NodeResource, sign: int = 1) -> NodeResource:

@@ -27,9 +27,9 @@ from resource_extend.projections.changes import (
 )
 from resource_extend.projections.gojson import go_escaped
 from resource_extend.projections.storage import KIND
-from resource_extend.projections.storage.resources import NodeResource, WorkloadResource
 from resource_extend.projections.storage.state import NodeState
-from resource_extend.projections.storage.stored import StoredRecord
+from resource_extend.projections.storage.wire.resources import NodeResource, WorkloadResource
+from resource_extend.projections.storage.wire.stored import StoredRecord
 
 StorageChange = Union[  # noqa: UP007 (a runtime union of generic aliases)
     NodeAdded[NodeResource],

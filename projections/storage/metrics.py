@@ -9,7 +9,7 @@ from resource_extend.projections.metrics import (
     Sample,
     statsd_safe,
 )
-from resource_extend.projections.storage.disks import NO_QUOTA
+from resource_extend.projections.storage.grammar.disks import NO_QUOTA
 from resource_extend.projections.storage.state import NodeState
 
 LABELS = ["podname", "nodename"]

@@ -15,9 +15,9 @@ from resource_extend.projections.changes import workloads_contradiction
 from resource_extend.projections.node import NodeKind
 from resource_extend.projections.storage import KIND, arithmetic, views
 from resource_extend.projections.storage.events import EVENTS, encode_record
-from resource_extend.projections.storage.resources import NodeResource
 from resource_extend.projections.storage.state import NodeState, validated, zero_usage
-from resource_extend.projections.storage.stored import read_stored
+from resource_extend.projections.storage.wire.resources import NodeResource
+from resource_extend.projections.storage.wire.stored import read_stored
 
 __all__ = ["STORAGE", "BrokenStream", "NodeState"]
 

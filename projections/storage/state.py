@@ -14,11 +14,11 @@ from collections.abc import Iterable
 import msgspec
 
 from resource_extend.ledger.model.errors import InvalidRequest, NodeNotFound
-from resource_extend.projections.storage.bindings import InvalidVolume
-from resource_extend.projections.storage.disks import NO_QUOTA, Disk, Quota, add, fits
-from resource_extend.projections.storage.requests import InvalidStorage
-from resource_extend.projections.storage.resources import NodeResource, Volumes
-from resource_extend.projections.storage.sizes import MAX_SIZE
+from resource_extend.projections.storage.grammar.bindings import InvalidVolume
+from resource_extend.projections.storage.grammar.disks import NO_QUOTA, Disk, Quota, add, fits
+from resource_extend.projections.storage.grammar.sizes import MAX_SIZE
+from resource_extend.projections.storage.wire.requests import InvalidStorage
+from resource_extend.projections.storage.wire.resources import NodeResource, Volumes
 
 
 class NodeState(msgspec.Struct, frozen=True, kw_only=True):

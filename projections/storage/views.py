@@ -7,10 +7,10 @@ from typing import Any
 
 from resource_extend.projections import changes
 from resource_extend.projections.parts import Measure
-from resource_extend.projections.storage.disks import Disk
 from resource_extend.projections.storage.events import KINDS as KINDS  # every change kind
-from resource_extend.projections.storage.resources import NodeResource
+from resource_extend.projections.storage.grammar.disks import Disk
 from resource_extend.projections.storage.state import NodeState
+from resource_extend.projections.storage.wire.resources import NodeResource
 
 EMPTY = NodeState(capacity=NodeResource(), usage=NodeResource())
 """What a node without a readable record shows: nothing."""

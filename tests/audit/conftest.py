@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from resource_extend.ledger.config import EtcdConfig
+from resource_extend.ledger.host.config import EtcdConfig
 from resource_extend.ledger.store import Store
 from resource_extend.projections.gpu.node import GPU, NodeState
 from tests.plugin import TRANSPORT, Plugin

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from resource_extend.ledger.config import Destination
+from resource_extend.ledger.host.config import Destination
 from resource_extend.ledger.store import Store
 from resource_extend.ledger.upkeep.compaction import compact
 from tests.audit.helpers import Doc, G, added, event, head, ok_text, plant, run, stamp, used

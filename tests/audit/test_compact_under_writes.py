@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from resource_extend.ledger.config import Destination
+from resource_extend.ledger.host.config import Destination
 from resource_extend.ledger.store import Store
 from resource_extend.ledger.upkeep import compaction
 from tests.audit.helpers import G, added, event, head, plant, used

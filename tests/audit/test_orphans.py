@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from resource_extend.ledger.config import EtcdConfig
+from resource_extend.ledger.host.config import EtcdConfig
 from resource_extend.ledger.store import Store
 from resource_extend.ledger.upkeep import export, orphans
 from resource_extend.projections.gpu.node import GPU

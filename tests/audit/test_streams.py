@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from resource_extend.ledger.config import Destination, EtcdConfig
 from resource_extend.ledger.etcd import wire
 from resource_extend.ledger.etcd.connection import Connection
+from resource_extend.ledger.host.config import Destination, EtcdConfig
 from resource_extend.ledger.store import Store
 from resource_extend.ledger.upkeep.compaction import compact
 from resource_extend.projections.gpu.events import decode_event

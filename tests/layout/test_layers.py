@@ -249,44 +249,117 @@ def test_the_shell_check_sees_a_loop_through_a_kind(tmp_path: Path) -> None:
 # -- the ledger's rooms ---------------------------------------------------------------------------
 
 LEDGER = "resource_extend.ledger"
-SETTINGS = tuple(
-    f"{LEDGER}.{name}" for name in ("config", "endpoints", "files", "copies", "rundir", "lean")
-)
-"""The operator's configuration, the files it names, its parsed copies and the private runtime
-directory they are kept in (with the little of ``os`` that directory's walk needs): the
-ledger's top-level modules."""
+STORAGE = "resource_extend.projections.storage"
 ROOMS = {
-    "projections": (f"{LEDGER}.model",),
     f"{LEDGER}.model": (f"{LEDGER}.model",),
-    LEDGER: (f"{LEDGER}.model.errors", *SETTINGS),
-    f"{LEDGER}.etcd": (f"{LEDGER}.model.errors", *SETTINGS, f"{LEDGER}.etcd"),
-    f"{LEDGER}.store": (f"{LEDGER}.model", *SETTINGS, f"{LEDGER}.etcd", f"{LEDGER}.store"),
+    f"{LEDGER}.host": (f"{LEDGER}.model.errors", f"{LEDGER}.host"),
+    f"{LEDGER}.etcd": (f"{LEDGER}.model.errors", f"{LEDGER}.host", f"{LEDGER}.etcd"),
+    f"{LEDGER}.store": (f"{LEDGER}.model", f"{LEDGER}.host", f"{LEDGER}.etcd", f"{LEDGER}.store"),
     f"{LEDGER}.upkeep": (LEDGER,),
+    "projections": (f"{LEDGER}.model", "projections"),
+    f"{STORAGE}.grammar": (f"{LEDGER}.model", f"{STORAGE}.grammar"),
+    f"{STORAGE}.wire": (f"{LEDGER}.model", f"{STORAGE}.grammar", f"{STORAGE}.wire"),
+    STORAGE: (f"{LEDGER}.model", "projections", f"{STORAGE}.grammar", f"{STORAGE}.wire", STORAGE),
+    f"{STORAGE}.verbs": (
+        f"{LEDGER}.model",
+        "projections",
+        f"{STORAGE}.grammar",
+        f"{STORAGE}.wire",
+        STORAGE,
+        f"{STORAGE}.verbs",
+    ),
+    f"{STORAGE}.placement": (
+        f"{LEDGER}.model",
+        "projections",
+        f"{STORAGE}.grammar",
+        f"{STORAGE}.wire",
+        STORAGE,
+        f"{STORAGE}.placement",
+    ),
 }
-"""Which of the ledger's modules each room may import, by the room's dotted name (the ledger's
-own top-level modules form the room ``LEDGER``): the pure model imports only itself, etcd I/O
-knows no event (only the errors it raises), the store never reaches up into upkeep."""
+"""Which modules each room may import, by the room's dotted name (and ``projections``, every
+module of the pure layer not in a room of storage's). In the ledger the pure model imports
+only itself, what it takes from its host knows no event, etcd I/O knows no event (only the
+errors it raises), the store never reaches up into upkeep. In storage the words are the bottom
+room, the wire's shapes are built on them, the kind's own modules (``STORAGE_OWN``) on both,
+and its verbs and placement on the kind; nothing below reaches up."""
+STORAGE_OWN = {"arithmetic", "events", "metrics", "node", "parts", "state", "views"}
+"""The modules of the storage kind itself, beside its rooms: its state and how its values add,
+its events, its fold and record, how people and the exporter see it, its parts."""
 
 
-def room_of(module: str) -> str:
-    """The room one of the package's modules is in (a ``ROOMS`` key)."""
+def room_of(module: str) -> str | None:
+    """The room one of the package's modules is in (a ``ROOMS`` key); None for one of the
+    shell's, and for a module of the ledger or storage in no room."""
+    parts = module.split(".")
+    if module.startswith(f"{STORAGE}."):
+        room = ".".join(parts[:4])
+        if room in ROOMS:
+            return room
+        return STORAGE if parts[3] in STORAGE_OWN else None
     if module.startswith("resource_extend.projections"):
         return "projections"
-    folder = ".".join(module.split(".")[:3])  # resource_extend.ledger.<folder or module>
-    return folder if folder in ROOMS else LEDGER
+    room = ".".join(parts[:3])
+    return room if module.startswith(f"{LEDGER}.") and room in ROOMS else None
+
+
+def roomless(root: Path) -> list[str]:
+    """The ledger's and storage's modules that are in none of their rooms (a package's own
+    ``__init__`` aside)."""
+    return [
+        module
+        for module in sorted(module_names(root))
+        if module.startswith((f"{LEDGER}.", f"{STORAGE}."))
+        if module not in ROOMS and room_of(module) is None
+    ]
+
+
+def allowed(room: str, target: str) -> bool:
+    """Whether a module in ``room`` may import ``target``: a module of a room the room names, or
+    of the ledger under a name it names (``ledger.model.errors``)."""
+    return any(
+        room_of(target) == name or (name.startswith(LEDGER) and f"{target}.".startswith(f"{name}."))
+        for name in ROOMS[room]
+    )
 
 
 def out_of_room(root: Path) -> list[str]:
-    """Each import of a ledger module that its importer's room may not make."""
+    """Each import of a ledger or projections module that its importer's room may not make."""
     return [
         f"{module} imports {target}"
         for module, targets in sorted(import_graph(root).items())
-        if module.startswith((LEDGER, "resource_extend.projections"))
+        for room in [room_of(module)]
+        if room is not None
         for target in sorted(targets)
-        if target.startswith(LEDGER) and target != LEDGER
-        if not any(target == allowed or target.startswith(f"{allowed}.")
-                   for allowed in ROOMS[room_of(module)])
-    ]  # fmt: skip
+        if target.startswith((f"{LEDGER}.", "resource_extend.projections."))
+        if not allowed(room, target)
+    ]
+
+
+def test_every_module_of_the_ledger_and_of_storage_is_in_a_room() -> None:
+    assert roomless(ROOT) == []
+
+
+def test_a_module_added_to_the_wrong_room_is_seen(tmp_path: Path) -> None:
+    """Loose in the ledger, loose beside storage's rooms, or in a room below what it uses."""
+    for folder in ("ledger/model", "projections/storage/grammar", "projections/storage/wire"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "commands").mkdir()
+    (tmp_path / "ledger" / "helpers.py").write_text("")
+    (tmp_path / "projections" / "storage" / "quotas.py").write_text("")
+    (tmp_path / "projections" / "storage" / "events.py").write_text("")
+    (tmp_path / "projections" / "storage" / "wire" / "resources.py").write_text("")
+    (tmp_path / "projections" / "storage" / "grammar" / "units.py").write_text(
+        "from resource_extend.projections.storage.wire.resources import NodeResource\n"
+    )
+    assert roomless(tmp_path) == [
+        "resource_extend.ledger.helpers",
+        "resource_extend.projections.storage.quotas",
+    ]
+    assert out_of_room(tmp_path) == [
+        "resource_extend.projections.storage.grammar.units imports "
+        "resource_extend.projections.storage.wire.resources"
+    ]
 
 
 def test_each_ledger_room_imports_only_the_rooms_below_it() -> None:

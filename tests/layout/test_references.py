@@ -16,7 +16,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from resource_extend.ledger.config import Config
+from resource_extend.ledger.host.config import Config
 from tests.layout.test_layers import LAYERS, ROOT, module_names
 
 PACKAGE = "resource_extend"

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from resource_extend.ledger.config import Auth, EtcdConfig
 from resource_extend.ledger.etcd import kept, transport, wire
 from resource_extend.ledger.etcd.connection import open_transport
 from resource_extend.ledger.etcd.transport import HttpTransport, Transport
+from resource_extend.ledger.host.config import Auth, EtcdConfig
 from tests.etcd_server import Member, etcdctl_binary
 from tests.ledger.transports import Calls, Over, Recorded
 from tests.secured_etcd import add_user, start_auth_member

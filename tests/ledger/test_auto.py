@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.etcd import choice, wire
 from resource_extend.ledger.etcd.connection import READERS, Connection
 from resource_extend.ledger.etcd.grpc_transport import GrpcTransport
 from resource_extend.ledger.etcd.transport import HttpTransport
+from resource_extend.ledger.host.config import EtcdConfig
 from resource_extend.ledger.store.keys import range_end
 
 

@@ -11,9 +11,9 @@ import os
 import grpc
 import pytest
 
-from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.etcd import grpc_transport, kept
 from resource_extend.ledger.etcd.transport import Unavailable
+from resource_extend.ledger.host.config import EtcdConfig
 from tests.etcd_server import Cluster
 from tests.ledger.transports import Calls, Recorded, put, version
 

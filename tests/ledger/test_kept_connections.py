@@ -12,10 +12,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.etcd import http11, kept, wire
 from resource_extend.ledger.etcd.connection import open_transport
 from resource_extend.ledger.etcd.transport import Unavailable
+from resource_extend.ledger.host.config import EtcdConfig
 from tests.etcd_server import Cluster
 from tests.faults import LetsGoSecondRequests
 from tests.ledger.transports import Calls, Recorded, put, version

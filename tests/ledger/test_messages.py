@@ -11,11 +11,11 @@ import msgspec
 from google.protobuf import json_format
 
 from resource_extend.commands.doctor.durability import check_durability
-from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.etcd import protos, wire
 from resource_extend.ledger.etcd.connection import open_transport
 from resource_extend.ledger.etcd.grpc_transport import GrpcTransport
 from resource_extend.ledger.etcd.transport import HttpTransport
+from resource_extend.ledger.host.config import EtcdConfig
 from tests.etcd_server import Cluster, etcdctl_binary, free_port
 
 CHANGING = {"header", "raftIndex", "raftAppliedIndex", "raftTerm"}

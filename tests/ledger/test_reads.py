@@ -12,9 +12,9 @@ import pytest
 
 from resource_extend.commands.gpu.plugin import PLUGIN as GPU
 from resource_extend.commands.protocol import CallIO, Session
-from resource_extend.ledger import config as config_files
 from resource_extend.ledger import store
 from resource_extend.ledger.etcd.connection import Connection
+from resource_extend.ledger.host import config as config_files
 from tests.ledger.transports import Calls
 from tests.plugin import Plugin, R
 

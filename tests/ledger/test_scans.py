@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.etcd import wire
+from resource_extend.ledger.host.config import EtcdConfig
 from resource_extend.ledger.store import Store, scans
 from resource_extend.projections.gpu.node import GPU, NodeState
 from tests.audit.helpers import G, added, event, head, plant

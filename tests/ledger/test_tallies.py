@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from resource_extend.ledger.config import EtcdConfig
+from resource_extend.ledger.host.config import EtcdConfig
 from resource_extend.ledger.model.errors import Contention
 from resource_extend.ledger.model.events import Change
 from resource_extend.ledger.store import Store

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.etcd import transport, wire
 from resource_extend.ledger.etcd.connection import open_transport
 from resource_extend.ledger.etcd.kept import Kept
+from resource_extend.ledger.host.config import EtcdConfig
 from tests.etcd_server import Member
 from tests.ledger.transports import Calls, Over, Recorded
 from tests.secured_etcd import TLSFiles, start_tls_member

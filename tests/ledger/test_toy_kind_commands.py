@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from resource_extend.ledger.config import EtcdConfig
+from resource_extend.ledger.host.config import EtcdConfig
 from resource_extend.ledger.store import Store
 from tests.apples import APPLES, NODE, Apples, eat, plant
 from tests.apples.plugin import PLUGIN

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from resource_extend.ledger.config import Auth, EtcdConfig
 from resource_extend.ledger.etcd.connection import open_transport
 from resource_extend.ledger.etcd.transport import Transport
+from resource_extend.ledger.host.config import Auth, EtcdConfig
 from tests.etcd_contract import TransportContract
 from tests.etcd_server import Member, free_port
 from tests.faults import AnswerDroppingProxy, SilentListener

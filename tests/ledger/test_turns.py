@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from resource_extend.ledger import rundir
+from resource_extend.ledger.host import rundir
 from resource_extend.ledger.store import turns
 from resource_extend.ledger.store.turns import turn
 

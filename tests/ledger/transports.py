@@ -8,9 +8,9 @@ from typing import Any, Literal
 
 import pytest
 
-from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.etcd import wire
 from resource_extend.ledger.etcd.connection import open_transport
+from resource_extend.ledger.host.config import EtcdConfig
 
 Over = Literal["http", "grpc"]
 """The transport a test's calls take (``etcd.transport``)."""

@@ -30,7 +30,7 @@ from resource_extend.commands.resident import client as resident
 from resource_extend.commands.resident.arbiter import Helper
 from resource_extend.commands.resident.call_process import CallProcess
 from resource_extend.commands.resident.claim import claim
-from resource_extend.ledger import rundir
+from resource_extend.ledger.host import rundir
 
 FAULTS = ("dies-before-answering", "hangs-after-writing", "hangs-before-writing")
 

@@ -217,8 +217,9 @@ THIN_PATH = {
     # the client, the private runtime directory its socket is in, and the little of os they use
     "resource_extend.commands.resident",
     "resource_extend.commands.resident.client",
-    "resource_extend.ledger.rundir",
-    "resource_extend.ledger.lean",
+    "resource_extend.ledger.host",
+    "resource_extend.ledger.host.rundir",
+    "resource_extend.ledger.host.lean",
 }
 """Every module of the package a core call imports when the helper answers it (the launcher
 makes the package itself, ``resource_extend``, from its path): each costs every call, so one
@@ -233,7 +234,7 @@ def test_a_call_the_helper_answers_loads_neither_site_nor_the_plugin(
     loaded, answer = imports_of(launched(), plugin, READ)
     assert json.loads(answer)["capacity"] == {"prod_count_map": {G: 8}}
     assert "resource_extend.commands.resident.client" in loaded, "the helper was not asked"
-    # Nor os (1 ms: ledger.lean does its part), zlib, typing, __future__ (its modules write
+    # Nor os (1 ms: ledger.host.lean does its part), zlib, typing, __future__ (its modules write
     # the annotations that need it in quotes), nor of the package more than the thin path.
     unwanted = ["site", "os", "zlib", "typing", "__future__", "msgspec", "click", "yaml"]
     for module in unwanted:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from resource_extend.ledger.config import Destination, EtcdConfig
+from resource_extend.ledger.host.config import Destination, EtcdConfig
 from resource_extend.ledger.model.errors import (
     Contention,
     NodeExists,

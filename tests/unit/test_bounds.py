@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from resource_extend.ledger.config import StreamsConfig
+from resource_extend.ledger.host.config import StreamsConfig
 from resource_extend.ledger.upkeep.bounds import EVENT_BYTES, FLOOR, Bound, bound_of, stream_bound
 from tests.unit.strategies import FAST
 

@@ -1,4 +1,4 @@
-"""Configuration parsing and lookup: ledger/config.py."""
+"""Configuration parsing and lookup: ledger/host/config.py."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from resource_extend.ledger.config import (
+from resource_extend.ledger.host.config import (
     ENV_VAR,
     MAX_CONFIG_BYTES,
     StreamsConfig,
@@ -21,7 +21,7 @@ from resource_extend.ledger.config import (
     load,
     parse,
 )
-from resource_extend.ledger.endpoints import Endpoint
+from resource_extend.ledger.host.endpoints import Endpoint
 from resource_extend.ledger.model.errors import PluginError
 from tests.unit.strategies import FAST
 
@@ -374,7 +374,7 @@ def test_parse_resolves_against_base_or_leaves_relative_paths_to_the_working_dir
 
 IN_CHILD = """
 import sys
-from resource_extend.ledger.config import load
+from resource_extend.ledger.host.config import load
 from resource_extend.ledger.model.errors import PluginError
 try:
     load(sys.argv[1])

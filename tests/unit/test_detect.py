@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from resource_extend.commands.gpu import detect as shell
 from resource_extend.commands.gpu.plugin import PLUGIN as GPU
-from resource_extend.ledger.config import ENV_VAR, parse
+from resource_extend.ledger.host.config import ENV_VAR, parse
 from resource_extend.ledger.model.errors import PluginError
 from resource_extend.projections.gpu.detect import (
     Card,

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from resource_extend.projections.gojson import go_escaped
 from resource_extend.projections.gpu.node import GPU, NodeState
 from resource_extend.projections.storage.events import encode_record
-from resource_extend.projections.storage.resources import NodeResource
+from resource_extend.projections.storage.wire.resources import NodeResource
 from tests.unit.strategies import FAST
 
 

@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 import trustme
 
-from resource_extend.ledger.config import EtcdConfig
 from resource_extend.ledger.etcd import wire
 from resource_extend.ledger.etcd.http11 import MAX_HEADER_BYTES, Connection, HTTPError
 from resource_extend.ledger.etcd.transport import HttpTransport, Unavailable
+from resource_extend.ledger.host.config import EtcdConfig
 
 TIMEOUT = 2.0  # the client's timeout where no case means to reach it
 PEER_WAIT = 3.0  # the longest any peer waits for the client

@@ -1,4 +1,4 @@
-"""What the thin client does of ``os`` without it (``ledger.lean``), and the runtime
+"""What the thin client does of ``os`` without it (``ledger.host.lean``), and the runtime
 directory's walk without ``os.path.realpath`` where the base names no link (``rundir``)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from resource_extend.commands.resident.client import package_dir, taken_from
-from resource_extend.ledger import lean, rundir
+from resource_extend.ledger.host import lean, rundir
 
 PARTS = st.lists(st.sampled_from(["a", "b", ".", "..", "", "c d", "é"]), max_size=8)
 
@@ -43,7 +43,7 @@ def test_getenv_sees_what_os_environ_was_told(monkeypatch: pytest.MonkeyPatch) -
 
 def test_getenv_without_os_reads_the_process_environment() -> None:
     probe = taken_from(package_dir()) + (  # as a launcher's Python starts: -IS
-        "from resource_extend.ledger import lean\n"
+        "from resource_extend.ledger.host import lean\n"
         "print(lean.getenv('LEAN_VALUE'), lean.getenv('LEAN_MISSING'), 'os' in sys.modules)"
     )
     done = subprocess.run(

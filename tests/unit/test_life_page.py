@@ -35,10 +35,10 @@ from resource_extend.projections.gpu.events import Event, HeadRepaired
 from resource_extend.projections.gpu.node import GPU
 from resource_extend.projections.gpu.state import NodeState
 from resource_extend.projections.storage import views as storage_views
-from resource_extend.projections.storage.disks import Disk
+from resource_extend.projections.storage.grammar.disks import Disk
 from resource_extend.projections.storage.node import STORAGE
-from resource_extend.projections.storage.resources import NodeResource
 from resource_extend.projections.storage.state import NodeState as StorageState
+from resource_extend.projections.storage.wire.resources import NodeResource
 from tests.unit.strategies import FAST
 
 T0 = datetime(2026, 11, 29, 3, 0, tzinfo=timezone.utc)

@@ -44,9 +44,9 @@ def test_a_busy_answer_without_etcds_body_is_unavailable_not_a_wrong_endpoint() 
 
     import pytest
 
-    from resource_extend.ledger.config import EtcdConfig
     from resource_extend.ledger.etcd import wire
     from resource_extend.ledger.etcd.transport import HttpTransport, NotEtcd, Unavailable
+    from resource_extend.ledger.host.config import EtcdConfig
 
     class Busy(BaseHTTPRequestHandler):
         def do_POST(self) -> None:

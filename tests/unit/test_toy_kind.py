@@ -14,7 +14,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from resource_extend.ledger.config import Destination, EtcdConfig
+from resource_extend.ledger.host.config import Destination, EtcdConfig
 from resource_extend.ledger.model import audit, verdicts
 from resource_extend.ledger.model.events import Checkpoint
 from resource_extend.ledger.model.walk import Walk

@@ -18,9 +18,9 @@ import copy
 import heapq
 from collections.abc import Callable, Sequence
 
-from resource_extend.projections.storage.bindings import Binding, parse_binding
-from resource_extend.projections.storage.disks import Mounts
-from resource_extend.projections.storage.resources import NodeResource, VolumePlan
+from resource_extend.projections.storage.grammar.bindings import Binding, parse_binding
+from resource_extend.projections.storage.grammar.disks import Mounts
+from resource_extend.projections.storage.wire.resources import NodeResource, VolumePlan
 
 RefPlan = tuple[VolumePlan, dict[str, tuple[int, int, int, int]]]
 

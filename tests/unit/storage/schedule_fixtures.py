@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from resource_extend.projections.storage.bindings import Binding, parse_binding
-from resource_extend.projections.storage.disks import Disk
-from resource_extend.projections.storage.resources import NodeResource
-from resource_extend.projections.storage.schedule import Plan
+from resource_extend.projections.storage.grammar.bindings import Binding, parse_binding
+from resource_extend.projections.storage.grammar.disks import Disk
+from resource_extend.projections.storage.placement.schedule import Plan
+from resource_extend.projections.storage.wire.resources import NodeResource
 
 G = 2**30
 T = 2**40

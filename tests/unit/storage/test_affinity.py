@@ -1,4 +1,4 @@
-"""Realloc placement with affinity: projections/storage/affinity.py.
+"""Realloc placement with affinity: projections/storage/placement/affinity.py.
 
 Upstream's GetAffinityPlan table with exact plans. The old workload: dir0 (100 G, IOPS
 100/100/100M/100M) on d0, the monopoly dir1 (100 G) holding all of d2, and the unlimited dir2
@@ -11,11 +11,11 @@ from __future__ import annotations
 import pytest
 
 from resource_extend.ledger.model.errors import NotEnoughResource
-from resource_extend.projections.storage.affinity import affinity_plan
-from resource_extend.projections.storage.bindings import Binding, InvalidVolume, merge
-from resource_extend.projections.storage.disks import Disk
-from resource_extend.projections.storage.resources import NodeResource, VolumePlan
-from resource_extend.projections.storage.schedule import Plan
+from resource_extend.projections.storage.grammar.bindings import Binding, InvalidVolume, merge
+from resource_extend.projections.storage.grammar.disks import Disk
+from resource_extend.projections.storage.placement.affinity import affinity_plan
+from resource_extend.projections.storage.placement.schedule import Plan
+from resource_extend.projections.storage.wire.resources import NodeResource, VolumePlan
 from tests.unit.storage import reference
 from tests.unit.storage.schedule_fixtures import (
     S_CAPACITY,

@@ -9,7 +9,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from resource_extend.ledger.model.errors import InvalidRequest
-from resource_extend.projections.storage.bindings import (
+from resource_extend.projections.storage.grammar.bindings import (
     MAX_BINDINGS,
     Binding,
     InvalidVolume,

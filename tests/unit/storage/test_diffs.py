@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from resource_extend.ledger.model.errors import InvalidRequest, NodeNotFound
-from resource_extend.projections.storage.diffs import fixed, node_diffs, usage_diffs
-from resource_extend.projections.storage.disks import Disk
-from resource_extend.projections.storage.resources import NodeResource, WorkloadResource
+from resource_extend.projections.storage.grammar.disks import Disk
 from resource_extend.projections.storage.state import validated
+from resource_extend.projections.storage.verbs.diffs import fixed, node_diffs, usage_diffs
+from resource_extend.projections.storage.wire.resources import NodeResource, WorkloadResource
 
 G, T = 2**30, 2**40
 F4 = validated(NodeResource(volumes={f"/data{i}": T for i in range(4)}, storage=4 * T), None)

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from resource_extend.projections.storage.arithmetic import added_disks
-from resource_extend.projections.storage.disks import Disk, InvalidDisk, Mounts, parse_disk
+from resource_extend.projections.storage.grammar.disks import Disk, InvalidDisk, Mounts, parse_disk
 from tests.unit.strategies import FAST
 
 G = 2**30

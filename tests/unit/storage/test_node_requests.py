@@ -8,15 +8,15 @@ import msgspec
 import pytest
 
 from resource_extend.ledger.model.errors import InvalidRequest
-from resource_extend.projections.storage.bindings import InvalidVolume
-from resource_extend.projections.storage.disks import Disk, InvalidDisk
-from resource_extend.projections.storage.node_requests import (
+from resource_extend.projections.storage.grammar.bindings import InvalidVolume
+from resource_extend.projections.storage.grammar.disks import Disk, InvalidDisk
+from resource_extend.projections.storage.wire.node_requests import (
     AskedResource,
     decode_node_request,
     node_request_of,
 )
-from resource_extend.projections.storage.requests import InvalidStorage
-from resource_extend.projections.storage.resources import NodeResource
+from resource_extend.projections.storage.wire.requests import InvalidStorage
+from resource_extend.projections.storage.wire.resources import NodeResource
 
 G, T = 2**30, 2**40
 

@@ -13,8 +13,8 @@ from resource_extend.ledger.model.events import encode
 from resource_extend.projections.changes import NodeAdded
 from resource_extend.projections.storage.events import Event
 from resource_extend.projections.storage.node import STORAGE
-from resource_extend.projections.storage.resources import NodeResource
 from resource_extend.projections.storage.state import NodeState
+from resource_extend.projections.storage.wire.resources import NodeResource
 
 T0 = datetime(2026, 12, 1, tzinfo=timezone.utc)
 CAPACITY = NodeResource(volumes={"/data0": 100}, storage=100)

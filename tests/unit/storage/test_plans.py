@@ -1,5 +1,6 @@
 """calculate-deploy, calculate-realloc and get-nodes-deploy-capacity as pure answers:
-projections/storage/plans.py, capacity.py and workloads.py, with upstream's vectors on F4."""
+projections/storage/placement/plans.py, capacity.py and workloads.py, with upstream's vectors
+on F4."""
 
 from __future__ import annotations
 
@@ -10,13 +11,13 @@ from hypothesis import strategies as st
 
 from resource_extend.ledger.model.errors import InvalidRequest, NotEnoughResource, PluginError
 from resource_extend.projections.answers import DeployCapacity
-from resource_extend.projections.storage.bindings import InvalidVolume, parse_binding
-from resource_extend.projections.storage.capacity import (
+from resource_extend.projections.storage.grammar.bindings import InvalidVolume, parse_binding
+from resource_extend.projections.storage.grammar.disks import Disk
+from resource_extend.projections.storage.placement.capacity import (
     deploy_capacity,
     nodes_deploy_capacity,
 )
-from resource_extend.projections.storage.disks import Disk
-from resource_extend.projections.storage.plans import (
+from resource_extend.projections.storage.placement.plans import (
     FAKE_BINDING,
     MAX_PLACED_BINDINGS,
     DeployAnswer,
@@ -25,19 +26,19 @@ from resource_extend.projections.storage.plans import (
     calculate_realloc,
     storage_fits,
 )
-from resource_extend.projections.storage.requests import (
+from resource_extend.projections.storage.placement.workloads import disks_limit
+from resource_extend.projections.storage.wire.requests import (
     InvalidStorage,
     ParsedWorkloadRequest,
     WorkloadRequestWire,
     normalise,
     workload_request,
 )
-from resource_extend.projections.storage.resources import (
+from resource_extend.projections.storage.wire.resources import (
     NodeResource,
     WorkloadRequest,
     WorkloadResource,
 )
-from resource_extend.projections.storage.workloads import disks_limit
 from tests.unit.storage.schedule_fixtures import F4_CAPACITY, F4_USAGE, G, M, T, bindings
 from tests.unit.strategies import FAST
 

@@ -7,20 +7,20 @@ import msgspec
 import pytest
 
 from resource_extend.ledger.model.errors import InvalidRequest
-from resource_extend.projections.storage.bindings import (
+from resource_extend.projections.storage.grammar.bindings import (
     MAX_BINDINGS,
     Binding,
     InvalidVolume,
     parse_binding,
 )
-from resource_extend.projections.storage.requests import (
+from resource_extend.projections.storage.wire.requests import (
     InvalidStorage,
     decode_workload_request,
     normalise,
     parse_workload_request,
     workload_request,
 )
-from resource_extend.projections.storage.resources import WorkloadRequest
+from resource_extend.projections.storage.wire.resources import WorkloadRequest
 
 G = 2**30
 T = 2**40

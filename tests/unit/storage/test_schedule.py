@@ -1,4 +1,4 @@
-"""The placement algorithm: projections/storage/schedule.py, normal.py, host.py.
+"""The placement algorithm: projections/storage/placement/schedule.py, normal.py, host.py.
 
 Each upstream schedule-test row with its exact plans, the checks upstream makes on every
 answer, resource-extend's divergence and quota-free-disk tests, and the details the
@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import pytest
 
-from resource_extend.projections.storage.bindings import InvalidVolume
-from resource_extend.projections.storage.disks import Disk
-from resource_extend.projections.storage.monopoly import shares
-from resource_extend.projections.storage.resources import NodeResource
-from resource_extend.projections.storage.schedule import Plan, plan_count, volume_plans
-from resource_extend.projections.storage.scheduler_view import build_host, classify, go_search
+from resource_extend.projections.storage.grammar.bindings import InvalidVolume
+from resource_extend.projections.storage.grammar.disks import Disk
+from resource_extend.projections.storage.placement.monopoly import shares
+from resource_extend.projections.storage.placement.schedule import Plan, plan_count, volume_plans
+from resource_extend.projections.storage.placement.scheduler_view import (
+    build_host,
+    classify,
+    go_search,
+)
+from resource_extend.projections.storage.wire.resources import NodeResource
 from tests.unit.storage import reference
 from tests.unit.storage.schedule_fixtures import (
     S_CAPACITY,

@@ -17,13 +17,13 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from resource_extend.ledger.model.errors import NotEnoughResource, PluginError
-from resource_extend.projections.storage.affinity import affinity_plan
-from resource_extend.projections.storage.bindings import Binding, merge
-from resource_extend.projections.storage.disks import Disk, Quota
-from resource_extend.projections.storage.plans import calculate_deploy
-from resource_extend.projections.storage.requests import normalise
-from resource_extend.projections.storage.resources import NodeResource
-from resource_extend.projections.storage.schedule import plan_count, volume_plans
+from resource_extend.projections.storage.grammar.bindings import Binding, merge
+from resource_extend.projections.storage.grammar.disks import Disk, Quota
+from resource_extend.projections.storage.placement.affinity import affinity_plan
+from resource_extend.projections.storage.placement.plans import calculate_deploy
+from resource_extend.projections.storage.placement.schedule import plan_count, volume_plans
+from resource_extend.projections.storage.wire.requests import normalise
+from resource_extend.projections.storage.wire.resources import NodeResource
 from tests.unit.storage import reference
 from tests.unit.storage.schedule_fixtures import applied, usage_is_valid
 

@@ -6,7 +6,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from resource_extend.projections.storage.sizes import MAX_SIZE, InvalidSize, go_div, parse_size
+from resource_extend.projections.storage.grammar.sizes import (
+    MAX_SIZE,
+    InvalidSize,
+    go_div,
+    parse_size,
+)
 from tests.unit.strategies import FAST
 
 K, M, G, T, P = (2**10 * 1024**n for n in range(5))

@@ -16,11 +16,9 @@ from resource_extend.projections.storage.arithmetic import (
     without_empty_volumes,
     workloads_usage,
 )
-from resource_extend.projections.storage.bindings import InvalidVolume
-from resource_extend.projections.storage.disks import Disk
-from resource_extend.projections.storage.requests import InvalidStorage
-from resource_extend.projections.storage.resources import NodeResource, WorkloadResource
-from resource_extend.projections.storage.sizes import MAX_SIZE
+from resource_extend.projections.storage.grammar.bindings import InvalidVolume
+from resource_extend.projections.storage.grammar.disks import Disk
+from resource_extend.projections.storage.grammar.sizes import MAX_SIZE
 from resource_extend.projections.storage.state import (
     InvalidDiskQuota,
     NodeState,
@@ -28,6 +26,8 @@ from resource_extend.projections.storage.state import (
     validated,
     zero_usage,
 )
+from resource_extend.projections.storage.wire.requests import InvalidStorage
+from resource_extend.projections.storage.wire.resources import NodeResource, WorkloadResource
 from tests.unit.strategies import FAST
 
 G, T = 2**30, 2**40

@@ -7,9 +7,9 @@ import msgspec
 import pytest
 
 from resource_extend.ledger.model.errors import InvalidRequest
-from resource_extend.projections.storage.disks import Disk
-from resource_extend.projections.storage.resources import NodeResource
-from resource_extend.projections.storage.stored import (
+from resource_extend.projections.storage.grammar.disks import Disk
+from resource_extend.projections.storage.wire.resources import NodeResource
+from resource_extend.projections.storage.wire.stored import (
     StoredRecord,
     decode_node_resource,
     node_resource_of,

@@ -11,12 +11,10 @@ import pytest
 from hypothesis import strategies as st
 
 from resource_extend.ledger.model.errors import InvalidRequest, NodeExists
-from resource_extend.projections.storage.disks import Disk
+from resource_extend.projections.storage.grammar.disks import Disk
 from resource_extend.projections.storage.node import STORAGE
-from resource_extend.projections.storage.node_requests import AskedResource, node_request_of
-from resource_extend.projections.storage.resources import NodeResource, WorkloadResource
 from resource_extend.projections.storage.state import InvalidDiskQuota, NodeState, validated
-from resource_extend.projections.storage.updates import (
+from resource_extend.projections.storage.verbs.updates import (
     Given,
     add_node,
     chosen,
@@ -24,6 +22,8 @@ from resource_extend.projections.storage.updates import (
     set_info,
     set_usage,
 )
+from resource_extend.projections.storage.wire.node_requests import AskedResource, node_request_of
+from resource_extend.projections.storage.wire.resources import NodeResource, WorkloadResource
 from tests.unit.strategies import FAST
 
 G, T = 2**30, 2**40

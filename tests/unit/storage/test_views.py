@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from resource_extend.projections.changes import CapacitySet, UsageChanged
 from resource_extend.projections.storage import views
-from resource_extend.projections.storage.disks import Disk
-from resource_extend.projections.storage.resources import NodeResource
+from resource_extend.projections.storage.grammar.disks import Disk
 from resource_extend.projections.storage.state import NodeState
+from resource_extend.projections.storage.wire.resources import NodeResource
 
 G = 2**30
 VDA = Disk(device="/dev/vda", mounts=["/"])

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import msgspec
 
-from resource_extend.projections.storage.bindings import Binding
-from resource_extend.projections.storage.disks import Disk
-from resource_extend.projections.storage.sizes import Int64
+from resource_extend.projections.storage.grammar.bindings import Binding
+from resource_extend.projections.storage.grammar.disks import Disk
+from resource_extend.projections.storage.grammar.sizes import Int64
 
 Volumes = dict[str, Int64]
 """Bytes per volume path."""

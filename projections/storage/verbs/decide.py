@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from resource_extend.projections.storage import arithmetic, diffs, updates
+from resource_extend.projections.storage import arithmetic
 from resource_extend.projections.storage.events import (
     CapacityChanged,
     CapacitySet,
@@ -28,10 +28,11 @@ from resource_extend.projections.storage.events import (
     UsageSet,
 )
 from resource_extend.projections.storage.node import STORAGE
-from resource_extend.projections.storage.node_requests import AskedResource
-from resource_extend.projections.storage.resources import NodeResource, WorkloadResource
 from resource_extend.projections.storage.state import NodeState
-from resource_extend.projections.storage.updates import Given
+from resource_extend.projections.storage.verbs import diffs, updates
+from resource_extend.projections.storage.verbs.updates import Given
+from resource_extend.projections.storage.wire.node_requests import AskedResource
+from resource_extend.projections.storage.wire.resources import NodeResource, WorkloadResource
 
 __all__ = [
     "add_node",

@@ -1,22 +1,22 @@
-"""Parsed copies of config files, kept in the runtime directory (``ledger.rundir``).
+"""Parsed copies of config files, kept in the runtime directory (``ledger.host.rundir``).
 
 With ``resident: false`` every call is a new process that reads the config; parsing it takes
 PyYAML, whose import costs about as much as the rest of the plugin's. So the first call keeps
 what the file parsed to, as JSON, in the private runtime directory
 (``<crc of the path>.config``), and later calls take it when the file's text (by its digest)
-and directory are still the ones it was parsed from (``ledger.config.load`` checks), else
+and directory are still the ones it was parsed from (``ledger.host.config.load`` checks), else
 parse afresh. A config with a password is never copied: its calls parse it each time, and a
 copy left from before it had one is removed. A copy is written under a temporary name and
 renamed into place; anything amiss means "no copy".
 
-Imports only ``os`` and ``zlib`` beyond ``ledger.rundir``.
+Imports only ``os`` and ``zlib`` beyond ``ledger.host.rundir``.
 """
 
 from __future__ import annotations
 
 import os
 
-from resource_extend.ledger import rundir
+from resource_extend.ledger.host import rundir
 
 MAX_COPY_BYTES = 4 * 1024 * 1024
 """Bigger than any copy of a config (which is at most 1 MiB of text): not one of ours."""
@@ -29,7 +29,7 @@ def _name(path: str) -> str:
 
 
 class RuntimeCopies:
-    """:class:`ledger.config.ParsedCopies` in this user's runtime directory of ``program``
+    """:class:`ledger.host.config.ParsedCopies` in this user's runtime directory of ``program``
     (``resource-gpu``)."""
 
     def __init__(self, program: str) -> None:

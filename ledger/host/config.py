@@ -16,8 +16,8 @@ from typing import Annotated, Literal, Protocol
 
 import msgspec
 
-from resource_extend.ledger.endpoints import Endpoint, is_loopback, parse_endpoint
-from resource_extend.ledger.files import UnfitFile, read_small_file
+from resource_extend.ledger.host.endpoints import Endpoint, is_loopback, parse_endpoint
+from resource_extend.ledger.host.files import UnfitFile, read_small_file
 from resource_extend.ledger.model.errors import PluginError
 
 ENV_VAR = "ERU_RESOURCE_CONFIG_PATH"

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 import msgspec
 
 from resource_extend.ledger.model.errors import InvalidRequest
-from resource_extend.projections.storage.sizes import MAX_SIZE, Int64, parse_size
+from resource_extend.projections.storage.grammar.sizes import MAX_SIZE, Int64, parse_size
 
 Quota = tuple[int, int, int, int]
 """(read IOPS, write IOPS, read bytes/s, write bytes/s)."""

@@ -21,13 +21,13 @@ from resource_extend.projections.storage.arithmetic import (
     without_empty_volumes,
     workloads_usage,
 )
-from resource_extend.projections.storage.bindings import InvalidVolume
+from resource_extend.projections.storage.grammar.bindings import InvalidVolume
+from resource_extend.projections.storage.grammar.sizes import go_div
 from resource_extend.projections.storage.node import STORAGE
-from resource_extend.projections.storage.node_requests import AskedResource
-from resource_extend.projections.storage.resources import NodeResource, WorkloadResource
-from resource_extend.projections.storage.sizes import go_div
 from resource_extend.projections.storage.state import NodeState, validated
-from resource_extend.projections.storage.stored import decode_node_resource
+from resource_extend.projections.storage.wire.node_requests import AskedResource
+from resource_extend.projections.storage.wire.resources import NodeResource, WorkloadResource
+from resource_extend.projections.storage.wire.stored import decode_node_resource
 
 Given = AskedResource | NodeResource
 """A node verb's input: the request form or the stored form."""

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from resource_extend.projections.storage.disks import NO_QUOTA, add, times
-from resource_extend.projections.storage.monopoly import MonoCount, mono_volumes
-from resource_extend.projections.storage.normal import Enumeration, enumerate_normal
-from resource_extend.projections.storage.scheduler_view import Classes, Host, go_search
+from resource_extend.projections.storage.grammar.disks import NO_QUOTA, add, times
+from resource_extend.projections.storage.placement.monopoly import MonoCount, mono_volumes
+from resource_extend.projections.storage.placement.normal import Enumeration, enumerate_normal
+from resource_extend.projections.storage.placement.scheduler_view import Classes, Host, go_search
 
 
 class Outcome(NamedTuple):

@@ -20,8 +20,15 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Sequence
 
-from resource_extend.projections.storage.disks import NO_QUOTA, Quota, add, fits, subtract, times
-from resource_extend.projections.storage.scheduler_view import Classes, Host
+from resource_extend.projections.storage.grammar.disks import (
+    NO_QUOTA,
+    Quota,
+    add,
+    fits,
+    subtract,
+    times,
+)
+from resource_extend.projections.storage.placement.scheduler_view import Classes, Host
 
 Pattern = tuple[tuple[str, int], ...]
 """Where a pass puts the normal bindings, in binding order: (volume path, how many of the

@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
-from resource_extend.projections.storage.bindings import Binding, InvalidVolume
-from resource_extend.projections.storage.disks import (
+from resource_extend.projections.storage.grammar.bindings import Binding, InvalidVolume
+from resource_extend.projections.storage.grammar.disks import (
     NO_QUOTA,
     Disk,
     Mounts,
@@ -22,7 +22,7 @@ from resource_extend.projections.storage.disks import (
     fits,
     subtract,
 )
-from resource_extend.projections.storage.resources import NodeResource
+from resource_extend.projections.storage.wire.resources import NodeResource
 
 
 class Host:

@@ -86,7 +86,7 @@ def write_whole(
         _refuse_to_replace(path, links)
         os.replace(staged, path)
     finally:
-        try:  # noqa: SIM105 (ledger.config, on every call, imports this module: no contextlib)
+        try:  # noqa: SIM105 (ledger.host.config, on every call, imports this module: no contextlib)
             os.unlink(staged)
         except OSError:  # gone already, once renamed
             pass

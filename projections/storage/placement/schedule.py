@@ -23,13 +23,18 @@ from collections.abc import Sequence
 
 import msgspec
 
-from resource_extend.projections.storage.bindings import Binding
-from resource_extend.projections.storage.disks import NO_QUOTA, Quota, add
-from resource_extend.projections.storage.monopoly import shares
-from resource_extend.projections.storage.normal import Enumeration
-from resource_extend.projections.storage.promotion import Promotion
-from resource_extend.projections.storage.resources import NodeResource, VolumePlan
-from resource_extend.projections.storage.scheduler_view import Classes, Host, build_host, classify
+from resource_extend.projections.storage.grammar.bindings import Binding
+from resource_extend.projections.storage.grammar.disks import NO_QUOTA, Quota, add
+from resource_extend.projections.storage.placement.monopoly import shares
+from resource_extend.projections.storage.placement.normal import Enumeration
+from resource_extend.projections.storage.placement.promotion import Promotion
+from resource_extend.projections.storage.placement.scheduler_view import (
+    Classes,
+    Host,
+    build_host,
+    classify,
+)
+from resource_extend.projections.storage.wire.resources import NodeResource, VolumePlan
 
 
 class Plan(msgspec.Struct, frozen=True):

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from resource_extend.ledger.files import UnfitFile, read_small_file
+from resource_extend.ledger.host.files import UnfitFile, read_small_file
 from resource_extend.ledger.model.errors import StoreError
 
 if TYPE_CHECKING:

@@ -8,28 +8,28 @@ import msgspec
 
 from resource_extend.ledger.model.errors import InvalidRequest, NotEnoughResource, PluginError
 from resource_extend.projections.answers import DeployPlans, ReallocPlan
-from resource_extend.projections.storage import workloads
-from resource_extend.projections.storage.affinity import affinity_plan
 from resource_extend.projections.storage.arithmetic import added_disks
-from resource_extend.projections.storage.bindings import (
+from resource_extend.projections.storage.grammar.bindings import (
     Binding,
     InvalidVolume,
     check_added,
     merge,
     parse_bindings,
 )
-from resource_extend.projections.storage.disks import Disk
-from resource_extend.projections.storage.requests import ParsedWorkloadRequest, normalise
-from resource_extend.projections.storage.resources import (
+from resource_extend.projections.storage.grammar.disks import Disk
+from resource_extend.projections.storage.grammar.sizes import go_div
+from resource_extend.projections.storage.placement import workloads
+from resource_extend.projections.storage.placement.affinity import affinity_plan
+from resource_extend.projections.storage.placement.schedule import Plan, schedule
+from resource_extend.projections.storage.placement.scheduler_view import build_host
+from resource_extend.projections.storage.wire.requests import ParsedWorkloadRequest, normalise
+from resource_extend.projections.storage.wire.resources import (
     EngineParams,
     NodeResource,
     VolumePlan,
     WorkloadRequest,
     WorkloadResource,
 )
-from resource_extend.projections.storage.schedule import Plan, schedule
-from resource_extend.projections.storage.scheduler_view import build_host
-from resource_extend.projections.storage.sizes import go_div
 
 INSUFFICIENT = "cannot alloc a plan, not enough resource"
 """Core's ``ErrInsufficientResource``, which upstream wraps its reasons around."""

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from resource_extend.projections.storage.arithmetic import workloads_usage
-from resource_extend.projections.storage.disks import NO_QUOTA, Disk
-from resource_extend.projections.storage.resources import NodeResource, WorkloadResource
+from resource_extend.projections.storage.grammar.disks import NO_QUOTA, Disk
 from resource_extend.projections.storage.state import NodeState, existing, validated
+from resource_extend.projections.storage.wire.resources import NodeResource, WorkloadResource
 
 
 def usage_diffs(

@@ -14,7 +14,7 @@ from typing import Annotated
 import msgspec
 
 from resource_extend.ledger.model.errors import InvalidRequest
-from resource_extend.projections.storage.bindings import (
+from resource_extend.projections.storage.grammar.bindings import (
     MAX_BINDINGS,
     Binding,
     InvalidVolume,
@@ -23,8 +23,13 @@ from resource_extend.projections.storage.bindings import (
     parse_binding,
     sort_bindings,
 )
-from resource_extend.projections.storage.resources import WorkloadRequest
-from resource_extend.projections.storage.sizes import MAX_SIZE, Int64, InvalidSize, parse_size
+from resource_extend.projections.storage.grammar.sizes import (
+    MAX_SIZE,
+    Int64,
+    InvalidSize,
+    parse_size,
+)
+from resource_extend.projections.storage.wire.resources import WorkloadRequest
 
 MAX_BINDING_TEXT = 10_000
 """Two paths of ``PATH_MAX`` (4096) and five numbers fit; longer strings are not bindings."""

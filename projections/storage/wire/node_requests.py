@@ -18,12 +18,12 @@ from typing import Annotated, Any
 import msgspec
 
 from resource_extend.ledger.model.errors import InvalidRequest
-from resource_extend.projections.storage.bindings import InvalidVolume
-from resource_extend.projections.storage.disks import Disk, InvalidDisk, parse_disk
-from resource_extend.projections.storage.requests import Storage, storage_bytes
-from resource_extend.projections.storage.resources import NodeResource, Volumes
-from resource_extend.projections.storage.sizes import InvalidSize, parse_size
-from resource_extend.projections.storage.stored import node_resource_of
+from resource_extend.projections.storage.grammar.bindings import InvalidVolume
+from resource_extend.projections.storage.grammar.disks import Disk, InvalidDisk, parse_disk
+from resource_extend.projections.storage.grammar.sizes import InvalidSize, parse_size
+from resource_extend.projections.storage.wire.requests import Storage, storage_bytes
+from resource_extend.projections.storage.wire.resources import NodeResource, Volumes
+from resource_extend.projections.storage.wire.stored import node_resource_of
 
 MAX_NODE_VOLUMES = 100_000
 MAX_NODE_DISKS = 10_000

@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 
 from resource_extend.ledger.model.errors import InvalidRequest
-from resource_extend.projections.storage.resources import NodeResource
+from resource_extend.projections.storage.wire.resources import NodeResource
 
 
 class StoredRecord(msgspec.Struct, kw_only=True):

@@ -6,14 +6,18 @@ from collections.abc import Iterable
 
 from resource_extend.projections import answers
 from resource_extend.projections.answers import DeployCapacity, NodesDeployCapacity
-from resource_extend.projections.storage.plans import (
+from resource_extend.projections.storage.placement.plans import (
     MAX_PLACED_BINDINGS,
     bindings_each,
     storage_fits,
 )
-from resource_extend.projections.storage.resources import NodeResource, WorkloadRequest
-from resource_extend.projections.storage.schedule import schedule
-from resource_extend.projections.storage.scheduler_view import Classes, build_host, classify
+from resource_extend.projections.storage.placement.schedule import schedule
+from resource_extend.projections.storage.placement.scheduler_view import (
+    Classes,
+    build_host,
+    classify,
+)
+from resource_extend.projections.storage.wire.resources import NodeResource, WorkloadRequest
 
 
 def deploy_capacity(

@@ -12,7 +12,7 @@ the directory that was checked, whatever has been renamed since. Both ends also 
 credentials on the socket (``SO_PEERCRED``): a helper answers only its own user, and a call
 talks only to a helper of its own user.
 
-Imports only ``posix``, ``errno``, ``sys`` and ``_socket`` (and ``ledger.lean``): the thin
+Imports only ``posix``, ``errno``, ``sys`` and ``_socket`` (and ``ledger.host.lean``): the thin
 client of every core call uses it, and ``os`` would cost that call about 1 ms.
 """
 
@@ -21,7 +21,7 @@ import errno
 import posix
 import sys
 
-from resource_extend.ledger.lean import getenv
+from resource_extend.ledger.host.lean import getenv
 
 DIR_FLAGS = posix.O_RDONLY | posix.O_DIRECTORY | posix.O_CLOEXEC
 STICKY = 0o1000

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 import msgspec
 
 from resource_extend.ledger.model.errors import InvalidRequest
-from resource_extend.projections.storage.sizes import parse_size
+from resource_extend.projections.storage.grammar.sizes import parse_size
 
 AUTO = "AUTO"
 

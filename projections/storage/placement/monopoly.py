@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from resource_extend.projections.storage.bindings import Binding
-from resource_extend.projections.storage.disks import NO_QUOTA, Quota, fits, subtract
-from resource_extend.projections.storage.scheduler_view import Classes, Host
+from resource_extend.projections.storage.grammar.bindings import Binding
+from resource_extend.projections.storage.grammar.disks import NO_QUOTA, Quota, fits, subtract
+from resource_extend.projections.storage.placement.scheduler_view import Classes, Host
 
 
 def shares(mono: Sequence[Binding], whole: int) -> list[int]:

@@ -13,12 +13,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from resource_extend.ledger.model.errors import NotEnoughResource
-from resource_extend.projections.storage.bindings import Binding, InvalidVolume, parse_binding
-from resource_extend.projections.storage.disks import NO_QUOTA, Disk, Quota, add, fits, subtract
-from resource_extend.projections.storage.monopoly import shares
-from resource_extend.projections.storage.resources import NodeResource, VolumePlan
-from resource_extend.projections.storage.schedule import Plan, list_charge, schedule
-from resource_extend.projections.storage.scheduler_view import Host, build_host, classify
+from resource_extend.projections.storage.grammar.bindings import (
+    Binding,
+    InvalidVolume,
+    parse_binding,
+)
+from resource_extend.projections.storage.grammar.disks import (
+    NO_QUOTA,
+    Disk,
+    Quota,
+    add,
+    fits,
+    subtract,
+)
+from resource_extend.projections.storage.placement.monopoly import shares
+from resource_extend.projections.storage.placement.schedule import Plan, list_charge, schedule
+from resource_extend.projections.storage.placement.scheduler_view import Host, build_host, classify
+from resource_extend.projections.storage.wire.resources import NodeResource, VolumePlan
 
 
 def affinity_plan(

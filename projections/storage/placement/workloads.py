@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from resource_extend.projections.storage.bindings import Binding, parse_binding
-from resource_extend.projections.storage.disks import NO_QUOTA, Disk, Mounts, Quota, add
-from resource_extend.projections.storage.resources import VolumePlan
+from resource_extend.projections.storage.grammar.bindings import Binding, parse_binding
+from resource_extend.projections.storage.grammar.disks import NO_QUOTA, Disk, Mounts, Quota, add
+from resource_extend.projections.storage.wire.resources import VolumePlan
 
 
 def first(placed: Mapping[str, int]) -> tuple[str, int]:
