@@ -64,9 +64,19 @@ def launcher(plugin: Plugin, python: str, package: str) -> str:
         "# Python starts isolated (-I) and without site (-S); the code is the one installation's\n"
         f'# below. Write it again with "{plugin.name} install DIRECTORY"; do not edit it.\n'
         f"{taken_from(package)}"
+        f"{runs(plugin)}"
+    )
+
+
+def runs(plugin: Plugin) -> str:
+    """The lines that run ``plugin``'s program, the end of its launcher and of the script pip
+    installs (``scripts/resource-gpu``): :func:`commands.main.run` of its ``Program``, its
+    names and where its ``Plugin`` is, so that a call the helper answers imports no module of
+    the kind."""
+    return (
         "from resource_extend.commands.main import run\n"
-        f"from {plugin.origin} import PLUGIN\n"
-        "run(PLUGIN)\n"
+        "from resource_extend.commands.program import Program\n"
+        f"run(Program({plugin.kind!r}, origin={plugin.origin!r}))\n"
     )
 
 

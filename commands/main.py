@@ -18,15 +18,15 @@ TYPE_CHECKING = False  # not typing's: every core call runs this module
 if TYPE_CHECKING:
     from typing import NoReturn
 
-    from resource_extend.commands.program import Plugin
+    from resource_extend.commands.program import Plugin, Program
 
 
-def run(plugin: "Plugin") -> "NoReturn":
+def run(program: "Program") -> "NoReturn":
     """The installed script's whole work: :func:`main`, then the exit, without the
     interpreter's tear-down (about 1.5 ms of every core call, in a process that leaves nothing
     to clean up: its answer is flushed here, and the kernel closes its sockets)."""
     try:
-        main(plugin)
+        main(program)
         code: object = 0
     except SystemExit as done:
         code = done.code
@@ -43,19 +43,19 @@ def run(plugin: "Plugin") -> "NoReturn":
     posix._exit(code)
 
 
-def main(plugin: "Plugin", argv: list[str] | None = None) -> None:
-    """Run ``plugin``'s program (the one the installed script is) with ``argv``; it ends in
-    ``SystemExit``."""
+def main(program: "Program", argv: list[str] | None = None) -> None:
+    """Run ``program`` (the one the installed script is) with ``argv``; it ends in
+    ``SystemExit``. Its whole value (``Plugin``) is loaded only once no helper has answered."""
     args = sys.argv[1:] if argv is None else argv
     config, rest = _config_option(args)
     if len(rest) == 1 and (rest[0] in CORE_VERBS or rest[0] in HIDDEN_VERBS):
         verb = rest[0]
         from resource_extend.commands.resident import client as resident
 
-        outcome = resident.call(plugin, verb, config)
+        outcome = resident.call(program, verb, config)
         if outcome.status is not None:
             raise SystemExit(outcome.status)
-        going_on_here(plugin)
+        plugin = going_on_here(program)
         from resource_extend.commands.protocol import Session
 
         handler = load_verb(plugin, verb)
@@ -64,19 +64,19 @@ def main(plugin: "Plugin", argv: list[str] | None = None) -> None:
             if verb not in OFFLINE_VERBS:  # a call that worked: its config and etcd are sound
                 resident.start_if_wanted(plugin, config)
             raise SystemExit(0)
-    going_on_here(plugin)
+    plugin = going_on_here(program)
     from resource_extend.commands.cli import main as run_cli
 
     run_cli(plugin, args)
 
 
-def going_on_here(plugin: "Plugin") -> None:
+def going_on_here(program: "Program") -> "Plugin":
     """The call goes on in this process, no helper having answered it. Python's start is
     finished: a launcher (``commands.launcher``) starts it without ``site``, which a call the
     helper answers never needs, and one that goes on here does (the venv's packages, msgspec
     and click, and its ``.pth`` files; isolated, ``site`` still adds no user site directory).
-    msgspec is loaded as it would be without typing_extensions (:func:`_load_msgspec`). And
-    gRPC is told how much to log."""
+    msgspec is loaded as it would be without typing_extensions (:func:`_load_msgspec`), gRPC is
+    told how much to log, and the program's whole value is loaded (its ``Plugin``)."""
     if sys.flags.no_site and "site" not in sys.modules:
         import site
 
@@ -86,10 +86,11 @@ def going_on_here(plugin: "Plugin") -> None:
 
     from resource_extend.commands.program import debugging
 
-    if debugging(plugin):
+    if debugging(program):
         os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     else:  # stderr carries one error line or nothing; the store's errors say all of it
         os.environ["GRPC_VERBOSITY"] = "NONE"
+    return program.plugin()
 
 
 def _load_msgspec() -> None:

@@ -62,11 +62,12 @@ BARE = "import posix; posix._exit(0)"
 
 
 def whole_process_imports(plugin: Plugin) -> str:
-    """What the launcher imports before it asks the helper (``commands.main``, the kind's
-    plugin, the client), and its exit."""
+    """What the launcher imports before it asks the helper (``commands.main``, the program's
+    names, the client), and its exit."""
     launched = launcher(plugin, sys.executable, package_dir())
     asks = "import resource_extend.commands.resident.client"
-    return launched.replace("run(PLUGIN)", f"{asks}\n{BARE}")
+    made = launched.replace("\nrun(Program(", "\nprogram = (Program(")  # made, not run
+    return f"{made}{asks}\n{BARE}"
 
 
 @contextmanager

@@ -50,7 +50,7 @@ TYPE_CHECKING = False  # not typing's: importing typing costs a core call ~3 ms
 if TYPE_CHECKING:
     from _socket import socket
 
-    from resource_extend.commands.program import Plugin
+    from resource_extend.commands.program import Program
     from resource_extend.ledger.store.appender import Resume
 
 MAGIC = b"RGPU4"
@@ -70,16 +70,16 @@ HELPER_ENTRY = "from resource_extend.commands.resident.daemon import main; main(
 config path as its arguments."""
 
 
-def turned_off(plugin: "Plugin") -> bool:
+def turned_off(program: "Program") -> bool:
     """Off by the environment: ``RESOURCE_GPU_RESIDENT=0`` (``RESOURCE_STORAGE_RESIDENT=0``),
     or debugging (tracebacks belong to the process that runs the verb)."""
-    off = (getenv(plugin.env("RESIDENT")) or "1") in ("0", "off", "false")
-    return off or debugging(plugin)
+    off = (getenv(program.env("RESIDENT")) or "1") in ("0", "off", "false")
+    return off or debugging(program)
 
 
-def config_file(plugin: "Plugin", explicit: str | None) -> str | None:
+def config_file(program: "Program", explicit: str | None) -> str | None:
     """The config file a call would read, as an absolute path, if it is a regular file."""
-    path = explicit or getenv("ERU_RESOURCE_CONFIG_PATH") or plugin.config_file
+    path = explicit or getenv("ERU_RESOURCE_CONFIG_PATH") or program.config_file
     try:
         path = absolute(path)  # the working directory may be gone
         return path if is_file(path) else None
@@ -194,15 +194,15 @@ class Outcome:
         return Resume(op=self.sent[0], after=self.sent[1])
 
 
-def call(plugin: "Plugin", verb: str, config: str | None) -> Outcome:
+def call(program: "Program", verb: str, config: str | None) -> Outcome:
     """Send the call to ``program``'s resident helper, if one serves this config; relay its
     answer."""
-    if turned_off(plugin):
+    if turned_off(program):
         return Outcome(None)
-    path = config_file(plugin, config)
+    path = config_file(program, config)
     if path is None:
         return Outcome(None)
-    link = Link.connect(plugin.name, socket_name(path))
+    link = Link.connect(program.name, socket_name(path))
     if link is None:
         return Outcome(None)
     stdin = sys.stdin.buffer.read(MAX_REQUEST_BYTES + 1)
@@ -405,13 +405,13 @@ def _pidfd(pid: int) -> int | None:
         return None
 
 
-def start_if_wanted(plugin: "Plugin", config: str | None) -> None:
+def start_if_wanted(program: "Program", config: str | None) -> None:
     """After a call that worked here: start a helper if the config wants one. Never fails:
     the call has answered. A call that failed starts none, so a broken config, a wrong
     endpoint or an etcd away leaves no helper behind to idle out."""
-    if turned_off(plugin):
+    if turned_off(program):
         return
-    path = config_file(plugin, config)
+    path = config_file(program, config)
     if path is None:
         return
     try:
@@ -421,27 +421,27 @@ def start_if_wanted(plugin: "Plugin", config: str | None) -> None:
     except Exception:
         return
     if wanted:
-        start(plugin, path)
+        start(program, path)
 
 
-def start(plugin: "Plugin", config_path: str) -> None:
+def start(program: "Program", config_path: str) -> None:
     """Start the helper for this config, detached: its own session, ``/dev/null`` for stdio,
     none of this process's descriptors, ``/`` as working directory. If one is starting or
     running already, it gives way. Its Python is isolated, as a launcher's (``PYTHONPATH``, the
     user's site directory and the working directory cannot change the code it runs), and takes
     this installation's package by its path: the helper runs the code its caller ran."""
     try:
-        directory, _ = rundir.open_private(plugin.name, create=True)
+        directory, _ = rundir.open_private(program.name, create=True)
     except OSError:
         return
     posix.close(directory)
     import contextlib
     import subprocess
 
-    program = taken_from(package_dir()) + HELPER_ENTRY
+    code = taken_from(package_dir()) + HELPER_ENTRY
     with contextlib.suppress(OSError):
         subprocess.Popen(
-            [sys.executable, "-I", "-c", program, plugin.origin, config_path],
+            [sys.executable, "-I", "-c", code, program.origin, config_path],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

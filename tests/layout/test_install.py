@@ -3,6 +3,7 @@ top-level names; the gRPC client is an extra, not a dependency."""
 
 from __future__ import annotations
 
+import ast
 import re
 import shutil
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from resource_extend.commands.launcher import runs
 from resource_extend.commands.programs import programs
 from resource_extend.commands.sample_config import SAMPLES
 
@@ -58,10 +60,9 @@ def test_the_samples_come_with_the_package_and_no_other_doc(wheel: zipfile.ZipFi
 @pytest.mark.parametrize("program", sorted(programs()))
 def test_both_commands_are_installed(wheel: zipfile.ZipFile, program: str) -> None:
     (script,) = [n for n in wheel.namelist() if n.endswith(f".data/scripts/{program}")]
-    kind = program.removeprefix("resource-")
-    text = wheel.read(script)
-    assert f"from resource_extend.commands.{kind}.plugin import PLUGIN".encode() in text
-    assert b"run(PLUGIN)" in text
+    code = ast.parse(wheel.read(script)).body[1:]  # after its docstring: as its launcher ends
+    wanted = ast.parse(runs(programs()[program])).body
+    assert [ast.dump(line) for line in code] == [ast.dump(line) for line in wanted]
 
 
 def test_the_grpc_client_is_a_dependency_and_etcd3_is_not(wheel: zipfile.ZipFile) -> None:

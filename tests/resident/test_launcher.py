@@ -176,7 +176,7 @@ def test_a_launcher_that_does_not_answer_never_replaces_what_was_there(
     monkeypatch.setattr(
         launcher,
         "launcher",
-        lambda *args: broken(*args).replace("run(PLUGIN)", "raise SystemExit(3)"),
+        lambda *args: broken(*args).replace(launcher.runs(GPU), "raise SystemExit(3)\n"),
     )
     with pytest.raises(launcher.Refused, match="the launcher did not answer"):
         launcher.install(GPU, str(plugins), replace=False)
@@ -206,11 +206,8 @@ THIN_PATH = {
     "resource_extend.commands.main",
     "resource_extend.commands.registry",
     "resource_extend.commands.program",
-    "resource_extend.commands.gpu",
-    "resource_extend.commands.gpu.plugin",
-    # the kind's name, and the program's derived from it
-    "resource_extend.projections",
-    "resource_extend.projections.gpu",
+    # what a kind's program is called (no module of the kind: its Plugin loads only in a call
+    # that goes on in its own process)
     "resource_extend.ledger",
     "resource_extend.ledger.model",
     "resource_extend.ledger.model.kinds",

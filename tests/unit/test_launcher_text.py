@@ -17,7 +17,7 @@ from resource_extend.commands.launcher import (
     checked_python,
     launcher,
 )
-from resource_extend.commands.program import Plugin
+from resource_extend.commands.program import Plugin, Program
 from resource_extend.commands.resident.client import package_dir
 from resource_extend.commands.storage.plugin import PLUGIN as STORAGE
 
@@ -29,7 +29,11 @@ def test_a_launcher_starts_python_isolated_without_site_on_its_own_code(plugin: 
     assert lines[0] == "#!/opt/re/bin/python3 -IS"
     assert lines[1].startswith(MARK)
     assert "package.__path__ = ['/opt/re/lib/site-packages/resource_extend']" in lines
-    assert lines[-2:] == [f"from {plugin.origin} import PLUGIN", "run(PLUGIN)"]
+    assert lines[-3:] == [
+        "from resource_extend.commands.main import run",
+        "from resource_extend.commands.program import Program",
+        f"run(Program({plugin.kind!r}, origin={plugin.origin!r}))",
+    ]
     compile(text, "launcher", "exec")  # Python, whole
 
 
@@ -66,3 +70,12 @@ def test_a_first_line_longer_than_every_kernel_reads_is_refused(tmp_path: Path) 
     assert len(f"#!{deep / 'python'} -IS") > SHEBANG_MAX
     with pytest.raises(Refused, match="longer than a first line may be"):
         checked_python(str(deep / "python"))
+
+
+def test_a_program_finds_its_plugin_or_says_in_one_line_that_it_cannot() -> None:
+    assert Program(GPU.kind, origin=GPU.origin).plugin() is GPU
+    assert GPU.plugin() is GPU
+    for origin in (STORAGE.origin, "resource_extend.commands.nowhere"):
+        with pytest.raises(SystemExit) as refused:
+            Program("gpu", origin=origin).plugin()
+        assert refused.value.code == f"resource-gpu: {origin} defines no PLUGIN of kind 'gpu'"
