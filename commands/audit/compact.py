@@ -15,6 +15,7 @@ from resource_extend.ledger.host.config import Destination
 from resource_extend.ledger.model import audit
 from resource_extend.ledger.model.counts import plural
 from resource_extend.ledger.model.errors import PluginError
+from resource_extend.ledger.store import Store
 from resource_extend.ledger.upkeep.compaction import compact as compact_node
 
 
@@ -78,9 +79,33 @@ def compact(
     streams.max_events in {config}); "{prog} archive" keeps them at half their bound.
     """
     nodes_or_all(nodes, every)
-
     streams = session.config.streams
-    to = Destination(export_dir) if export_dir else streams.destination
+    to = destination(export_dir, streams.destination)
+    age = streams.min_age if min_age is None else min_age
+    store = session.store
+    store.etcd.budget_per_request()  # many nodes outlast one call's budget; no request may
+    lines = []
+    targets = named_nodes(store, nodes, every)
+    failed = 0
+    with with_progress(targets, "compacting") as walked:
+        for node in walked:
+            try:
+                lines.append(f"node {node}: {compacted(store, node, keep, to, age)}")
+            except PluginError as exc:  # the others are still compacted, and all reported
+                if len(targets) == 1:
+                    raise PluginError(exc.reason, node=node) from None
+                lines.append(f"node {node}: not compacted: {exc.reason}")
+                failed += 1
+    if failed:
+        respond("\n".join(lines), text=True, io=session.io)
+        raise PluginError(f"{failed} of {plural(len(targets), 'node')} not compacted")
+    return "\n".join(lines)
+
+
+def destination(export_dir: str | None, configured: Destination) -> Destination:
+    """Where the exports go: ``--export-dir``, which must exist (a directory named by hand is
+    never made, so that a typo fails), else the config's; a PluginError when there is none."""
+    to = Destination(export_dir) if export_dir else configured
     if export_dir and not os.path.isdir(os.path.expanduser(export_dir)):
         raise PluginError(
             f"--export-dir {export_dir!r} is not a directory: create it first "
@@ -92,28 +117,13 @@ def compact(
             "no export directory: pass --export-dir, or set streams.archive_dir or "
             "streams.export_dir"
         )
-    age = streams.min_age if min_age is None else min_age
-    store = session.store
-    store.etcd.budget_per_request()  # many nodes outlast one call's budget; no request may
-    lines = []
-    targets = named_nodes(store, nodes, every)
-    failed = 0
-    with with_progress(targets, "compacting") as walked:
-        for node in walked:
-            try:
-                done = compact_node(store, node, keep=keep, to=to, min_age=age)
-            except PluginError as exc:  # the others are still compacted, and all reported
-                if len(targets) == 1:
-                    raise PluginError(exc.reason, node=node) from None
-                lines.append(f"node {node}: not compacted: {exc.reason}")
-                failed += 1
-                continue
-            if done is None:
-                lines.append(f"node {node}: nothing to compact")
-                continue
-            steps = f" ({done.steps} steps, an export each)" if done.steps > 1 else ""
-            lines.append(f"node {node}: {audit.compacted_note(done.checkpoint)}{steps}")
-    if failed:
-        respond("\n".join(lines), text=True, io=session.io)
-        raise PluginError(f"{failed} of {plural(len(targets), 'node')} not compacted")
-    return "\n".join(lines)
+    return to
+
+
+def compacted(store: Store[Struct], node: str, keep: int, to: Destination, age: float) -> str:
+    """Compact one node; what came of it, for its line."""
+    done = compact_node(store, node, keep=keep, to=to, min_age=age)
+    if done is None:
+        return "nothing to compact"
+    steps = f" ({done.steps} steps, an export each)" if done.steps > 1 else ""
+    return f"{audit.compacted_note(done.checkpoint)}{steps}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+import msgspec
 from msgspec import Struct
 
 from resource_extend.commands.audit.archive import archive_dir, archive_option
@@ -117,55 +118,76 @@ def verify(
     exports = archive_dir(session, archive)
     trust = Trust(exports, allow_elsewhere)
     directories = export_dirs(session, exports)
-    reports: list[str] = []
-    total = Verified()
-    failed = 0
-    unknown: list[str] = []
+    walk = Walk()
     with with_progress(targets, "verifying") as walked:
         for node in walked:
             try:
                 found = verify_node(store, node, trust, repair, directories)
             except PluginError as exc:
                 found = Verified(findings=[f"cannot verify: {exc.reason}"], agrees=False)
-            if not found.known:
-                unknown.append(node)
-                continue
-            if found.findings:
-                reports.append(f"node {node}: {'; '.join(found.findings)}")
-            if digests and found.tip:
-                reports.append(f"node {node}: {found.tip}")
-            failed += not found.agrees
-            total.repaired += found.repaired
-            total.exports_read += found.exports_read
-            total.exports_elsewhere += found.exports_elsewhere
-            total.clocks += found.clocks
-    if reports:
-        respond("\n".join(reports), text=True, io=session.io)
-    verified = len(targets) - len(unknown)
-    problems = []
-    if failed:
-        hint = "" if repair else " (--repair rewrites heads and publishes exports)"
-        disagree = (
-            "disagrees with its stream or exports"
-            if failed == 1
-            else ("disagree with their streams or exports")
-        )
-        problems.append(f"{failed} of {plural(verified, 'node')} {disagree}{hint}")
-    if unknown:
-        shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if unknown[5:] else "")
-        problems.append(
-            f"no such {'node' if len(unknown) == 1 else 'nodes'} under the prefix (no head, "
-            f"no events): {shown}"
-        )
+            walk.add(node, found, digests)
+    if walk.reports:
+        respond("\n".join(walk.reports), text=True, io=session.io)
+    verified = len(targets) - len(walk.unknown)
+    problems = walk.problems(verified, repair)
     if problems:
         raise PluginError("; ".join(problems))
-    summary = f"{plural(verified, 'node')} verified: every head agrees with its stream"
-    if total.exports_read:
-        summary += f", {plural(total.exports_read, 'export')} checked"
-    if total.exports_elsewhere:
-        summary += f", {total.exports_elsewhere} elsewhere not checked (allowed)"
-    if total.repaired:
-        summary += f", {total.repaired} repaired"
-    if total.clocks:
-        summary += f"; {plural(len(total.clocks), 'event')} stamped by a clock ahead (noted)"
-    return summary
+    return walk.summary(verified)
+
+
+class Walk(Struct):
+    """What verify found over the nodes it walked: the lines to print, the nodes that
+    disagree, those that do not exist, and the totals of the rest."""
+
+    reports: list[str] = msgspec.field(default_factory=list)
+    failed: int = 0
+    unknown: list[str] = msgspec.field(default_factory=list)
+    total: Verified = msgspec.field(default_factory=Verified)
+
+    def add(self, node: str, found: Verified, digests: bool) -> None:
+        """One node's findings (with ``digests``, where its stream ends too)."""
+        if not found.known:
+            self.unknown.append(node)
+            return
+        if found.findings:
+            self.reports.append(f"node {node}: {'; '.join(found.findings)}")
+        if digests and found.tip:
+            self.reports.append(f"node {node}: {found.tip}")
+        self.failed += not found.agrees
+        self.total.repaired += found.repaired
+        self.total.exports_read += found.exports_read
+        self.total.exports_elsewhere += found.exports_elsewhere
+        self.total.clocks += found.clocks
+
+    def problems(self, verified: int, repair: bool) -> list[str]:
+        """Why verify fails, one phrase each: nodes that disagree, nodes named that do not
+        exist; none when every head agrees."""
+        problems = []
+        if self.failed:
+            hint = "" if repair else " (--repair rewrites heads and publishes exports)"
+            disagree = (
+                "disagrees with its stream or exports"
+                if self.failed == 1
+                else "disagree with their streams or exports"
+            )
+            problems.append(f"{self.failed} of {plural(verified, 'node')} {disagree}{hint}")
+        if self.unknown:
+            shown = ", ".join(self.unknown[:5])
+            shown += f" and {len(self.unknown) - 5} more" if self.unknown[5:] else ""
+            nodes = "node" if len(self.unknown) == 1 else "nodes"
+            problems.append(f"no such {nodes} under the prefix (no head, no events): {shown}")
+        return problems
+
+    def summary(self, verified: int) -> str:
+        """verify's answer when every head agrees: what was checked, repaired and noted."""
+        total = self.total
+        summary = f"{plural(verified, 'node')} verified: every head agrees with its stream"
+        if total.exports_read:
+            summary += f", {plural(total.exports_read, 'export')} checked"
+        if total.exports_elsewhere:
+            summary += f", {total.exports_elsewhere} elsewhere not checked (allowed)"
+        if total.repaired:
+            summary += f", {total.repaired} repaired"
+        if total.clocks:
+            summary += f"; {plural(len(total.clocks), 'event')} stamped by a clock ahead (noted)"
+        return summary

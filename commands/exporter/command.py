@@ -14,6 +14,13 @@ from resource_extend.commands.protocol import Answer, Session, report_failure, r
 from resource_extend.commands.under_click import answered, click_plugin
 from resource_extend.ledger.model.errors import PluginError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the server's modules load once the command runs
+    from wsgiref.simple_server import WSGIServer
+
+    from resource_extend.commands.exporter.refresh import Refresher
+    from resource_extend.commands.exporter.serve import App
+
 INSTALL_HINT = "pip install 'resource-extend[exporter]' (or pip install prometheus-client)"
 
 
@@ -125,65 +132,16 @@ def exporter(
     dropped (never served as current) until etcd is read again. It starts with etcd away
     too. On start one line on stdout names the URL served; on stop, one line says so.
     """
+    stale = stale_window(every, stale_after)
     stopping = threading.Event()
-    stale = 2 * every if stale_after is None else stale_after
-    if stale < every:
-        raise click.UsageError(
-            f"--stale-after {stale:g} is shorter than --every {every:g}: every series "
-            "would go stale between two reads",
-            click.get_current_context(),
-        )
     for stop in (signal.SIGTERM, signal.SIGINT):
         signal.signal(stop, lambda *_: stopping.set())
-    try:
-        import prometheus_client  # noqa: F401  (the [exporter] extra)
-    except ImportError:
-        raise PluginError(f"prometheus-client is not installed: {INSTALL_HINT}") from None
+    needs_prometheus_client()
     from resource_extend.commands.exporter import serve as http
-    from resource_extend.commands.exporter.refresh import Refresher
-    from resource_extend.commands.exporter.view import prefix_of, view_families
 
-    config = session.config
-    prefix, kind_gauges = prefix_of(session.plugin.name), session.plugin.parts.gauges
-
-    def report(line: str, failure: bool) -> None:
-        if failure:
-            report_failure(session.plugin.name, "exporter", None, line, session.io)
-        else:
-            respond(line, text=True, io=session.io)
-
-    refresher = Refresher(
-        config.etcd,
-        session.kind,
-        kind_gauges,
-        lambda view: http.render(view_families(view, prefix, kind_gauges)),
-        report,
-    )
-    app = http.metrics_app(
-        lambda: refresher.status,
-        prefix,
-        stale,
-        program=session.plugin.name,
-        version=installed_version(),
-    )
+    refresher, app = assembled(session, stale)
     server = http.listen(address, app)
-    jobs = [
-        threading.Thread(target=server.serve_forever, name="http", daemon=True),
-        threading.Thread(
-            target=refresher.refresh_every, args=(every, stopping), name="refresh", daemon=True
-        ),
-    ]
-    if verify_every > 0:
-        jobs.append(
-            threading.Thread(
-                target=refresher.verify_every,
-                args=(verify_every, stopping),
-                name="verify",
-                daemon=True,
-            )
-        )
-    for job in jobs:
-        job.start()
+    jobs = started(server, refresher, every, verify_every, stopping)
     served = http.bound(server, address)
     respond(f"serving {served.url}", text=True, io=session.io)
     try:
@@ -194,5 +152,80 @@ def exporter(
         server.shutdown()
         server.server_close()
         for job in jobs:
-            job.join(timeout=config.etcd.timeout + 1)
+            job.join(timeout=session.config.etcd.timeout + 1)
     return f"stopped serving {served.url}"
+
+
+def stale_window(every: float, stale_after: float | None) -> float:
+    """Seconds a node series is served after its read: ``--stale-after``, by default twice
+    ``--every``; a usage error when shorter than ``--every``."""
+    stale = 2 * every if stale_after is None else stale_after
+    if stale < every:
+        raise click.UsageError(
+            f"--stale-after {stale:g} is shorter than --every {every:g}: every series "
+            "would go stale between two reads",
+            click.get_current_context(),
+        )
+    return stale
+
+
+def needs_prometheus_client() -> None:
+    """The ``[exporter]`` extra is installed, or a PluginError saying how to install it."""
+    try:
+        import prometheus_client  # noqa: F401
+    except ImportError:
+        raise PluginError(f"prometheus-client is not installed: {INSTALL_HINT}") from None
+
+
+def assembled(session: Session[Struct], stale: float) -> tuple[Refresher, App]:
+    """What serves: the refresher (the background reads, each rendered for a scrape, their
+    failures one line on stderr) and the WSGI app that answers from its last read."""
+    from resource_extend.commands.exporter import serve as http
+    from resource_extend.commands.exporter.refresh import Refresher
+    from resource_extend.commands.exporter.view import prefix_of, view_families
+
+    program = session.plugin.name
+    prefix, kind_gauges = prefix_of(program), session.plugin.parts.gauges
+
+    def report(line: str, failure: bool) -> None:
+        if failure:
+            report_failure(program, "exporter", None, line, session.io)
+        else:
+            respond(line, text=True, io=session.io)
+
+    refresher = Refresher(
+        session.config.etcd,
+        session.kind,
+        kind_gauges,
+        lambda view: http.render(view_families(view, prefix, kind_gauges)),
+        report,
+    )
+    app = http.metrics_app(
+        lambda: refresher.status, prefix, stale, program=program, version=installed_version()
+    )
+    return refresher, app
+
+
+def started(
+    server: WSGIServer,
+    refresher: Refresher,
+    every: float,
+    verify_every: float,
+    stopping: threading.Event,
+) -> list[threading.Thread]:
+    """The background jobs, started: the HTTP server, the reads every ``every`` seconds and,
+    unless ``verify_every`` is 0, the verify passes; each ends once ``stopping`` is set."""
+    jobs = [
+        threading.Thread(target=server.serve_forever, name="http", daemon=True),
+        threading.Thread(
+            target=refresher.refresh_every, args=(every, stopping), name="refresh", daemon=True
+        ),
+    ]
+    if verify_every > 0:
+        verify = (verify_every, stopping)
+        jobs.append(
+            threading.Thread(target=refresher.verify_every, args=verify, name="verify", daemon=True)
+        )
+    for job in jobs:
+        job.start()
+    return jobs

@@ -156,42 +156,11 @@ def calculate_realloc(
     """The workload ``current`` changed by ``asked`` (deltas: sizes and quotas add, a binding
     merged below zero goes). Raises :class:`InvalidRequest` for a merged request that breaks
     upstream's validation rules, and :class:`NotEnoughResource` when it does not fit."""
-    current_request = parse_bindings(current.volumes_request)
-    current_limit = parse_bindings(current.volumes_limit)
-    requested = list(asked.request) or list(asked.limit)
-    for given, held in ((requested, current_request), (asked.limit, current_limit)):
-        check_added(given, held)
-        _refuse_giving_back_what_is_not_held(given, held)
-    reschedule = any(binding.needs_scheduling for binding in requested)
-    merged_request = merge(requested, current_request)
-    # A binding the request side gave back whole goes whole: its limit side with it, though
-    # that side was larger (upstream kept it, and it came back as the request).
-    removed = {b.key for b in current_request} - {b.key for b in merged_request}
-    merged_limit = [b for b in merge(asked.limit, current_limit) if b.key not in removed]
-    # The storage follows what the bindings hold: a binding removed (merged below zero)
-    # takes off what it held, not the whole give-back.
-    merged = normalise(
-        merged_request,
-        merged_limit,
-        asked.storage_request + current.storage_request + _grown(merged_request, current_request),
-        asked.storage_limit + current.storage_limit + _grown(merged_limit, current_limit),
-        fold_storage=False,
-    )
+    merged, reschedule = _merged(current, asked)
     if merged.storage_request - current.storage_request > capacity.storage - usage.storage:
         raise NotEnoughResource(INSUFFICIENT)
     if reschedule:
-        try:
-            plan = affinity_plan(
-                capacity,
-                usage,
-                merged.request,
-                current.volume_plan_request,
-                current.disks_request or [],
-            )
-        except PluginError as exc:
-            raise NotEnoughResource(f"{exc.reason}: {INSUFFICIENT}") from exc
-        disks_request: list[Disk] | None = workloads.disk_list(plan.disks, capacity.disks or [])
-        volumes: VolumePlan = plan.volumes
+        volumes, disks_request = _placed_again(capacity, usage, merged, current)
     else:  # our fix of an upstream bug: the workload keeps its disks
         volumes, disks_request = current.volume_plan_request, current.disks_request
     limit = list(merged.limit)
@@ -210,13 +179,62 @@ def calculate_realloc(
     placed = workloads.applied(limit, volumes)
     engine = EngineParams(
         volumes=workloads.engine_volumes(placed),
-        volume_changed=_volume_changed(placed, current_limit, current.volume_plan_limit),
+        volume_changed=_volume_changed(
+            placed, parse_bindings(current.volumes_limit), current.volume_plan_limit
+        ),
         storage=merged.storage_limit,
         iops_options=workloads.iops_options(disks_limit),
     )
     return ReallocAnswer(
         engine_params=engine, delta_resource=_delta(current, new), workload_resource=new
     )
+
+
+def _merged(
+    current: WorkloadResource, asked: ParsedWorkloadRequest
+) -> tuple[WorkloadRequest, bool]:
+    """What the workload asks for after the change: ``asked`` merged into what it holds, and
+    whether a binding of it must be placed again. Raises :class:`InvalidRequest` for a merge
+    that breaks upstream's rules."""
+    current_request = parse_bindings(current.volumes_request)
+    current_limit = parse_bindings(current.volumes_limit)
+    requested = list(asked.request) or list(asked.limit)
+    for given, held in ((requested, current_request), (asked.limit, current_limit)):
+        check_added(given, held)
+        _refuse_giving_back_what_is_not_held(given, held)
+    merged_request = merge(requested, current_request)
+    # A binding the request side gave back whole goes whole: its limit side with it, though
+    # that side was larger (upstream kept it, and it came back as the request).
+    removed = {b.key for b in current_request} - {b.key for b in merged_request}
+    merged_limit = [b for b in merge(asked.limit, current_limit) if b.key not in removed]
+    # The storage follows what the bindings hold: a binding removed (merged below zero)
+    # takes off what it held, not the whole give-back.
+    merged = normalise(
+        merged_request,
+        merged_limit,
+        asked.storage_request + current.storage_request + _grown(merged_request, current_request),
+        asked.storage_limit + current.storage_limit + _grown(merged_limit, current_limit),
+        fold_storage=False,
+    )
+    return merged, any(binding.needs_scheduling for binding in requested)
+
+
+def _placed_again(
+    capacity: NodeResource, usage: NodeResource, merged: WorkloadRequest, current: WorkloadResource
+) -> tuple[VolumePlan, list[Disk] | None]:
+    """Where the merged request's volumes go, keeping what the workload holds where it is
+    (its affinity), and the disks they take; :class:`NotEnoughResource` when they do not fit."""
+    try:
+        plan = affinity_plan(
+            capacity,
+            usage,
+            merged.request,
+            current.volume_plan_request,
+            current.disks_request or [],
+        )
+    except PluginError as exc:
+        raise NotEnoughResource(f"{exc.reason}: {INSUFFICIENT}") from exc
+    return plan.volumes, workloads.disk_list(plan.disks, capacity.disks or [])
 
 
 def _grown(merged: Sequence[Binding], held: Sequence[Binding]) -> int:
