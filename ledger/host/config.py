@@ -239,7 +239,8 @@ By content, not (inode, size, mtime): an edit that keeps those is an edit all th
 
 class ParsedCopies(Protocol):
     """A private place to keep what config files parsed to, by path. A process that starts for
-    one call then need not import PyYAML, which costs about what msgspec does."""
+    one call then need not import PyYAML, which costs about what msgspec does: 16-18 % of a
+    ``resident: false`` read (``ledger.host.copies``, where it is measured)."""
 
     def get(self, path: str) -> bytes | None: ...
 

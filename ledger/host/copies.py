@@ -9,6 +9,11 @@ parse afresh. A config with a password is never copied: its calls parse it each 
 copy left from before it had one is removed. A copy is written under a temporary name and
 renamed into place; anything amiss means "no copy".
 
+What it earns: a ``resident: false`` read takes 16-18 % less time with its copy than without
+(``scripts/bench_copies.py``: 109.4 against 134.2 ms, 2026-12-07, docs/speed.md). A call the
+helper answers never reads the config, and the helper parses it once, so there it earns
+nothing and costs nothing.
+
 Imports only ``os`` and ``zlib`` beyond ``ledger.host.rundir``.
 """
 
