@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from msgspec import Struct
 
 from resource_extend.commands.protocol import Session, verb
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from resource_extend.projections.metrics import MetricDescription
 
 
 @verb()
@@ -25,7 +27,7 @@ def verbs(session: Session[Struct]) -> list[str]:
 
 
 @verb()
-def get_metrics_description(session: Session[Struct]) -> list[Any]:
+def get_metrics_description(session: Session[Struct]) -> list[MetricDescription]:
     """Describe the gauges get-metrics emits (resource-gpu: gpu_capacity and gpu_used, per
     product; resource-storage: storage_capacity and storage_used)."""
     return list(session.plugin.parts.metrics)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -80,7 +80,7 @@ class Refresher:
         self._failing = False
         self._verify_failing = False
 
-    def _publish(self, **changes: Any) -> None:
+    def _publish(self, **changes: object) -> None:
         with self._lock:
             self.status = msgspec.structs.replace(self.status, **changes)
 

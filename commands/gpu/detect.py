@@ -111,7 +111,7 @@ def configured_products(plugin: Plugin, explicit: str | None) -> dict[str, str]:
     return config.load(path, default=plugin.config_file).products
 
 
-def explanation(probe: Probe, table: list[tuple[str, ...]], answer: Any) -> str:
+def explanation(probe: Probe, table: list[tuple[str, ...]], answer: object) -> str:
     lines = [f"read with: {probe.source}"]
     if probe.cards:
         lines.append(columns(table))
@@ -198,7 +198,7 @@ def _mig_profiles(pynvml: Any, handle: Any, index: int) -> tuple[str, ...]:
     return tuple(profiles)
 
 
-def _code(exc: BaseException) -> Any:
+def _code(exc: BaseException) -> object:
     return getattr(exc, "value", None)
 
 
