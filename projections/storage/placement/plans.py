@@ -156,7 +156,9 @@ def calculate_realloc(
     """The workload ``current`` changed by ``asked`` (deltas: sizes and quotas add, a binding
     merged below zero goes). Raises :class:`InvalidRequest` for a merged request that breaks
     upstream's validation rules, and :class:`NotEnoughResource` when it does not fit."""
-    merged, reschedule = _merged(current, asked)
+    current_request = parse_bindings(current.volumes_request)
+    current_limit = parse_bindings(current.volumes_limit)
+    merged, reschedule = _merged(current, current_request, current_limit, asked)
     if merged.storage_request - current.storage_request > capacity.storage - usage.storage:
         raise NotEnoughResource(INSUFFICIENT)
     if reschedule:
@@ -179,9 +181,7 @@ def calculate_realloc(
     placed = workloads.applied(limit, volumes)
     engine = EngineParams(
         volumes=workloads.engine_volumes(placed),
-        volume_changed=_volume_changed(
-            placed, parse_bindings(current.volumes_limit), current.volume_plan_limit
-        ),
+        volume_changed=_volume_changed(placed, current_limit, current.volume_plan_limit),
         storage=merged.storage_limit,
         iops_options=workloads.iops_options(disks_limit),
     )
@@ -191,13 +191,14 @@ def calculate_realloc(
 
 
 def _merged(
-    current: WorkloadResource, asked: ParsedWorkloadRequest
+    current: WorkloadResource,
+    current_request: list[Binding],
+    current_limit: list[Binding],
+    asked: ParsedWorkloadRequest,
 ) -> tuple[WorkloadRequest, bool]:
-    """What the workload asks for after the change: ``asked`` merged into what it holds, and
-    whether a binding of it must be placed again. Raises :class:`InvalidRequest` for a merge
-    that breaks upstream's rules."""
-    current_request = parse_bindings(current.volumes_request)
-    current_limit = parse_bindings(current.volumes_limit)
+    """What the workload asks for after the change: ``asked`` merged into what it holds
+    (``current``, its bindings parsed), and whether a binding of it must be placed again.
+    Raises :class:`InvalidRequest` for a merge that breaks upstream's rules."""
     requested = list(asked.request) or list(asked.limit)
     for given, held in ((requested, current_request), (asked.limit, current_limit)):
         check_added(given, held)
