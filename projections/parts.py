@@ -11,6 +11,19 @@ from typing import Any, NamedTuple, Protocol
 from resource_extend.ledger.model.contract import Kind
 from resource_extend.projections.metrics import Gauge, MetricDescription, Sample
 
+_UNITS = ((50, "P"), (40, "T"), (30, "G"), (20, "M"), (10, "K"))
+
+
+def human(size: int) -> str:
+    """Bytes for people, in the binary units eru reads (``1G`` is 2**30 bytes): exact where a
+    unit divides them (``100G``), else to one decimal (``341.3G``)."""
+    for shift, unit in _UNITS:
+        if abs(size) >= 1 << shift:
+            whole, rest = divmod(abs(size), 1 << shift)
+            sign = "-" if size < 0 else ""
+            return f"{sign}{whole}{unit}" if not rest else f"{size / (1 << shift):.1f}{unit}"
+    return str(size)
+
 
 class Measure(NamedTuple):
     """One figure of a node's state that its chart follows (``history --html``): the capacity

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from scripts import demo
 from scripts.throwaway import throwaway_etcd
 
-SIZE = {demo.NODE: (1000, 1320), demo.DISK_NODE: (1000, 1500)}
+SIZE = {demo.NODE: (1280, 1300), demo.DISK_NODE: (1280, 1700)}
 """The window each node's page is photographed in: its charts and the top of its table."""
 
 

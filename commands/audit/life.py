@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import os
+import shlex
+import sys
 from datetime import datetime, timezone
 
 from msgspec import Struct
 
-from resource_extend.commands.audit.page import Page, Verdict, counted, render
+from resource_extend.commands.audit.page import Page, Source, Verdict, counted, render
 from resource_extend.commands.audit.reading import NOT_ADOPTED, summary
 from resource_extend.commands.audit.verify import export_dirs
 from resource_extend.commands.program import installed_version
@@ -17,6 +20,7 @@ from resource_extend.ledger.model import audit
 from resource_extend.ledger.model.errors import PluginError
 from resource_extend.ledger.model.events import AnyEvent as Event
 from resource_extend.ledger.model.events import Checkpoint
+from resource_extend.ledger.store.appender import who
 from resource_extend.ledger.store.positions import Positions
 from resource_extend.ledger.upkeep.history import Archive, Row, Selection, selected, window
 from resource_extend.ledger.upkeep.verification import Trust, verify_node
@@ -66,6 +70,7 @@ def write(
         notes=notes,
         written=datetime.now(timezone.utc),
         version=installed_version(),
+        source=source(session, node),
     )
     html = render(page, session.view, lambda event: summary(session.view, event))
     if path == "-":
@@ -78,6 +83,15 @@ def write(
         raise PluginError(f"cannot write {path!r}: {exc.strerror or exc}") from None
     agrees = "agrees" if page.verdict.agrees else "disagrees"
     return f"wrote {path}: node {node}, {counted(len(rows))}; verify: {agrees}"
+
+
+def source(session: Session[Struct], node: str) -> Source:
+    """Where the events were read (etcd's endpoints, the prefix, the node's keys), the command
+    line as it was typed, and the account that ran it."""
+    etcd, keys = session.config.etcd, session.store.keys
+    read = f"head {keys.head(node).decode()}, events {keys.events(node).decode()}*"
+    command = shlex.join([os.path.basename(sys.argv[0]), *sys.argv[1:]])
+    return Source(etcd.machines, etcd.prefix, read, command, who())
 
 
 def too_many(count: int, what: str = "selected") -> None:

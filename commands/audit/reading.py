@@ -40,7 +40,12 @@ def summary(view: KindView, event: Event) -> str:
     view."""
     change = event.change
     if isinstance(change, Checkpoint):
-        return f"stands for events {change.first}..{event.seq}, exported to {change.export}"
+        by = f" by {event.by}" if event.by else ""
+        return (
+            f"compacted at {audit.rfc3339(event.at)}{by}: stands for events {change.first}.."
+            f"{event.seq} (the last written {audit.rfc3339(change.last_at)}), exported to "
+            f"{change.export}"
+        )
     if isinstance(change, HeadRepaired):
         return f"head rewritten from the stream; it was: {change.found}"
     said = view.summary(change)

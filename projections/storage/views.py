@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from resource_extend.projections import changes
-from resource_extend.projections.parts import Measure
+from resource_extend.projections.parts import Measure, human
 from resource_extend.projections.storage.events import KINDS as KINDS  # every change kind
 from resource_extend.projections.storage.grammar.disks import Disk
 from resource_extend.projections.storage.state import NodeState
@@ -20,19 +20,6 @@ STATE_HEADERS: tuple[str, ...] = ("VOLUMES (USED/CAPACITY)", "STORAGE", "DISKS")
 
 DETAIL_HEADERS: tuple[str, ...] = (*STATE_HEADERS, "FREE STORAGE")
 """The columns of one state shown alone (``show``)."""
-
-_UNITS = ((50, "P"), (40, "T"), (30, "G"), (20, "M"), (10, "K"))
-
-
-def human(size: int) -> str:
-    """Bytes for people, in the binary units eru reads: exact where a unit divides them
-    (``100G``), else to one decimal (``341.3G``)."""
-    for shift, unit in _UNITS:
-        if abs(size) >= 1 << shift:
-            whole, rest = divmod(abs(size), 1 << shift)
-            sign = "-" if size < 0 else ""
-            return f"{sign}{whole}{unit}" if not rest else f"{size / (1 << shift):.1f}{unit}"
-    return str(size)
 
 
 def _volumes(state: NodeState) -> str:

@@ -9,6 +9,8 @@ may set ``RESOURCE_EXTEND_NO_BROWSER=1`` to skip them knowingly (CI never does).
 
 from __future__ import annotations
 
+import html
+import json
 import os
 import re
 import shutil
@@ -97,6 +99,42 @@ class Rendered:
         return sum(count for colour, count in self.colours.items() if near(colour))
 
 
+MEASURE = """<script>
+const lines = (cell) => {
+  const range = document.createRange();
+  range.selectNodeContents(cell);
+  return new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size;
+};
+const width = document.body.clientWidth;
+const rows = [...document.querySelectorAll("table.events tbody tr")];
+document.body.dataset.measured = JSON.stringify({
+  width: width,
+  wrapped: rows.flatMap((row) => [...row.cells].slice(0, 6)
+    .filter((cell) => lines(cell) > 1).map((cell) => cell.textContent)),
+  charts: [...document.querySelectorAll("svg.chart")].map(
+    (svg) => svg.getBoundingClientRect().right - document.querySelector("h1")
+      .getBoundingClientRect().left),
+  levels: [...document.querySelectorAll("figure")].map(
+    (figure) => [...figure.querySelectorAll(".level")].map((label) => label.textContent)),
+  overflow: document.documentElement.scrollWidth > window.innerWidth,
+});
+</script>"""
+"""What the tests measure of a page as Chromium laid it out, put in a copy of the page (the page
+itself holds no script): the id cells that wrap, how far each chart reaches, each chart's
+gridline labels, whether anything runs off the window."""
+
+
+def measured(browser: str, page: Path, window: tuple[int, int]) -> dict[str, Any]:
+    """The page laid out in a window of ``window`` pixels: ``MEASURE``'s findings."""
+    copy = page.with_name(f"{page.stem}.{window[0]}x{window[1]}.html")
+    copy.write_text(page.read_text().replace("</body>", MEASURE + "</body>"))
+    dom = chromium_run(browser, copy, f"--window-size={window[0]},{window[1]}", "--dump-dom")
+    found = re.search(r'data-measured="([^"]*)"', dom.stdout)
+    assert found, "the measuring script did not run"
+    result: dict[str, Any] = json.loads(html.unescape(found.group(1)))
+    return result
+
+
 def page_of(plugin: Plugin, node: str, path: Path, *options: str) -> str:
     """Write ``node``'s page to ``path``; the line the program answered."""
     return ok_text(run(plugin, "history", node, "--html", str(path), *options)).strip()
@@ -114,9 +152,10 @@ def test_a_gpu_nodes_page_renders_its_charts_marks_and_table(
     assert said == f"wrote {page}: node n1, 5 events; verify: agrees"
 
     shown = Rendered(chromium, page)
-    assert shown.count(r'<svg class="chart"') == 2  # a100 and the 3090
+    assert shown.count(r'<svg class="chart"') == 1  # the 3090's; the a100s were never used:
+    assert "never used over these events: a100 (of 2)" in shown.dom
     assert shown.count(r'<tr id="e\d+"') == 5
-    assert shown.count(r'<a href="#e\d+"><line') == 5 + 2  # ticks, and the fix ruled twice
+    assert shown.count(r'<a href="#e\d+"><line') == 5 + 1  # ticks, and the fix ruled
     assert "verify: the head agrees with the stream" in shown.dom
     assert "usage_rebuilt" in shown.dom and "diffs:" in shown.dom
     assert shown.usage_drawn() > 2000, "no usage area was drawn"
@@ -124,34 +163,63 @@ def test_a_gpu_nodes_page_renders_its_charts_marks_and_table(
     assert pdf.startswith(b"%PDF") and len(re.findall(rb"/Type\s*/Page\b", pdf)) >= 1
 
 
-def test_a_storage_nodes_page_charts_volumes_storage_and_disks(
-    storage: Plugin, chromium: str, tmp_path: Path
-) -> None:
+def deployed(storage: Plugin, node: str, deploys: int) -> None:
+    """A storage node of one 1T volume behind a disk, and ``deploys`` workloads of 300G each
+    with read IOPS, one after another (the first's usage spans the time to the second)."""
     resource = {
         "volumes": ["/data0:1T"],
         "storage": "100G",
         "disks": ["/dev/vda:/data0:1000:1000:1G:1G"],
     }
-    storage.ok("add-node", {"nodename": "d1", "resource": resource})
+    storage.ok("add-node", {"nodename": node, "resource": resource})
     request = {"volumes-request": ["AUTO:/data:rw:300G"], "volumes-limit": ["AUTO:/data:rw:300G"]}
-    for _ in range(2):  # two deploys: the first's usage spans the time to the second
+    for _ in range(deploys):
         planned = storage.ok(
             "calculate-deploy",
-            {"nodename": "d1", "deploy_count": 1, "workload_resource_request": request},
+            {"nodename": node, "deploy_count": 1, "workload_resource_request": request},
         )
         storage.ok(
             "set-node-resource-usage",
-            {"nodename": "d1", "workloads_resource": planned["workloads_resource"],
+            {"nodename": node, "workloads_resource": planned["workloads_resource"],
              "delta": True, "incr": True},
         )  # fmt: skip
+
+
+def test_a_storage_nodes_page_charts_volumes_storage_and_disks(
+    storage: Plugin, chromium: str, tmp_path: Path
+) -> None:
+    deployed(storage, "d1", 2)
     page = tmp_path / "d1.html"
     page_of(storage, "d1", page)
 
     shown = Rendered(chromium, page)
-    for chart in ("volume /data0", "storage", "/dev/vda read IOPS", "/dev/vda write B/s"):
+    for chart in ("volume /data0", "storage"):
         assert f'aria-label="{chart}"' in shown.dom
     assert shown.count(r'<tr id="e\d+"') == 3
     assert shown.usage_drawn() > 2000, "no usage area was drawn"
+
+
+@pytest.mark.parametrize("window", [(1280, 800), (1920, 1080)])
+def test_at_common_window_sizes_ids_never_wrap_and_charts_fill_the_width(
+    storage: Plugin, chromium: str, tmp_path: Path, window: tuple[int, int]
+) -> None:
+    """A storage node's page (its cells are the widest): no seq, time, verb, kind, op or writer
+    wraps; every chart reaches across the page, its gridlines labelled; nothing runs off."""
+    deployed(storage, "d1", 3)
+    page = tmp_path / "d1.html"
+    page_of(storage, "d1", page)
+    found = measured(chromium, page, window)
+    assert found["wrapped"] == []
+    assert found["charts"] and all(reach >= 0.9 * found["width"] for reach in found["charts"])
+    assert all(len(labels) >= 3 and labels[0] == "0" for labels in found["levels"]), found
+    assert ["0", "256G", "512G", "768G", "1T"] in found["levels"]  # /data0's, as eru writes it
+    assert not found["overflow"]
+    shown = page.read_text()
+    assert "<script" not in shown
+    assert "never used over these events: /dev/vda read IOPS (of 1,000), /dev/vda write" in shown
+    for said in ("<dt>etcd</dt>", "<dt>prefix</dt>", "<dt>command</dt>", "<dt>made by</dt>"):
+        assert said in shown
+    assert "history d1 --html" in shown and "Over these events" in shown
 
 
 def test_a_page_with_no_events_renders_and_says_so(

@@ -7,6 +7,7 @@ markup."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta, timezone
 from html.parser import HTMLParser
 from typing import Any
@@ -15,8 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from msgspec.structs import replace
 
-from resource_extend.commands.audit import chart
-from resource_extend.commands.audit.page import Page, Verdict, render
+from resource_extend.commands.audit import chart, tally
+from resource_extend.commands.audit.page import Page, Source, Verdict, render
 from resource_extend.commands.audit.reading import summary
 from resource_extend.ledger.model import audit
 from resource_extend.projections.changes import (
@@ -153,8 +154,8 @@ def quota(resource: NodeResource, index: int) -> int:
 def test_storage_points_are_the_folds_volumes_storage_and_quotas_after_every_event() -> None:
     charts = drawn(chart.series(rows(STORAGE, STORAGE_LIFE), storage_views.measures))
     assert list(charts) == [
-        "volume /data0", "storage", "/dev/vda read IOPS", "/dev/vda write IOPS",
-        "/dev/vda read B/s", "/dev/vda write B/s", "volume /data1",  # as it first appeared
+        "volume /data0", "volume /data1", "storage",  # a volume added later, with the others
+        "/dev/vda read IOPS", "/dev/vda write IOPS", "/dev/vda read B/s", "/dev/vda write B/s",
     ]  # fmt: skip
     assert charts["volume /data0"] == storage_points(lambda r: (r.volumes or {}).get("/data0", 0))
     assert charts["volume /data1"] == storage_points(lambda r: (r.volumes or {}).get("/data1", 0))
@@ -190,12 +191,22 @@ class Elements(HTMLParser):
         ]  # fmt: skip
 
 
+SOURCE = Source(
+    ["http://10.0.0.1:2379"],
+    "/eru",
+    "head /eru/resource/gpu/n1",
+    "resource-gpu history n1",
+    "auditor@audit-host",
+)
+
+
 def page_of(kind: Any, view: Any, events: list[Any], verdict: Verdict | None = None) -> str:
     selected = rows(kind, events)
     return render(
         Page(
             program=kind.program, node="n1", rows=selected, charted=selected,
             verdict=verdict or Verdict(True, []), notes=[], written=T0, version="test",
+            source=SOURCE,
         ),
         view,
         lambda event: summary(view, event),
@@ -251,9 +262,9 @@ def test_what_a_writer_put_in_an_event_cannot_become_markup() -> None:
     page = page_of(GPU, gpu_views, events, Verdict(False, [hostile]))
     assert "<script" not in page
     assert {tag for tag, _ in Elements(page).found} <= {
-        "html", "head", "meta", "title", "style", "body", "h1", "p", "div", "ul", "li", "span",
-        "section", "svg", "line", "text", "path", "a", "figure", "figcaption", "b", "table",
-        "thead", "tbody", "tr", "th", "td",
+        "html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "div", "ul", "li",
+        "span", "section", "svg", "line", "path", "a", "figure", "figcaption", "b", "i", "br",
+        "dl", "dt", "dd", "table", "thead", "tbody", "tr", "th", "td",
     }  # fmt: skip
 
 
@@ -277,13 +288,16 @@ def test_storage_pages_chart_each_measure() -> None:
     page = page_of(STORAGE, storage_views, STORAGE_LIFE)
     for name in ("volume /data0", "volume /data1", "storage", "/dev/vda read IOPS"):
         assert f'aria-label="{name}"' in page
-    assert "1 GiB/s" in page  # the read quota's top, in binary units
+    assert ">512M/s<" in page  # the write quota's top, as eru writes sizes
+    assert 'aria-label="/dev/vda read B/s"' not in page  # never used: said in one line
+    idle = "never used over these events: /dev/vda write IOPS (of 500), /dev/vda read B/s (of 1G/s)"
+    assert idle in page
 
 
 def test_figures_read_as_amounts() -> None:
-    assert chart.figure(0, "B") == "0 B"
-    assert chart.figure(1536 * GIB, "B") == "1.5 TiB"
-    assert chart.figure(100 << 20, "B/s") == "100 MiB/s"
+    assert chart.figure(0, "B") == "0"
+    assert chart.figure(1536 * GIB, "B") == "1.5T"
+    assert chart.figure(100 << 20, "B/s") == "100M/s"
     assert chart.figure(12000, "IOPS") == "12,000"
     assert chart.figure(8, "cards") == "8"
 
@@ -292,7 +306,7 @@ def test_each_chart_says_where_it_ends() -> None:
     page = page_of(GPU, gpu_views, EVERY_KIND[:8])
     assert "now: 4 of 8 cards used" in page
     storage = page_of(STORAGE, storage_views, STORAGE_LIFE[:2])
-    assert "now: 10 GiB of 100 GiB used" in storage
+    assert "now: 10G of 100G used" in storage
     assert "now: 100 of 1,000 IOPS used" in storage
 
 
@@ -307,3 +321,100 @@ def test_any_kind_gets_a_page_from_what_its_view_measures() -> None:
     }
     page = page_of(APPLES, View(), events)
     assert 'aria-label="apples"' in page and "now: 2 of 10 apples used" in page
+
+
+@given(st.integers(0, 1 << 62), st.sampled_from(["cards", "IOPS", "B", "B/s"]))
+@FAST
+def test_gridlines_are_round_and_cover_the_top(top: int, unit: str) -> None:
+    grid = chart.levels(top, unit)
+    step = grid[1]
+    assert grid[0] == 0 and grid[-1] >= top and len(grid) <= 6
+    assert grid == [step * index for index in range(len(grid))]
+    if unit in chart.BYTES:
+        assert step & (step - 1) == 0  # a power of two: 256M, 512G, 1T
+    else:
+        assert int(str(step).rstrip("0")) in (1, 2, 5)
+    assert chart.levels(8, "cards") == [0, 2, 4, 6, 8]
+    assert [chart.figure(n, "B") for n in chart.levels(GIB << 10, "B")] == [
+        "0", "256G", "512G", "768G", "1T"
+    ]  # fmt: skip
+
+
+def test_time_ticks_fall_at_round_instants_and_carry_their_date_where_it_is_news() -> None:
+    def ticks(start: datetime, length: timedelta) -> list[chart.Tick]:
+        return chart.Span(start, start + length).ticks()
+
+    evening = datetime(2026, 12, 6, 19, 47, 13, 350_000, tzinfo=timezone.utc)
+    assert [(t.time, t.date) for t in ticks(evening, timedelta(minutes=40))] == [
+        ("19:50", "2026-12-06"), ("20:00", None), ("20:10", None), ("20:20", None),
+    ]  # fmt: skip
+    overnight = ticks(evening, timedelta(hours=30))
+    assert [t.time for t in overnight] == ["00:00", "06:00", "12:00", "18:00", "00:00"]
+    assert [t.date for t in overnight] == ["2026-12-07", None, None, None, "2026-12-08"]
+    week = ticks(evening, timedelta(days=9))
+    assert [t.date for t in week] == [f"2026-12-{day:02}" for day in (7, 9, 11, 13, 15)]
+    assert all(t.time == "" for t in week)
+    quick = ticks(evening, timedelta(milliseconds=180))
+    assert [t.time for t in quick] == [
+        "19:47:13.350",
+        "19:47:13.400",
+        "19:47:13.450",
+        "19:47:13.500",
+    ]
+    for each in (overnight, week, quick):
+        assert all(0 <= t.percent <= 100 for t in each)
+
+
+def test_the_summary_tallies_peak_mean_and_time_at_capacity() -> None:
+    events = stream(
+        NodeAdded(capacity={P90: 4}),  # minute 1
+        UsageChanged(delta={P90: 4}),  # minute 2: full for a minute
+        UsageChanged(delta={P90: -2}),  # minute 3: half, for a minute
+        UsageChanged(delta={P90: -2}),  # minute 4: the span's end
+    )
+    (found,) = [tally.tally(s) for s in chart.series(rows(GPU, events), gpu_views.measures)]
+    assert (found.capacity, found.peak, found.peak_at) == (4, 4, T0 + timedelta(minutes=2))
+    assert found.full == timedelta(minutes=1) and found.span == timedelta(minutes=3)
+    assert found.mean == (0 + 4 + 2) / 3
+    page = page_of(GPU, gpu_views, events)
+    assert "Over these events" in page and "1 min 0 s (33%)" in page
+    assert "events per verb: test 4" in page
+
+
+def test_the_table_shows_short_ids_and_a_state_only_where_it_changed() -> None:
+    long_op = "0123456789abcdef" * 2
+    events = [replace(e, op=long_op) for e in EVERY_KIND]
+    page = page_of(GPU, gpu_views, events)
+    listed = dict(re.findall(r'<tr id="e(\d+)"(.*?)</tr>', page))
+    assert len(listed) == len(events)
+    for found in listed.values():
+        assert f'title="{long_op}">01234567</td>' in found  # short, whole on hover
+    shown = {
+        seq: re.findall(r'<span class="m">(.*?)</span>', row.split('class="after"')[1])
+        for seq, row in listed.items()
+    }
+    assert shown["1"] == [f"{P70} 0 of 2"]
+    assert shown["2"] == [f"{P90} 0 of 4"]  # the 3070's state did not change: not repeated
+    assert shown["3"] == [f"{P90} 2 of 4"]
+    assert shown["9"] == ["no node"]
+
+
+def test_the_source_and_who_are_on_the_record() -> None:
+    hostile = Source(['http://"><b>:2379'], "/eru<i>", "k", "resource-gpu history '<x>'", "a@b")
+    events = stream(NodeAdded(capacity={P90: 4}))
+    page = render(
+        Page(program="resource-gpu", node="n1", rows=rows(GPU, events), charted=rows(GPU, events),
+             verdict=Verdict(True, []), notes=[], written=T0, version="t", source=hostile),
+        gpu_views, lambda event: summary(gpu_views, event),
+    )  # fmt: skip
+    assert "<dt>etcd</dt><dd>http://&quot;&gt;&lt;b&gt;:2379</dd>" in page
+    assert "<dt>command</dt><dd>resource-gpu history &#x27;&lt;x&gt;&#x27;</dd>" in page
+    assert "<dt>made by</dt><dd>a@b</dd>" in page
+    assert "core sends no workload or request id" in page
+
+
+def test_a_checkpoint_says_who_compacted_and_when() -> None:
+    (checkpoint, *_) = CHECKPOINTED
+    said = summary(gpu_views, checkpoint)
+    assert said.startswith("compacted at 2026-11-30T03:00:00Z by auditor@test-host: stands for")
+    assert "events 1..3 (the last written 2026-11-29T03:03:00Z)" in said

@@ -1,8 +1,10 @@
-"""How storage states and changes read in the auditor commands (projections/storage/views.py)."""
+"""How storage states and changes read in the auditor commands (projections/storage/views.py),
+and sizes as every page and table writes them (``projections.parts.human``)."""
 
 from __future__ import annotations
 
 from resource_extend.projections.changes import CapacitySet, UsageChanged
+from resource_extend.projections.parts import human
 from resource_extend.projections.storage import views
 from resource_extend.projections.storage.grammar.disks import Disk
 from resource_extend.projections.storage.state import NodeState
@@ -13,7 +15,7 @@ VDA = Disk(device="/dev/vda", mounts=["/"])
 
 
 def test_sizes_read_in_binary_units_exact_where_they_divide() -> None:
-    assert [views.human(n) for n in (0, 1023, G, 100 * G, -G, 3 * G // 2)] == [
+    assert [human(n) for n in (0, 1023, G, 100 * G, -G, 3 * G // 2)] == [
         "0", "1023", "1G", "100G", "-1G", "1.5G"
     ]  # fmt: skip
 
