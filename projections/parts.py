@@ -34,6 +34,9 @@ class Measure(NamedTuple):
     unit: str
     capacity: int
     usage: int
+    headline: bool = True
+    """Whether the fleet's index draws it as a bar (a product, a volume, storage), or only
+    the node's page charts it (a disk's quotas)."""
 
 
 class KindView(Protocol):

@@ -1,6 +1,7 @@
 """The screenshots of ``history --html`` pages in docs/ (``docs/pages/``), made from the demo's
 two nodes: drive them as ``scripts/demo`` does (quietly) against a throwaway etcd, write each
-node's page, and have headless Chromium photograph it.
+node's page, and have headless Chromium photograph it. Then ten more GPU nodes, one with a head
+made to disagree, and a photograph of the fleet's index (``nodes --html``).
 
     .venv/bin/python scripts/screenshots.py [DIRECTORY]
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import shutil
 import subprocess
 import sys
@@ -44,6 +46,47 @@ def main() -> None:
                 check=True,
             )
             photograph(browser, page, out / f"{node}.png", SIZE[node])
+        with contextlib.redirect_stdout(io.StringIO()):
+            grow_fleet(config, endpoint)
+        fleet = Path(tempfile.mkdtemp(prefix="fleet.", dir=directory))
+        subprocess.run(
+            ["resource-gpu", "--config", str(config), "nodes", "--html", str(fleet)], check=True
+        )
+        photograph(browser, fleet / "index.html", out / "fleet.png", (1280, 560))
+
+
+FLEET = {f"gpu-node-{index}": index % 4 for index in range(2, 12)}
+"""The demo's GPU node and ten more of four cards, each using a few (gpu-node-5 all 4, its head
+then made to disagree with its stream; gpu-node-10 full)."""
+
+
+def grow_fleet(config: Path, endpoint: str) -> None:
+    """Ten more GPU nodes beside the demo's, as core would add and use them; then gpu-node-5's
+    head is written over by hand (a card less in use), as a fault ``verify`` must find."""
+    from resource_extend.ledger.etcd import wire
+    from resource_extend.ledger.etcd.connection import Connection
+    from resource_extend.ledger.host.config import EtcdConfig
+
+    for node, cards in {**FLEET, "gpu-node-10": 4}.items():
+        demo.call(config, "add-node", {"nodename": node, "resource": demo.R({"nvidia-3090": 4})})
+        if cards:
+            workload = demo.R({"nvidia-3090": cards})
+            request = {
+                "nodename": node,
+                "workloads_resource": [workload],
+                "delta": True,
+                "incr": True,
+            }
+            demo.call(config, "set-node-resource-usage", request)
+    cards = {"prod_count_map": {"nvidia-3090": 4}}
+    head = json.dumps({"capacity": cards, "usage": {"prod_count_map": {}}}).encode()
+    etcd = Connection(EtcdConfig(machines=[endpoint]))
+    try:
+        etcd.txn(
+            wire.TxnRequest(success=[wire.put(b"/demo/resource/gpu/gpu-node-5", head)]), write=True
+        )
+    finally:
+        etcd.close()
 
 
 def photograph(browser: str, page: Path, shot: Path, size: tuple[int, int]) -> None:

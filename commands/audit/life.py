@@ -41,6 +41,30 @@ def write(
 ) -> str:
     """Write NODE's page to ``path``; what was written, in one line (``-``: the page, to
     print)."""
+    page = gather(session, node, positions, first, select, archive)
+    html = html_of(session, page)
+    if path == "-":
+        return html.rstrip("\n")
+    try:
+        write_whole(path, html.encode())
+    except NotReplaced as exc:
+        raise PluginError(f"{exc.strerror}; give a new file's path, or - for stdout") from None
+    except OSError as exc:
+        raise PluginError(f"cannot write {path!r}: {exc.strerror or exc}") from None
+    agrees = "agrees" if page.verdict.agrees else "disagrees"
+    return f"wrote {path}: node {node}, {counted(len(page.rows))}; verify: {agrees}"
+
+
+def gather(
+    session: Session[Struct],
+    node: str,
+    positions: Positions[Struct],
+    first: Event | None,
+    select: Selection,
+    archive: Archive,
+) -> Page:
+    """What NODE's page shows: the events ``select`` picks (and those the charts follow),
+    ``verify``'s verdict, where they were read; more than ``MOST`` events is refused."""
     rows: list[Row] = []
     charted: list[Row] = []
     notes = [said] if (said := selection_note(select)) else []
@@ -61,7 +85,7 @@ def write(
             notes.append(
                 f"The stream starts with a checkpoint: {audit.compacted_note(charted[0][0])}"
             )
-    page = Page(
+    return Page(
         program=session.kind.program,
         node=node,
         rows=rows,
@@ -72,17 +96,26 @@ def write(
         version=installed_version(),
         source=source(session, node),
     )
-    html = render(page, session.view, lambda event: summary(session.view, event))
-    if path == "-":
-        return html.rstrip("\n")
-    try:
-        write_whole(path, html.encode())
-    except NotReplaced as exc:
-        raise PluginError(f"{exc.strerror}; give a new file's path, or - for stdout") from None
-    except OSError as exc:
-        raise PluginError(f"cannot write {path!r}: {exc.strerror or exc}") from None
-    agrees = "agrees" if page.verdict.agrees else "disagrees"
-    return f"wrote {path}: node {node}, {counted(len(rows))}; verify: {agrees}"
+
+
+def unread(session: Session[Struct], node: str, reason: str) -> Page:
+    """The page of a node whose stream could not be read: why, and no events."""
+    return Page(
+        program=session.kind.program,
+        node=node,
+        rows=[],
+        charted=[],
+        verdict=Verdict(False, [f"cannot read the stream: {reason}"]),
+        notes=[f"The stream could not be read: {reason}"],
+        written=datetime.now(timezone.utc),
+        version=installed_version(),
+        source=source(session, node),
+    )
+
+
+def html_of(session: Session[Struct], page: Page) -> str:
+    """The page, rendered with the kind's view."""
+    return render(page, session.view, lambda event: summary(session.view, event))
 
 
 def source(session: Session[Struct], node: str) -> Source:

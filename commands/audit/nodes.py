@@ -1,24 +1,56 @@
-"""``nodes``: every node the plugin knows, its state and its stream, for auditors."""
+"""``nodes``: every node the plugin knows, its state and its stream, for auditors; with
+``--html``, the fleet as pages (``fleet``)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from fnmatch import fnmatchcase
 
 import click
 import msgspec
 from msgspec import Struct
 
+from resource_extend.commands.audit.archive import archive_dir, archive_option
 from resource_extend.commands.audit.foreign import report_foreign
+from resource_extend.commands.audit.reading import Listed
 from resource_extend.commands.protocol import Answer, Session
 from resource_extend.commands.tables import columns
 from resource_extend.commands.under_click import answered, with_progress
 from resource_extend.ledger.model.contract import Kind
 from resource_extend.ledger.model.events import Checkpoint, HeadRepaired
+from resource_extend.ledger.upkeep.history import Archive
 from resource_extend.projections.changes import NodeRemoved
 
 
 @click.command("nodes")
+@click.option(
+    "--match",
+    "patterns",
+    multiple=True,
+    metavar="GLOB",
+    help="Only nodes whose name matches GLOB (gpu-*, rack[12]-*; repeat for several).",
+)
+@archive_option
 @click.option("--json", "as_json_output", is_flag=True, help="Print a JSON array of objects.")
+@click.option(
+    "--html",
+    "directory",
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    help=(
+        "Write the fleet as pages to DIR instead: index.html, a row a node (its usage as a bar "
+        "per product or volume, verify's verdict, its last change, its events; full nodes and "
+        "those that disagree first), each linked to the node's own page beside it."
+    ),
+)
 @answered
-def nodes(session: Session[Struct], as_json_output: bool) -> Answer:
+def nodes(
+    session: Session[Struct],
+    patterns: tuple[str, ...],
+    archive: str | None,
+    as_json_output: bool,
+    directory: str | None,
+) -> Answer:
     """List every node the plugin knows: its capacity, usage and event stream.
 
     \b
@@ -33,15 +65,64 @@ def nodes(session: Session[Struct], as_json_output: bool) -> Answer:
     last event.
     --json prints [{"nodename", "state", "capacity": R, "usage": R, "events", "seq"}, ...]
     sorted by name.
-    """
 
-    store, view = session.store, session.view
+    \b
+    With --html DIR, the fleet becomes pages for an audit record:
+      {prog} nodes --match 'gpu-*' --html fleet/
+    DIR is made (its parent must exist), or replaces an earlier fleet's pages there; it is
+    written whole or not at all. A fleet of more than 2,000 nodes or 200,000 events is
+    refused: select fewer with --match.
+    """
+    if directory is not None and as_json_output:
+        raise click.UsageError("--json and --html each say where the nodes go: give one")
+    listed = survey(session, patterns)
+    if directory is not None:
+        from resource_extend.commands.audit import fleet
+
+        named = Archive(archive_dir(session, archive), named=bool(archive))
+        return fleet.write(session, listed, named, directory, patterns)
+    view = session.view
+    rows = [
+        {
+            "nodename": node.name,
+            "state": node.status,
+            **view.state_json(node.state),
+            "events": node.events,
+            "seq": node.seq,
+        }
+        for node in listed
+    ]
+    if as_json_output:
+        return rows
+    return columns(
+        [
+            ("NODE", "STATE", *view.STATE_HEADERS, "EVENTS", "SEQ"),
+            *(
+                (
+                    node.name,
+                    node.status,
+                    *view.state_cells(view.EMPTY if node.state is None else node.state),
+                    str(node.events),
+                    str(node.seq),
+                )
+                for node in listed
+            ),
+        ]
+    )
+
+
+def survey(session: Session[Struct], patterns: Sequence[str] = ()) -> list[Listed]:
+    """Every node under the prefix (those ``patterns`` match, if any), sorted by name: one
+    paged range of the heads, and the last event of each stream without one."""
+    store = session.store
     known, heads = store.scans.survey()
-    names = sorted(known)
+    names = sorted(
+        name for name in known if not patterns or any(fnmatchcase(name, p) for p in patterns)
+    )
     streams = [n for n in names if known[n].stream and not known[n].legacy]
     headless = {n for n in streams if n not in heads}
     bounds = store.scans.stream_bounds(streams, tails=headless)
-    rows, shown = [], []
+    listed = []
     with with_progress(names, "reading nodes") as walked:
         for name in walked:
             raw = heads.get(name)
@@ -56,28 +137,10 @@ def nodes(session: Session[Struct], as_json_output: bool) -> Answer:
                 state, status = None, "unreadable"
             if known[name].legacy:
                 status = "0.1-layout"
-            shown.append(view.state_cells(view.EMPTY if state is None else state))
-            rows.append(
-                {
-                    "nodename": name,
-                    "state": status,
-                    **view.state_json(state),
-                    "events": stream.count if stream else 0,
-                    "seq": stream.last if stream else 0,
-                }
-            )
+            events, seq = (stream.count, stream.last) if stream else (0, 0)
+            listed.append(Listed(name, status, state, events, seq))
     report_foreign(store.scans, "nodes")
-    if as_json_output:
-        return rows
-    return columns(
-        [
-            ("NODE", "STATE", *view.STATE_HEADERS, "EVENTS", "SEQ"),
-            *(
-                (row["nodename"], row["state"], *cells, str(row["events"]), str(row["seq"]))
-                for row, cells in zip(rows, shown, strict=True)
-            ),
-        ]
-    )
+    return listed
 
 
 def _exists_after(kind: Kind[Struct], tail: bytes | None) -> bool:

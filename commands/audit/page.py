@@ -95,7 +95,7 @@ def render(page: Page, view: KindView, summary: Callable[[Event], str]) -> str:
         _covers(page),
         *(f'<p class="note">{escape(note)}</p>' for note in page.notes),
         _verdict(page.verdict),
-        _source(page.source),
+        source_html(page.source),
     ]
     if page.rows:
         drawn = chart.series(page.charted, view.measures)
@@ -138,7 +138,7 @@ def _verdict(verdict: Verdict) -> str:
     return f'<div class="verdict disagrees">verify: disagrees<ul>{said}</ul></div>'
 
 
-def _source(source: Source) -> str:
+def source_html(source: Source) -> str:
     """Where the events were read and how the page was made, as a record names its source."""
     items = (
         ("etcd", ", ".join(source.etcd)),

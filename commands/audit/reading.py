@@ -4,7 +4,7 @@ reads to people."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import click
 from msgspec import Struct
@@ -50,6 +50,17 @@ def summary(view: KindView, event: Event) -> str:
         return f"head rewritten from the stream; it was: {change.found}"
     said = view.summary(change)
     return repr(change) if said is None else said
+
+
+class Listed(NamedTuple):
+    """One node as ``nodes`` lists it (and ``nodes --html`` writes its pages)."""
+
+    name: str
+    status: str
+    state: Struct | None
+    """The head's state (``None``: no head, or one that cannot be read)."""
+    events: int
+    seq: int
 
 
 NOT_ADOPTED = (

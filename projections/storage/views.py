@@ -112,7 +112,7 @@ def measures(state: NodeState | None) -> list[Measure]:
     for device in sorted(cap_disks.keys() | used_disks.keys()):
         has, uses = cap_disks.get(device, (0, 0, 0, 0)), used_disks.get(device, (0, 0, 0, 0))
         found += [
-            Measure(f"{device} {quota}", unit, has[index], uses[index])
+            Measure(f"{device} {quota}", unit, has[index], uses[index], headline=False)
             for index, (quota, unit) in enumerate(_QUOTAS)
         ]
     return found

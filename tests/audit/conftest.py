@@ -10,6 +10,7 @@ import pytest
 from resource_extend.ledger.host.config import EtcdConfig
 from resource_extend.ledger.store import Store
 from resource_extend.projections.gpu.node import GPU, NodeState
+from tests.audit.browser import find_chromium
 from tests.plugin import TRANSPORT, Plugin
 
 
@@ -20,3 +21,9 @@ def store(plugin: Plugin) -> Iterator[Store[NodeState]]:
     opened = Store(settings, GPU)
     yield opened
     opened.close()
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    """Where headless Chromium is, for the page tests (``browser``)."""
+    return find_chromium()

@@ -1,8 +1,8 @@
 """``history NODE --html FILE``, through the program and in a real browser: headless Chromium
-(Debian's ``chromium``; ``.ci/run`` installs it) opens each page written, and the test reads
-what it rendered: the DOM after parsing (``--dump-dom``: the charts, the table's rows, the
-verdict) and a screenshot's pixels (the usage areas are drawn). A GPU node's page and a storage
-node's, a page with no events, and one of 10,000 events.
+(``browser``) opens each page written, and the test reads what it rendered: the DOM after
+parsing (``--dump-dom``: the charts, the table's rows, the verdict), a screenshot's pixels (the
+usage areas are drawn), and, at common window sizes, the layout itself. A GPU node's page and a
+storage node's, a page with no events, and one of 10,000 events.
 
 Where Chromium is missing these tests fail, saying how to install it; a developer without it
 may set ``RESOURCE_EXTEND_NO_BROWSER=1`` to skip them knowingly (CI never does)."""
@@ -13,10 +13,7 @@ import html
 import json
 import os
 import re
-import shutil
 import stat
-import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +23,7 @@ from PIL import Image
 from resource_extend.ledger.store import Store
 from resource_extend.projections.changes import UsageRebuilt
 from resource_extend.projections.gpu.node import NodeState
+from tests.audit.browser import chromium_run
 from tests.audit.helpers import G, error_line, ok_text, run, take, usage_error
 from tests.long_stream import grow
 from tests.plugin import Plugin
@@ -33,38 +31,6 @@ from tests.plugin import Plugin
 USAGE = ((0xAE, 0xD6, 0xF1), (0x28, 0x74, 0xA6))
 """The usage areas' fill and edge (``commands.audit.page.STYLE``): 10,000 events a millisecond
 apart, each taking a card or giving it back, draw an edge so dense no fill shows between."""
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found:
-        return found
-    if os.environ.get("RESOURCE_EXTEND_NO_BROWSER") == "1":
-        pytest.skip("no Chromium here, and RESOURCE_EXTEND_NO_BROWSER=1 says so")
-    pytest.fail(
-        "Chromium is missing: the page tests open the pages in it (apt-get install chromium; "
-        "or set RESOURCE_EXTEND_NO_BROWSER=1 to skip them knowingly)"
-    )
-
-
-HEADLESS = (
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-    "--disable-background-networking", "--hide-scrollbars", "--no-first-run",
-)  # fmt: skip
-"""Chromium as the tests run it: no window, no sandbox (as root), no GPU, /tmp rather than a
-small /dev/shm, nothing fetched."""
-
-
-def chromium_run(browser: str, page: Path, *flags: str) -> subprocess.CompletedProcess[str]:
-    """Chromium once on ``page``, with a profile of its own (under the page's directory)."""
-    profile = tempfile.mkdtemp(prefix="chromium-profile.", dir=page.parent)
-    done = subprocess.run(
-        [browser, *HEADLESS, f"--user-data-dir={profile}", *flags, page.resolve().as_uri()],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done
 
 
 class Rendered:

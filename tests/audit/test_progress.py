@@ -79,6 +79,18 @@ def test_long_work_shows_progress_on_a_terminal_and_nothing_on_a_pipe(
     assert piped_out == out or args[0] == "compact"  # (a second compaction has less to do)
 
 
+def test_a_fleets_pages_show_progress_on_a_terminal_and_nothing_on_a_pipe(
+    fleet: Plugin, tmp_path: Path
+) -> None:
+    pages = tmp_path / "fleet"
+    status, out, said = run(fleet, ["nodes", "--html", str(pages)], terminal=True)
+    assert status == 0, said
+    assert b"writing pages" in said and b"100%" in said, said
+    assert out.startswith(b"wrote ") and b"writing pages" not in out
+    status, piped_out, piped = run(fleet, ["nodes", "--html", str(pages)], terminal=False)
+    assert (status, piped, piped_out) == (0, b"", out)  # the earlier pages, replaced
+
+
 def test_an_archiving_pass_shows_progress_on_a_terminal_and_nothing_on_a_pipe(
     fleet: Plugin, tmp_path: Path
 ) -> None:
