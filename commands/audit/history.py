@@ -17,7 +17,7 @@ from resource_extend.commands.audit.reading import (
     summary,
 )
 from resource_extend.commands.protocol import Answer, Session
-from resource_extend.commands.tables import columns
+from resource_extend.commands.tables import columns, terminal_width
 from resource_extend.commands.under_click import answered, click_plugin
 from resource_extend.ledger.model import audit
 from resource_extend.ledger.model.errors import PluginError
@@ -40,14 +40,15 @@ def as_json(event: Event) -> dict[str, Any]:
 
 
 def table(view: KindView, rows: list[tuple[Event, Struct | None]]) -> str:
-    """Events with the state after each (``None``: no node)."""
+    """Events with the state after each (``None``: no node); on a terminal, the states and
+    changes wrapped to its width."""
     after = tuple(f"{header} AFTER" for header in view.STATE_HEADERS)
     lines = [("SEQ", "AT (UTC)", "VERB", "KIND", *after, "CHANGE")]
     for event, state in rows:
         when = audit.rfc3339(audit.written_at(event))  # a checkpoint's: its last event's
         cells = view.state_cells(state)
         lines.append((str(event.seq), when, event.verb, event.kind, *cells, summary(view, event)))
-    return columns(lines)
+    return columns(lines, terminal_width(), wrap=range(4, 5 + len(after)))
 
 
 class ChangeKind(click.ParamType):  # type: ignore[type-arg]  # generic in newer click

@@ -14,7 +14,7 @@ from resource_extend.commands.audit.archive import archive_dir, archive_option
 from resource_extend.commands.audit.foreign import report_foreign
 from resource_extend.commands.audit.reading import Listed
 from resource_extend.commands.protocol import Answer, Session
-from resource_extend.commands.tables import columns
+from resource_extend.commands.tables import columns, terminal_width
 from resource_extend.commands.under_click import answered, with_progress
 from resource_extend.ledger.model.contract import Kind
 from resource_extend.ledger.model.events import Checkpoint, HeadRepaired
@@ -107,7 +107,9 @@ def nodes(
                 )
                 for node in listed
             ),
-        ]
+        ],
+        width=terminal_width(),
+        wrap=range(2, 2 + len(view.STATE_HEADERS)),
     )
 
 

@@ -15,7 +15,7 @@ from resource_extend.commands.audit.reading import (
     positions_of,
 )
 from resource_extend.commands.protocol import Answer, Session
-from resource_extend.commands.tables import columns
+from resource_extend.commands.tables import columns, terminal_width
 from resource_extend.commands.under_click import answered
 from resource_extend.ledger.model import audit
 from resource_extend.ledger.model.errors import PluginError
@@ -85,7 +85,9 @@ def show(
         [
             ("SEQ", "AT (UTC)", *view.DETAIL_HEADERS),
             (str(event.seq), when, *view.detail_cells(after)),
-        ]
+        ],
+        terminal_width(),
+        wrap=range(2, 2 + len(view.DETAIL_HEADERS)),
     )
 
 

@@ -136,3 +136,46 @@ def test_a_core_verb_prints_no_progress_on_a_terminal(fleet: Plugin) -> None:
     status, out, said = run(fleet, ["get-nodes-deploy-capacity"], terminal=True, stdin=request)
     assert (status, said) == (0, b"")
     assert b"nodes_deploy_capacity_map" in out
+
+
+def printed_on_a_terminal(plugin: Plugin, args: list[str], width: int) -> str:
+    """What ``args`` print with stdout a pseudo-terminal ``width`` columns wide."""
+    env = {**os.environ, "ERU_RESOURCE_CONFIG_PATH": str(plugin.config), "COLUMNS": str(width)}
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [*command_for(plugin.program, args[0]), *args],
+        stdin=subprocess.DEVNULL, stdout=follower, stderr=subprocess.DEVNULL, env=env,
+    )  # fmt: skip
+    os.close(follower)
+    said = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the other end is closed: all is read
+            break
+        if not chunk:
+            break
+        said += chunk
+    os.close(leader)
+    assert process.wait(timeout=60) == 0
+    return said.decode().replace("\r\n", "\n")
+
+
+def test_a_storage_history_on_a_terminal_wraps_to_its_width_and_on_a_pipe_does_not(
+    storage: Plugin,
+) -> None:
+    """A storage node's history is about 200 columns: on a terminal of 120 its states and
+    changes are wrapped at their words to fit; piped, each event stays one line."""
+    resource = {
+        "volumes": ["/data0:1T", "/data1:1T"],
+        "storage": "200G",
+        "disks": ["/dev/vda:/data0,/data1:1000:1000:1G:1G"],
+    }
+    storage.ok("add-node", {"nodename": "d1", "resource": resource})
+    shown = printed_on_a_terminal(storage, ["history", "d1"], 120).rstrip("\n").splitlines()
+    assert len(shown) > 2 and max(map(len, shown)) <= 120, shown
+    piped = storage.run("history", None, "d1")
+    assert piped.status == 0 and len(piped.stdout.splitlines()) == 2
+    assert max(map(len, piped.stdout.splitlines())) > 120  # as wide as it needs
+    first = next(line for line in shown if line.startswith("1 "))  # the header takes 3 lines
+    assert first.split()[:4] == piped.stdout.splitlines()[1].split()[:4]
