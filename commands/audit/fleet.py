@@ -86,7 +86,7 @@ def _written(
             source=source(session),
             selected=" ".join(f"--match {shlex.quote(pattern)}" for pattern in patterns),
         )
-        (staging / INDEX).write_text(fleet_page.render(fleet))
+        (staging / INDEX).write_text(fleet_page.render(fleet), encoding="utf-8")
         _publish(staging, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -152,7 +152,7 @@ def _page(
     except PluginError as exc:  # its page and its row say why, and the fleet goes on
         page = life.unread(session, node.name, exc.reason)
     name = page_name(node.name)
-    (staging / name).write_text(life.html_of(session, page))
+    (staging / name).write_text(life.html_of(session, page), encoding="utf-8")
     view = session.view
     measures = [m for m in view.measures(node.state) if m.headline] if node.state else []
     return fleet_page.Node(
@@ -182,6 +182,7 @@ def _publish(staging: Path, target: Path) -> None:
     os.umask(umask)
     staging.chmod(0o777 & ~umask)
     if target.is_dir() and any(target.iterdir()):
+        refuse_to_replace(target)  # again: what is there now, not what was at the start
         aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
         os.rename(target, aside / "pages")
         try:
