@@ -4,6 +4,7 @@ helper answers loads nothing more, and no environment changes the code a call ru
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import signal
@@ -17,7 +18,8 @@ import pytest
 
 from resource_extend.commands import launcher
 from resource_extend.commands.gpu.plugin import PLUGIN as GPU
-from resource_extend.commands.resident.client import package_dir
+from resource_extend.commands.resident import client
+from resource_extend.commands.resident.client import THIN_PACKAGES, package_dir
 from tests.plugin import Plugin, binary, launched
 from tests.resident.conftest import G, helper_pid, resident_plugin, started, wait_for
 
@@ -223,6 +225,27 @@ makes the package itself, ``resource_extend``, from its path): each costs every 
 more is a decision (docs/speed.md)."""
 
 
+def docstring_only(path: Path) -> bool:
+    """Whether the module at ``path`` holds nothing but its docstring."""
+    body = ast.parse(path.read_text()).body
+    return (
+        len(body) == 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+    )
+
+
+def test_the_launcher_makes_the_thin_paths_packages_each_only_a_docstring() -> None:
+    """The launcher makes the packages of the thin path without reading their ``__init__.py``
+    (0.2 ms each): each must hold nothing a call would miss, and every package of the thin path
+    is made so."""
+    root = Path(package_dir())
+    packages = {module.removeprefix("resource_extend.") for module in THIN_PATH}
+    packages = {name for name in packages if (root / name.replace(".", "/")).is_dir()}
+    assert set(THIN_PACKAGES) == packages
+    for name in THIN_PACKAGES:
+        assert docstring_only(root / name.replace(".", "/") / "__init__.py"), name
+    assert not docstring_only(Path(client.__file__))  # the check sees code
+
+
 def test_a_call_the_helper_answers_loads_neither_site_nor_the_plugin(
     plugin: Plugin, runtime: Path
 ) -> None:
@@ -237,6 +260,9 @@ def test_a_call_the_helper_answers_loads_neither_site_nor_the_plugin(
     for module in unwanted:
         assert module not in loaded, f"a call the helper answered imported {module}"
     ours = {module for module in loaded if module.startswith("resource_extend")}
+    made = {f"resource_extend.{name}" for name in THIN_PACKAGES}  # by the launcher, not read
+    assert not ours & made, f"a package the launcher makes was imported: {sorted(ours & made)}"
+    ours |= made
     assert ours == THIN_PATH, f"the thin path changed: {sorted(ours ^ THIN_PATH)}"
     # Without a helper the call goes on in its own process, which starts whole: the same probe
     # sees site and the ledger (and would have seen them above).
