@@ -147,8 +147,9 @@ def test_a_fleet_of_both_kinds_lists_the_disagreeing_and_full_first_and_every_pa
 
         dom = chromium_run(chromium, out / "index.html", "--window-size=1280,800", "--dump-dom")
         assert dom.stdout.count('<tr class="') == FLEET
-        shown = chromium_run(chromium, out / rows[0][1], "--window-size=1280,800", "--dump-dom")
-        assert '<svg class="chart"' in shown.stdout and "<h1>" in shown.stdout
+        for _, page in (rows[0], rows[FLEET // 2], rows[-1]):  # the first, one between, the last
+            shown = chromium_run(chromium, out / page, "--window-size=1280,800", "--dump-dom")
+            assert "<h1>" in shown.stdout and '<tr id="e1"' in shown.stdout, page
     assert "verify: disagrees" in (tmp_path / "gpu" / "node-gpu-042.html").read_text()
     index = (tmp_path / "storage" / "index.html").read_text()
     assert "volume /data1 1T/1T" in index and "/dev/vda" not in index
