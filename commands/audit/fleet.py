@@ -12,7 +12,6 @@ import hashlib
 import os
 import shlex
 import shutil
-import sys
 import tempfile
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -22,13 +21,11 @@ from urllib.parse import quote
 from msgspec import Struct
 
 from resource_extend.commands.audit import fleet_page, life
-from resource_extend.commands.audit.page import Source
 from resource_extend.commands.audit.reading import Listed, positions_of
 from resource_extend.commands.program import installed_version
 from resource_extend.commands.protocol import Session
 from resource_extend.commands.under_click import with_progress
 from resource_extend.ledger.model.errors import PluginError
-from resource_extend.ledger.store.appender import who
 from resource_extend.ledger.upkeep.history import Archive, Selection
 
 MOST_NODES = 2_000
@@ -83,7 +80,7 @@ def _written(
             nodes=rows,
             written=datetime.now(timezone.utc),
             version=installed_version(),
-            source=source(session),
+            source=life.source(session),
             selected=" ".join(f"--match {shlex.quote(pattern)}" for pattern in patterns),
         )
         (staging / INDEX).write_text(fleet_page.render(fleet), encoding="utf-8")
@@ -194,11 +191,3 @@ def _publish(staging: Path, target: Path) -> None:
             shutil.rmtree(aside, ignore_errors=True)
         return
     os.rename(staging, target)
-
-
-def source(session: Session[Struct]) -> Source:
-    """Where the nodes were read, the command line as typed, and who ran it."""
-    etcd, keys = session.config.etcd, session.store.keys
-    read = f"heads {keys.root.decode()}*, events {keys.events_root.decode()}*"
-    command = shlex.join([os.path.basename(sys.argv[0]), *sys.argv[1:]])
-    return Source(etcd.machines, etcd.prefix, read, command, who())

@@ -118,11 +118,14 @@ def html_of(session: Session[Struct], page: Page) -> str:
     return render(page, session.view, lambda event: summary(session.view, event))
 
 
-def source(session: Session[Struct], node: str) -> Source:
-    """Where the events were read (etcd's endpoints, the prefix, the node's keys), the command
-    line as it was typed, and the account that ran it."""
+def source(session: Session[Struct], node: str | None = None) -> Source:
+    """Where the events were read (etcd's endpoints, the prefix, and the keys: ``node``'s, or
+    every node's), the command line as it was typed, and the account that ran it."""
     etcd, keys = session.config.etcd, session.store.keys
-    read = f"head {keys.head(node).decode()}, events {keys.events(node).decode()}*"
+    if node is None:
+        read = f"heads {keys.root.decode()}*, events {keys.events_root.decode()}*"
+    else:
+        read = f"head {keys.head(node).decode()}, events {keys.events(node).decode()}*"
     command = shlex.join([os.path.basename(sys.argv[0]), *sys.argv[1:]])
     return Source(etcd.machines, etcd.prefix, read, command, who())
 
