@@ -18,7 +18,7 @@ from typing import NamedTuple
 from urllib.parse import quote
 
 from resource_extend.commands.audit import chart
-from resource_extend.commands.audit.page import Source, Verdict, source_html
+from resource_extend.commands.audit.page import SOURCE_STYLE, Source, Verdict, source_html
 from resource_extend.ledger.model import audit
 from resource_extend.ledger.model.events import AnyEvent as Event
 from resource_extend.projections.parts import Measure
@@ -153,10 +153,8 @@ def _last(event: Event | None) -> str:
 STYLE = (
     "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#17202a}"
     "h1{font-size:20px;margin:0 0 4px}.covers,.note{margin:2px 0;color:#424949}"
-    ".source{display:grid;grid-template-columns:max-content 1fr;gap:0 12px;margin:6px 0;"
-    "font-size:12px;color:#424949}.source dt{font-weight:600}.source dd{margin:0;"
-    "font-family:ui-monospace,monospace;overflow-wrap:anywhere}"
-    "table{border-collapse:collapse;font-size:12px;width:100%;margin-top:10px}"
+    + SOURCE_STYLE
+    + "table{border-collapse:collapse;font-size:12px;width:100%;margin-top:10px}"
     "th,td{border-bottom:1px solid #e5e7e9;padding:3px 6px;text-align:left;vertical-align:top;"
     "white-space:nowrap}th{position:sticky;top:0;background:#fff}"
     "td.bars{white-space:normal;width:45%}.count{text-align:right}"

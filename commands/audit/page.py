@@ -295,6 +295,13 @@ def _style() -> str:
     return STYLE + kinds
 
 
+SOURCE_STYLE = (
+    ".source{display:grid;grid-template-columns:max-content 1fr;gap:0 12px;margin:6px 0;"
+    "font-size:12px;color:#424949}.source dt{font-weight:600}.source dd{margin:0;"
+    "font-family:ui-monospace,monospace;overflow-wrap:anywhere}"
+)
+"""How the source (``source_html``) is set, on a node's page and the fleet's index alike."""
+
 STYLE = (
     "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#17202a}"
     "h1{font-size:20px;margin:0 0 4px}h2{font-size:15px;margin:14px 0 4px}"
@@ -303,10 +310,8 @@ STYLE = (
     ".verdict ul{margin:4px 0 0;font-weight:400}"
     ".agrees{background:#e9f7ef;border:1px solid #1b7f3b}"
     ".disagrees{background:#fdedec;border:1px solid #c0392b}"
-    ".source{display:grid;grid-template-columns:max-content 1fr;gap:0 12px;margin:6px 0;"
-    "font-size:12px;color:#424949}.source dt{font-weight:600}.source dd{margin:0;"
-    "font-family:ui-monospace,monospace;overflow-wrap:anywhere}"
-    ".legend{list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:4px 16px}"
+    + SOURCE_STYLE
+    + ".legend{list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:4px 16px}"
     ".legend .units{color:#566573}"
     ".swatch{display:inline-block;width:10px;height:10px;margin-right:4px}"
     ".verbs,.idle,.who{color:#424949;margin:4px 0}"
