@@ -26,8 +26,8 @@ from resource_extend.ledger.upkeep.history import Archive, Row, Selection, selec
 from resource_extend.ledger.upkeep.verification import Trust, verify_node
 
 MOST = 20_000
-"""The most events one page holds: 10,000 make a page of 5.5 MB that headless Chromium opens in
-3.6 s (docs/auditing.md); a whole stream of a million would make one no browser opens."""
+"""The most events one page holds: 10,000 make a page of 7.0 MB that headless Chromium opens in
+3.0 s (docs/auditing.md); a whole stream of a million would make one no browser opens."""
 
 
 def write(
