@@ -39,20 +39,22 @@ def main() -> None:
         with contextlib.redirect_stdout(io.StringIO()):
             demo.drive(config)
             demo.drive_storage(config)
+        # Run where the config is, with names relative to it: each page records the command
+        # line that made it, and a reader of the docs gains nothing from a temporary path.
+        named = ["--config", config.name]
         for program, node in zip(demo.PROGRAMS, (demo.NODE, demo.DISK_NODE), strict=True):
-            page = out / f"{node}.html"
+            page = f"{node}.html"
             subprocess.run(
-                [program, "--config", str(config), "history", node, "--html", str(page)],
-                check=True,
+                [program, *named, "history", node, "--html", page], check=True, cwd=directory
             )
-            photograph(browser, page, out / f"{node}.png", SIZE[node])
+            shutil.move(directory / page, out / page)
+            photograph(browser, out / page, out / f"{node}.png", SIZE[node])
         with contextlib.redirect_stdout(io.StringIO()):
             grow_fleet(config, endpoint)
-        fleet = Path(tempfile.mkdtemp(prefix="fleet.", dir=directory))
         subprocess.run(
-            ["resource-gpu", "--config", str(config), "nodes", "--html", str(fleet)], check=True
+            ["resource-gpu", *named, "nodes", "--html", "fleet"], check=True, cwd=directory
         )
-        photograph(browser, fleet / "index.html", out / "fleet.png", (1280, 560))
+        photograph(browser, directory / "fleet" / "index.html", out / "fleet.png", (1280, 560))
 
 
 FLEET = {f"gpu-node-{index}": index % 4 for index in range(2, 12)}
