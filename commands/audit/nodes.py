@@ -75,6 +75,8 @@ def nodes(
     """
     if directory is not None and as_json_output:
         raise click.UsageError("--json and --html each say where the nodes go: give one")
+    if archive is not None and directory is None:
+        raise click.UsageError("--archive is for the pages --html writes (their verdicts)")
     listed = survey(session, patterns)
     if directory is not None:
         from resource_extend.commands.audit import fleet

@@ -209,4 +209,6 @@ def test_only_a_new_or_empty_directory_or_an_earlier_fleet_is_written(
     assert "is not a directory" in error_line(run(plugin, "nodes", "--html", str(nowhere)), "nodes")
     both = run(plugin, "nodes", "--json", "--html", str(tmp_path / "x"))
     assert "--json and --html" in usage_error(both)
+    archive_alone = run(plugin, "nodes", "--archive", str(tmp_path))
+    assert "--archive is for the pages --html writes" in usage_error(archive_alone)
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
