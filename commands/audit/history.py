@@ -149,7 +149,8 @@ def history(
     if page_file is not None:
         from resource_extend.commands.audit import life
 
-        return life.write(session, node, positions, first, select, archived, page_file)
+        page = life.gather(session, node, positions, first, select, archived)
+        return life.write(session, page, page_file)
     if first is None:
         return [] if as_json_output else NOT_ADOPTED
     rows = selected(session.kind, positions, first, select, archived)

@@ -30,18 +30,9 @@ MOST = 20_000
 3.0 s (docs/auditing.md); a whole stream of a million would make one no browser opens."""
 
 
-def write(
-    session: Session[Struct],
-    node: str,
-    positions: Positions[Struct],
-    first: Event | None,
-    select: Selection,
-    archive: Archive,
-    path: str,
-) -> str:
-    """Write NODE's page to ``path``; what was written, in one line (``-``: the page, to
-    print)."""
-    page = gather(session, node, positions, first, select, archive)
+def write(session: Session[Struct], page: Page, path: str) -> str:
+    """Write ``page`` (``gather``'s) to ``path``; what was written, in one line (``-``: the
+    page, to print)."""
     html = html_of(session, page)
     if path == "-":
         return html.rstrip("\n")
@@ -52,7 +43,7 @@ def write(
     except OSError as exc:
         raise PluginError(f"cannot write {path!r}: {exc.strerror or exc}") from None
     agrees = "agrees" if page.verdict.agrees else "disagrees"
-    return f"wrote {path}: node {node}, {counted(len(page.rows))}; verify: {agrees}"
+    return f"wrote {path}: node {page.node}, {counted(len(page.rows))}; verify: {agrees}"
 
 
 def gather(

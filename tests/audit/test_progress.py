@@ -38,8 +38,14 @@ def run(
     )
     os.close(follower)
     out, _ = process.communicate(stdin, timeout=60)
+    return process.returncode, out, drained(leader, quiet=0.5)
+
+
+def drained(leader: int, quiet: float | None = None) -> bytes:
+    """All a pseudo-terminal's other end wrote, until it closes (or, given ``quiet``, falls
+    silent that many seconds: a process that is done); the leader is closed."""
     said = b""
-    while select.select([leader], [], [], 0.5)[0]:
+    while quiet is None or select.select([leader], [], [], quiet)[0]:
         try:
             chunk = os.read(leader, 65536)
         except OSError:  # the other end is closed: all is read
@@ -48,7 +54,7 @@ def run(
             break
         said += chunk
     os.close(leader)
-    return process.returncode, out, said
+    return said
 
 
 @pytest.fixture
@@ -147,16 +153,7 @@ def printed_on_a_terminal(plugin: Plugin, args: list[str], width: int) -> str:
         stdin=subprocess.DEVNULL, stdout=follower, stderr=subprocess.DEVNULL, env=env,
     )  # fmt: skip
     os.close(follower)
-    said = b""
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:  # the other end is closed: all is read
-            break
-        if not chunk:
-            break
-        said += chunk
-    os.close(leader)
+    said = drained(leader)
     assert process.wait(timeout=60) == 0
     return said.decode().replace("\r\n", "\n")
 
