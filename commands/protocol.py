@@ -86,9 +86,13 @@ class Session(Generic[S]):
         write_hook: WriteHook | None = None,
         resume: Resume | None = None,
         caller: str | None = None,
+        config: Config | None = None,
     ) -> None:
         self.plugin = plugin
         self._config_path = config_path
+        self._config = config
+        """The config at ``config_path``, if the caller has loaded it already (a call
+        process of the helper has: it checks the config before it takes a call)."""
         self.io = io or CallIO.standard()
         self._write_hook = write_hook
         self._resume = resume
@@ -102,6 +106,8 @@ class Session(Generic[S]):
 
     @cached_property
     def config(self) -> Config:
+        if self._config is not None:
+            return self._config
         from resource_extend.ledger.host import config
         from resource_extend.ledger.host.copies import RuntimeCopies
 

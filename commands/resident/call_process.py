@@ -29,6 +29,7 @@ from resource_extend.ledger.model.errors import PluginError
 
 if TYPE_CHECKING:
     from resource_extend.commands.program import Plugin
+    from resource_extend.ledger.host.config import Config
 
 RETIRE_AFTER = 1000
 """Calls a call process serves before it leaves, and a fresh one is forked."""
@@ -96,7 +97,7 @@ class CallProcess:
             return None
         served, *in_flight = counts.split()
         self.served, self.in_flight = int(served), {int(pid) for pid in in_flight}
-        return socket.socket(fileno=fds[0])
+        return socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0, fds[0])  # (named: not asked)
 
     def _serve_call(self, connection: socket.socket) -> None:
         with connection:
@@ -136,7 +137,7 @@ class CallProcess:
         heartbeat = self.heartbeat
         heartbeat.start(connection, b"A %d\n" % os.getpid())
         try:
-            status, out, err = self._run(heartbeat, reader, verb, config_path, stdin)
+            status, out, err = self._run(heartbeat, reader, verb, settings, stdin)
         finally:
             heartbeat.stop()
         connection.sendall(b"R %d %d %d\n" % (status, len(out), len(err)) + out + err)
@@ -146,7 +147,7 @@ class CallProcess:
         heartbeat: Heartbeat,
         reader: resident.Reader,
         verb_name: str,
-        config_path: str,
+        settings: Config,
         stdin: bytes,
     ) -> tuple[int, bytes, bytes]:
         verb = load_verb(self.helper.plugin, verb_name)
@@ -166,7 +167,12 @@ class CallProcess:
 
         io_ = CallIO(io.BytesIO(stdin), out, err)
         session: Session[msgspec.Struct] = Session(
-            self.helper.plugin, config_path, io_, write_hook=ask_to_write, caller=self.helper.caller
+            self.helper.plugin,
+            self.helper.config_path,
+            io_,
+            write_hook=ask_to_write,
+            caller=self.helper.caller,
+            config=settings,  # as checked before the call was taken: read once a call
         )
         try:
             verb(session)

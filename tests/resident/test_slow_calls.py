@@ -50,7 +50,7 @@ def slow_link(plugin: Plugin, runtime: Path) -> Iterator[SlowLink]:
     plugin.info("n1")  # in-process: it starts the helper
     wait_for(lambda: helper_pid(plugin), "the helper to answer")
     plugin.info("n1")
-    time.sleep(2 * resident.HEARTBEAT)  # its heartbeat's thread now sleeps till the next call
+    time.sleep(2 * resident.HEARTBEAT)  # its heartbeat's thread now ticks between calls
     yield link
     link.close()
 
