@@ -1,9 +1,11 @@
-"""A call process of the resident helper: forked from the warm helper (``arbiter``), it serves
-one call at a time, and then waits for the next. It reads the verb and the request, runs the
-verb exactly as ``resource-gpu VERB`` would (same code, the call's own stdin, stdout and stderr),
-beats while it runs (``heartbeat``), and sends back the answer and the exit status; then it
-tells the helper it is free (``FREE``). It leaves after ``RETIRE_AFTER`` calls, once it has
-grown by ``RETIRE_GROWTH``, when the helper is gone, or on any fault. The wire conversation is
+"""A call process of the resident helper: forked from the warm helper (``arbiter``), it takes
+calls from the helper's socket itself, one at a time. It reads the verb and the request, runs
+the verb exactly as ``resource-gpu VERB`` would (same code, the call's own stdin, stdout and
+stderr), beats while it runs (``heartbeat``), and sends back the answer and the exit status.
+It tells the helper, over the pair of sockets between them, each call it takes (``TOOK``) and
+each it is done with (``FREE``); that is all the helper hears of calls. It leaves after
+``RETIRE_AFTER`` calls, once it has grown by ``RETIRE_GROWTH``, when the helper is gone or
+dismisses it (it hangs up the pair), or on any fault. The wire conversation with the client is
 described in ``commands.resident.client``."""
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import select
 import signal
 import socket
 import sys
@@ -36,8 +39,20 @@ RETIRE_AFTER = 1000
 RETIRE_GROWTH = 64 << 20
 """Bytes a call process's resident memory may have grown by since its fork before it leaves
 (after the call that grew it: a large deploy's answer, say)."""
+
+# What a call process says to the helper on its pair, a byte each:
+TOOK = b"t"
+"""It has taken a call: the helper forks another to wait for the next if none is left."""
 FREE = b"r"
-"""What a call process tells the helper once it has answered: it takes the next call."""
+"""Its call is over (answered or not): it waits for the next."""
+OFF = b"o"
+"""The config now says ``resident: false``: the helper stops (the call is answered here,
+as every call now is, in the caller's own process)."""
+ASK = b"s"
+"""For a status call: the helper answers ``SERVED STOPPING PID...\n``: the calls it has seen
+end, whether it is stopping (1 or 0), and the call processes running one."""
+ASK_WAIT = 1.0
+"""Seconds a status call waits for the helper's counts; a stopped helper's are left out."""
 
 
 class Forker(Protocol):
@@ -51,7 +66,6 @@ class Forker(Protocol):
     started: float
     version: str
     code: str
-    served: int
     stopping: bool
     caller: str
 
@@ -62,42 +76,38 @@ class CallProcess:
     def __init__(self, helper: Forker) -> None:
         self.helper = helper
         """The helper as it was when it forked this process (what ``status`` reports)."""
-        self.served = helper.served
-        """Calls the helper had served when it handed over this process's latest call."""
-        self.in_flight: set[int] = set()
-        """The other call processes running a call when this one's was handed over."""
         self.heartbeat = Heartbeat()
         """What tells the client the call is alive (its thread starts with the first call)."""
+        self._pair: socket.socket | None = None
+        """Its end of the pair: what it says to the helper, and hears from it."""
 
-    def work(self, pair: socket.socket, first: socket.socket | None) -> None:
-        """Serve the call on ``first``, if any, and then each call the helper hands over, until
-        the helper is gone or this process has served its share (``RETIRE_AFTER`` calls, or
-        grown by ``RETIRE_GROWTH``); after each other call, tell the helper it is free."""
+    def work(self, pair: socket.socket, listener: socket.socket) -> None:
+        """Take calls from the helper's socket (``listener``), one at a time, until the helper is
+        gone or dismisses this process (it hangs up ``pair``), or this process has served its
+        share (``RETIRE_AFTER`` calls, or grown by ``RETIRE_GROWTH``). The helper hears of
+        each call taken and each call over."""
         born = _resident_bytes()
-        call = first
+        self._pair = pair
+        waiting = Waiting(listener, pair)
         for served in range(1, RETIRE_AFTER + 1):
+            call = waiting.next_call()
             if call is None:
-                call = self._wait_for_call(pair)
-                if call is None:
-                    return
+                return
+            self._tell(TOOK)  # (a helper gone or hung up: the call is served all the same)
             self._serve_call(call)
-            call = None
             if served == RETIRE_AFTER or _resident_bytes() - born > RETIRE_GROWTH:
                 return
-            try:
-                pair.sendall(FREE)
-            except OSError:  # the helper is gone
+            if not self._tell(FREE):
                 return
 
-    def _wait_for_call(self, pair: socket.socket) -> socket.socket | None:
-        """The connection the helper hands over, with the helper's counts as they are then (for
-        a status call); ``None`` when the helper stops, or is gone."""
-        counts, fds, _, _ = socket.recv_fds(pair, 65536, 1)
-        if not fds:
-            return None
-        served, *in_flight = counts.split()
-        self.served, self.in_flight = int(served), {int(pid) for pid in in_flight}
-        return socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0, fds[0])  # (named: not asked)
+    def _tell(self, word: bytes) -> bool:
+        """Say ``word`` to the helper; False if it is gone, or has dismissed this process."""
+        assert self._pair is not None
+        try:
+            self._pair.sendall(word)
+        except OSError:
+            return False
+        return True
 
     def _serve_call(self, connection: socket.socket) -> None:
         with connection:
@@ -132,6 +142,8 @@ class CallProcess:
         ours = config_path == self.helper.config_path and fields[2] == resident.environment()
         settings = config_or_none(config_path) if ours else None
         if settings is None or not settings.resident:
+            if settings is not None and ours:
+                self._tell(OFF)  # turned off: the helper stops
             connection.sendall(b"F\n")
             return
         heartbeat = self.heartbeat
@@ -183,8 +195,9 @@ class CallProcess:
 
     def status(self) -> dict[str, Any]:
         """What ``resource-gpu helper`` shows (asked of a call's process: the helper as it was
-        when it forked that one, with its counts as they were when this call was handed over)."""
+        when it forked that one, with the counts the helper gives now)."""
         helper = self.helper
+        served, stopping, in_flight = self._counts()
         return {
             "pid": helper.pid,
             "version": helper.version,
@@ -194,10 +207,56 @@ class CallProcess:
             "socket": helper.socket_path,
             "started": helper.started,
             "uptime_s": round(time.time() - helper.started, 3),
-            "calls_served": self.served,
-            "calls_in_flight": sum(1 for pid in self.in_flight if _running(pid)),
-            "stopping": helper.stopping,
+            "calls_served": served,
+            "calls_in_flight": sum(1 for pid in in_flight if _running(pid)),
+            "stopping": stopping,
         }
+
+    def _counts(self) -> tuple[int | None, bool, set[int]]:
+        """The helper's counts: the calls it has seen end, whether it is stopping, and the other
+        call processes running a call; from a helper that does not answer within ``ASK_WAIT``,
+        no count (``None``) and no process."""
+        assert self._pair is not None
+        try:
+            self._pair.settimeout(ASK_WAIT)
+            self._pair.sendall(ASK)
+            said = resident.Reader(self._pair).line()
+        except OSError:
+            said = None
+        finally:
+            self._pair.settimeout(None)
+        if not said:
+            return None, self.helper.stopping, set()
+        served, stopping, *running = said.split()
+        return int(served), stopping == b"1", {int(pid) for pid in running} - {os.getpid()}
+
+
+class Waiting:
+    """A call process waiting for its next call: on the helper's socket, which every waiting
+    call process shares, and on its pair, where the helper hanging up means: leave. The kernel
+    wakes one waiting process for each connection (``EPOLLEXCLUSIVE``), the one that began to
+    wait first; one woken for a connection another took first waits again."""
+
+    def __init__(self, listener: socket.socket, pair: socket.socket) -> None:
+        self._listener = listener
+        self._pair = pair
+        self._poll = select.epoll()
+        self._poll.register(listener, select.EPOLLIN | select.EPOLLEXCLUSIVE)
+        self._poll.register(pair, select.EPOLLIN)  # (unasked, the helper only hangs up)
+
+    def next_call(self) -> socket.socket | None:
+        """The next call's connection; ``None`` once the helper has hung up."""
+        while True:
+            ready = self._poll.poll()
+            if any(fd == self._pair.fileno() for fd, _ in ready):
+                return None
+            try:
+                connection, _ = self._listener.accept()  # (the listener never blocks)
+            except BlockingIOError:
+                continue
+            except OSError:
+                return None
+            return connection
 
 
 def _resident_bytes() -> int:

@@ -288,6 +288,8 @@ class Link:
         """The helper's; once it has taken a call, the pid of the process running it."""
         self.reader = Reader(sock)
         self._pidfd = _pidfd(pid)  # now, while the helper surely is that pid
+        self._helper = True
+        """Whether ``pid`` is still the helper's own (not a call's process)."""
 
     @classmethod
     def connect(cls, program: str, name: str) -> "Link | None":
@@ -359,7 +361,7 @@ class Link:
         if pidfd is not None:
             if self._pidfd is not None:
                 posix.close(self._pidfd)
-            self.pid, self._pidfd = pid, pidfd
+            self.pid, self._pidfd, self._helper = pid, pidfd, False
 
     def _relay(self, fields: list[bytes]) -> Outcome | None:
         status, out_size, err_size = (int(field) for field in fields)
@@ -386,7 +388,10 @@ class Link:
         return Outcome(1)
 
     def kill(self) -> bool:
-        """Kill the helper (or the call's process); True once it is gone (ours: we may)."""
+        """Kill the helper, with every process of its group, or the call's process alone;
+        True once it is gone (ours: we may). The helper's call processes go with it: they
+        wait on its socket themselves, and stopped with it they would hold the socket open
+        and every call would wait on them."""
         if self._pidfd is None:
             return False
         import signal
@@ -397,6 +402,14 @@ class Link:
             return True
         except OSError:
             return False
+        if self._helper:
+            # A helper leads its own group (``start``: a session of its own). Its number
+            # names no other group while any process of its group lives, and it was the
+            # helper's a moment ago (the pidfd said so): no other group can be hit.
+            try:  # noqa: SIM105 (the client loads no contextlib)
+                posix.killpg(self.pid, signal.SIGKILL)
+            except OSError:  # none left, or a helper that leads no group (run by hand)
+                pass
         return self.gone(STOP_WAIT)
 
     def gone(self, timeout: float) -> bool:

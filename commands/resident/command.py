@@ -115,8 +115,14 @@ def describe(program: str, seen: Seen) -> list[str]:
         f"  socket    {status['socket']}",
         f"  started   {started.isoformat(timespec='seconds').replace('+00:00', 'Z')} "
         f"(up {_duration(status['uptime_s'])})",
-        f"  calls     {status['calls_served']} served, {status['calls_in_flight']} in flight",
+        f"  calls     {_calls(status)}",
     ]
+
+
+def _calls(status: dict[str, Any]) -> str:
+    if status["calls_served"] is None:  # its own process did not answer the call's
+        return "not counted: the helper's own process did not answer (stopped?)"
+    return f"{status['calls_served']} served, {status['calls_in_flight']} in flight"
 
 
 def _duration(seconds: float) -> str:

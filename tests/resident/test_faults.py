@@ -26,6 +26,7 @@ from tests.resident.conftest import (
     Fake,
     G,
     alive,
+    call_processes,
     helper_pid,
     own_dir,
     resident_plugin,
@@ -79,20 +80,43 @@ def test_a_read_whose_helper_died_runs_again_in_process(plugin: Plugin, fake: Fa
 def test_a_stopped_helper_is_replaced_and_calls_go_on(
     plugin: Plugin, runtime: Path, etcd: Etcd
 ) -> None:
+    """The helper stopped with its call processes (a frozen host, ``kill -STOP`` of its
+    group): a call waits ``SILENCE`` for one to take it, then kills them all, and runs itself;
+    none is left holding the helper's socket, and the next helper serves."""
     resident_plugin(plugin, timeout=TIMEOUT)
     stopped = started(plugin)
-    os.kill(stopped, signal.SIGSTOP)
+    group = [stopped, *call_processes(stopped)]
+    os.killpg(stopped, signal.SIGSTOP)
     try:
         took, answer = timed(plugin, "get-node-resource-info", {"nodename": "n1"})
         assert counts(answer["capacity"]) == {G: 8}
         assert took < resident.SILENCE + SLACK
-        assert not alive(stopped), "the stopped helper was not replaced"
+        assert not any(alive(pid) for pid in group), "the stopped helper was not replaced"
         wait_for(lambda: helper_pid(plugin) not in (None, stopped), "a new helper")
         took, answer = timed(plugin, "set-node-resource-usage", TAKE)
         assert counts(answer["after"]) == {G: 1}
     finally:
-        if alive(stopped):  # the test failed: leave nothing stopped behind
-            os.kill(stopped, signal.SIGCONT)
+        for pid in group:
+            if alive(pid):  # the test failed: leave nothing stopped behind
+                os.kill(pid, signal.SIGKILL)
+    assert kinds(etcd) == ["node_added", "usage_changed"]
+
+
+def test_a_call_process_waiting_takes_calls_while_the_helper_itself_is_stopped(
+    plugin: Plugin, runtime: Path, etcd: Etcd
+) -> None:
+    """Call processes wait on the helper's socket themselves: the helper's own process,
+    stopped, holds up no call (had a call waited for it, it would have killed the helper)."""
+    resident_plugin(plugin, timeout=TIMEOUT)
+    helper = started(plugin)
+    call_processes(helper)
+    os.kill(helper, signal.SIGSTOP)
+    try:
+        assert counts(plugin.info("n1")["capacity"]) == {G: 8}
+        assert counts(plugin.ok("set-node-resource-usage", TAKE)["after"]) == {G: 1}
+        assert alive(helper) and helper_pid(plugin) == helper
+    finally:
+        os.kill(helper, signal.SIGCONT)
     assert kinds(etcd) == ["node_added", "usage_changed"]
 
 

@@ -162,9 +162,9 @@ def _served(plugin: Plugin) -> int:
 
 def _calls(helper: int) -> list[int]:
     """The helper's call processes running a call: those holding a caller's connection besides
-    their pair with the helper (Unix sockets both: the etcd connections a process keeps from
-    call to call are TCP)."""
-    return [pid for pid in children(helper) if _unix_sockets(pid) > 1]
+    their pair with the helper and the helper's socket, which each waits on (Unix sockets all:
+    the etcd connections a process keeps from call to call are TCP)."""
+    return [pid for pid in children(helper) if _unix_sockets(pid) > 2]
 
 
 def _unix_sockets(pid: int) -> int:
