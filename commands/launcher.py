@@ -76,7 +76,7 @@ def runs(plugin: Plugin) -> str:
     return (
         "from resource_extend.commands.main import run\n"
         "from resource_extend.commands.program import Program\n"
-        f"run(Program({plugin.kind!r}, origin={plugin.origin!r}))\n"
+        f"run(Program({plugin.kind!r}, name={plugin.name!r}, origin={plugin.origin!r}))\n"
     )
 
 

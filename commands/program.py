@@ -12,8 +12,6 @@ core call reads it, and a kind's heavy parts (its fold, its views, its gauges) l
 (:attr:`Plugin.parts`).
 """
 
-from resource_extend.ledger.model.kinds import program_of
-
 TYPE_CHECKING = False  # not typing's: the thin client of every core call imports this module
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -37,12 +35,18 @@ class Program:
 
     __slots__ = ("config_file", "kind", "name", "origin")
 
-    def __init__(self, kind: str, *, origin: str) -> None:
+    def __init__(self, kind: str, *, origin: str, name: str | None = None) -> None:
+        if name is None:  # (a launcher written by 0.8.0 or before names only the kind)
+            from resource_extend.ledger.model.kinds import program_of
+
+            name = program_of(kind)
         self.kind = kind
         """The resource kind, the one name the others derive from, and the key segment
         ``<prefix>/resource/<kind>/``: ``gpu``."""
-        self.name = program_of(kind)
-        """The command, as core runs it and as every error line begins: ``resource-gpu``."""
+        self.name = name
+        """The command, as core runs it and as every error line begins: ``resource-gpu``
+        (``ledger.model.kinds.program_of`` of the kind: a launcher writes it out, so that a
+        core call loads no module to derive it)."""
         self.config_file = f"{kind}.yaml"
         """The config file read when neither ``--config`` nor the environment names one."""
         self.origin = origin
@@ -69,8 +73,12 @@ class Program:
             if not f"{self.origin}.".startswith(f"{missing.name}."):
                 raise
             found = None
-        if not isinstance(found, Plugin) or (found.kind, found.origin) != (self.kind, self.origin):
-            raise SystemExit(f"{self.name}: {self.origin} defines no PLUGIN of kind {self.kind!r}")
+        ours = (self.kind, self.name, self.origin)
+        if not isinstance(found, Plugin) or (found.kind, found.name, found.origin) != ours:
+            raise SystemExit(
+                f"{self.name}: {self.origin} defines no PLUGIN of kind {self.kind!r} "
+                f"named {self.name}"
+            )
         return found
 
     def __repr__(self) -> str:

@@ -93,7 +93,7 @@ def package_dir() -> str:
     return absolute(__file__).rsplit("/", 3)[0]  # <package>/commands/resident/client.py
 
 
-THIN_PACKAGES = ("commands", "commands.resident", "ledger", "ledger.host", "ledger.model")
+THIN_PACKAGES = ("commands", "commands.resident", "ledger", "ledger.host")
 """The packages a core call's thin path goes through, which :func:`taken_from` makes without
 running their ``__init__``: each holds only its docstring (``tests/resident/test_launcher.py``
 holds them to it), and importing one costs the call about 0.2 ms (docs/speed.md)."""

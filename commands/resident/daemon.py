@@ -3,11 +3,11 @@
 Started detached by a call that found none (``client.start``: Python isolated, the caller's
 package taken by its path, then :func:`main`), it takes its socket in the runtime directory
 (``claim``) unless a live helper already has it, loads everything a verb needs (``warm``), and
-serves (``arbiter``): it forks *call processes* (``call_process``), which take the calls from its
-socket themselves, one at a time each, run the verb exactly as ``resource-gpu VERB`` would, and
-beat while it runs (``heartbeat``). Calls so run side by side, on every core, each warm, and a stuck one
-can be killed alone. Its process title names the plugin and its config. The wire conversation
-is described in ``commands.resident.client``.
+serves (``arbiter``): it forks *call processes* (``call_process``), which take the calls from
+its socket themselves, one at a time each, run the verb exactly as ``resource-gpu VERB`` would,
+and beat while it runs (``heartbeat``). Calls so run side by side, on every core, each warm,
+and a stuck one can be killed alone. Its process title names the plugin and its config. The
+wire conversation is described in ``commands.resident.client``.
 
 Which process runs what: this module, ``claim`` and ``warm`` run in the helper's process as it
 starts; ``arbiter`` is that process's loop from then on; ``call_process`` and ``heartbeat`` run

@@ -12,12 +12,12 @@ the directory that was checked, whatever has been renamed since. Both ends also 
 credentials on the socket (``SO_PEERCRED``): a helper answers only its own user, and a call
 talks only to a helper of its own user.
 
-Imports only ``posix``, ``errno``, ``sys`` and ``_socket`` (and ``ledger.host.lean``): the thin
-client of every core call uses it, and ``os`` would cost that call about 1 ms.
+Imports only ``posix``, ``sys`` and ``_socket`` (and ``ledger.host.lean``): the thin client of
+every core call uses it, and ``os`` would cost that call about 1 ms (``errno`` is loaded only
+where a link is met on the way).
 """
 
 import _socket
-import errno
 import posix
 import sys
 
@@ -97,6 +97,8 @@ def _open_base(base: str) -> tuple[int, str]:
         try:
             return _walk(parts), "/" + "/".join(parts)
         except OSError as exc:
+            import errno  # (only here: not on every core call's way)
+
             if exc.errno not in (errno.ELOOP, errno.ENOTDIR):  # a link (O_NOFOLLOW) on the way
                 raise
     import os.path

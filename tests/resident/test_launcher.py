@@ -203,19 +203,16 @@ def imports_of(command: list[str], plugin: Plugin, stdin: bytes) -> tuple[set[st
 
 
 THIN_PATH = {
-    # the entry, its verbs' names, the program's value
+    # the entry, its verbs' names, the program's value (its names as the launcher writes them:
+    # no module of the kind, whose Plugin loads only in a call that goes on in its own process)
     "resource_extend.commands",
     "resource_extend.commands.main",
     "resource_extend.commands.registry",
     "resource_extend.commands.program",
-    # what a kind's program is called (no module of the kind: its Plugin loads only in a call
-    # that goes on in its own process)
-    "resource_extend.ledger",
-    "resource_extend.ledger.model",
-    "resource_extend.ledger.model.kinds",
     # the client, the private runtime directory its socket is in, and the little of os they use
     "resource_extend.commands.resident",
     "resource_extend.commands.resident.client",
+    "resource_extend.ledger",
     "resource_extend.ledger.host",
     "resource_extend.ledger.host.rundir",
     "resource_extend.ledger.host.lean",
@@ -256,7 +253,7 @@ def test_a_call_the_helper_answers_loads_neither_site_nor_the_plugin(
     assert "resource_extend.commands.resident.client" in loaded, "the helper was not asked"
     # Nor os (1 ms: ledger.host.lean does its part), zlib, typing, __future__ (its modules write
     # the annotations that need it in quotes), nor of the package more than the thin path.
-    unwanted = ["site", "os", "zlib", "typing", "__future__", "msgspec", "click", "yaml"]
+    unwanted = ["site", "os", "errno", "zlib", "typing", "__future__", "msgspec", "click", "yaml"]
     for module in unwanted:
         assert module not in loaded, f"a call the helper answered imported {module}"
     ours = {module for module in loaded if module.startswith("resource_extend")}

@@ -32,7 +32,7 @@ def test_a_launcher_starts_python_isolated_without_site_on_its_own_code(plugin: 
     assert lines[-3:] == [
         "from resource_extend.commands.main import run",
         "from resource_extend.commands.program import Program",
-        f"run(Program({plugin.kind!r}, origin={plugin.origin!r}))",
+        f"run(Program({plugin.kind!r}, name={plugin.name!r}, origin={plugin.origin!r}))",
     ]
     compile(text, "launcher", "exec")  # Python, whole
 
@@ -73,9 +73,15 @@ def test_a_first_line_longer_than_every_kernel_reads_is_refused(tmp_path: Path) 
 
 
 def test_a_program_finds_its_plugin_or_says_in_one_line_that_it_cannot() -> None:
-    assert Program(GPU.kind, origin=GPU.origin).plugin() is GPU
+    assert Program(GPU.kind, name=GPU.name, origin=GPU.origin).plugin() is GPU
+    assert Program(GPU.kind, origin=GPU.origin).plugin() is GPU  # as 0.8.0's launchers name it
     assert GPU.plugin() is GPU
-    for origin in (STORAGE.origin, "resource_extend.commands.nowhere"):
+    for name, origin in [
+        ("resource-gpu", STORAGE.origin),
+        ("resource-gpu", "resource_extend.commands.nowhere"),
+        ("resource-gpus", GPU.origin),  # a launcher that misnames its program
+    ]:
         with pytest.raises(SystemExit) as refused:
-            Program("gpu", origin=origin).plugin()
-        assert refused.value.code == f"resource-gpu: {origin} defines no PLUGIN of kind 'gpu'"
+            Program("gpu", name=name, origin=origin).plugin()
+        said = f"{name}: {origin} defines no PLUGIN of kind 'gpu' named {name}"
+        assert refused.value.code == said
