@@ -200,13 +200,18 @@ class TransportContract(ABC):
                 wire.put(self.key("a"), b"2"),
                 wire.put(self.key("b"), b"1"),
                 wire.get(self.key("a")),
+                wire.get(self.key("a"), self.key("c"), count_only=True),
             ],
             failure=[wire.put(self.key("lost"), b"x")],
         )
         answer = self.txn(txn)
         assert answer.succeeded
         assert answer.header.revision == made + 1
-        assert [kv.value for kv in answer.ranges()[2].kvs] == [b"2"]  # its own put, seen
+        # Its own puts, seen by the ranges after them, at its revision: a write reads back the
+        # record it leaves in its own transaction (ledger.store.recent).
+        [seen] = answer.ranges()[2].kvs
+        assert (seen.value, seen.mod_revision, seen.version) == (b"2", made + 1, 2)
+        assert answer.ranges()[3].count == 2
         assert [self.get(name).mod_revision for name in ("a", "b")] == [made + 1] * 2  # type: ignore[union-attr]
         assert self.get("lost") is None
 

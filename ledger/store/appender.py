@@ -12,6 +12,10 @@ A transport failure after a write was sent leaves its outcome unknown; the retry
 the write's operation id among the events appended since, so no change is ever applied twice
 (compaction leaves events younger than ``streams.min_age`` in place, so they are there to look
 in: ``ledger.upkeep.compaction``).
+
+A process that serves call after call (the resident helper's call processes) decides a node's
+next write on the record its own last write left, read back in that write's transaction, rather
+than read it first (``ledger.store.recent`` says what that trusts, and why it is safe).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from resource_extend.ledger.model.events import SNAPSHOT_EVERY, AnyEvent, Change
 from resource_extend.ledger.store.keys import KeyLayout
 from resource_extend.ledger.store.migration import ON_WRITE, migrate_node, not_migrated
 from resource_extend.ledger.store.outcomes import Appended, Outcomes, stream_length
+from resource_extend.ledger.store.recent import RECENT, Where
 from resource_extend.ledger.store.records import NodeReads, NodeRecord
 from resource_extend.ledger.store.turns import turn
 
@@ -114,8 +119,13 @@ class Appender(Generic[S]):
         wait = max(min(left / 2, left - 3 * self.etcd.settle_reserve()), 0.0)
         with turn(self.kind.program, self.config.prefix, node, wait):
             reads_length = with_length or admit is not None
-            write = _Write(self, node, verb, decide, reads_length, admit, resume)
+            recent = RECENT.take(self.where(node)) if resume is None else None
+            write = _Write(self, node, verb, decide, reads_length, admit, resume, recent)
             return self._attempts(write)
+
+    def where(self, node: str) -> Where:
+        """The node's record among those this process's writes left (``ledger.store.recent``)."""
+        return tuple(self.config.machines), self.keys.head(node)
 
     def _attempts(self, write: _Write[S]) -> Appended[S]:
         """``write``'s attempts, until one lands, its time is spent, or the tries run out."""
@@ -230,17 +240,32 @@ class Appender(Generic[S]):
         ]
         if events[0].seq > 1:  # and the stream reaches the seq before it: no gap left behind
             compare.append(wire.exists(self.keys.event(node, events[0].seq - 1)))
+        success = [
+            head_op,
+            *(
+                wire.put(self.keys.event(node, e.seq), value)
+                for e, value in zip(events, stored, strict=True)
+            ),
+        ]
+        if RECENT.on:  # and the record as the write leaves it (ranges see the puts before them)
+            success += self.records.read_ops(node, with_first=True)
         return wire.TxnRequest(
-            compare=compare,
-            success=[
-                head_op,
-                *(
-                    wire.put(self.keys.event(node, e.seq), value)
-                    for e, value in zip(events, stored, strict=True)
-                ),
-            ],
-            failure=self.records.read_ops(node, with_first),
+            compare=compare, success=success, failure=self.records.read_ops(node, with_first)
         )
+
+    def keep_recent(self, node: str, request: wire.TxnRequest, reply: wire.TxnResponse) -> None:
+        """The record a write that landed left, read back in its own transaction, kept for the
+        node's next write from this process (``ledger.store.recent``)."""
+        if not RECENT.on:
+            return
+        reads = len(self.records.read_ops(node, with_first=True))
+        left = wire.TxnResponse(
+            header=reply.header, succeeded=True, responses=reply.responses[-reads:]
+        )
+        try:
+            RECENT.keep(self.where(node), self.records.record_of(node, left))
+        except StoreError:  # not understood: the node's next write reads its record afresh
+            RECENT.forget(self.where(node))
 
 
 class _Write(Generic[S]):
@@ -256,6 +281,7 @@ class _Write(Generic[S]):
         with_length: bool,
         admit: Admit | None,
         resume: Resume | None,
+        recent: NodeRecord[S] | None = None,
     ) -> None:
         self.appender = appender
         self.node = node
@@ -264,7 +290,10 @@ class _Write(Generic[S]):
         self.with_length = with_length
         self.admit = admit
         self.op = resume.op if resume else new_op()
-        self.record = appender._read_to_write(node, with_length)
+        self.recent = recent is not None
+        """Deciding on the record this process's last write left (``ledger.store.recent``),
+        not on one read now: trusted only by a compare-and-swap that holds."""
+        self.record = recent if recent is not None else appender._read_to_write(node, with_length)
         self.sent_after: int | None = resume.after if resume else None
         """Where the stream ended when the first unanswered write went out."""
         self.sent_base: NodeRecord[S] | None = None
@@ -290,11 +319,24 @@ class _Write(Generic[S]):
         return landed
 
     def decided(self) -> Change | None:
-        """The change ``decide`` makes of the record as read (``admit`` asked first)."""
+        """The change ``decide`` makes of the record as read (``admit`` asked first). Anything
+        but a change, decided on the record this process's last write left, is decided again
+        on the record read now: a refusal or "nothing to do" may be the kept record's alone."""
         record = self.record
-        if self.admit is not None:
-            self.admit(stream_length(record.first, record.seq, record.seq), record.nodes)
-        return self.decide(record.state)
+        try:
+            if self.admit is not None:
+                self.admit(stream_length(record.first, record.seq, record.seq), record.nodes)
+            change = self.decide(record.state)
+        except Exception:
+            if not self.recent:
+                raise
+            change = None
+        if change is None and self.recent:
+            self.recent = False
+            RECENT.forget(self.appender.where(self.node))
+            self.record = self.appender._read_to_write(self.node, self.with_length)
+            return self.decided()
+        return change
 
     def unchanged(self) -> Appended[S]:
         record = self.record
@@ -306,7 +348,9 @@ class _Write(Generic[S]):
     def sent(self, change: Change, *, first: bool) -> Appended[S] | None:
         """Send ``change`` as one compare-and-swap: what it appended, or None when it must be
         tried again (the answer was lost, or another writer moved the node: the record is
-        read again either way, the lost race's from the transaction's else branch)."""
+        read again either way, the lost race's from the transaction's else branch). A compare
+        lost on the record this process's last write left is no race: the write is decided
+        again at once, on the record that came back."""
         appender, node, record = self.appender, self.node, self.record
         tip = appender.records.tip(node, record)
         events, after = appender._events_for(record, tip, self.verb, self.op, change, self.lost)
@@ -318,12 +362,14 @@ class _Write(Generic[S]):
                 appender._write_hook(node, record.seq, self.op)
             reply = appender.etcd.txn(txn, write=True, keep=appender.etcd.settle_reserve())
         except Ambiguous:
+            RECENT.forget(appender.where(node))
             if self.sent_after is None:
                 self.sent_after, self.sent_base = record.seq, record
             self.pending, self.dead = record.head_revision, False
             self.record = appender._read_to_write(node, self.with_length)
             return None
         if reply.succeeded:
+            appender.keep_recent(node, txn, reply)
             length = stream_length(record.first, events[0].seq, events[-1].seq)
             return Appended(
                 before=record.state, after=after, events=events, length=length, nodes=record.nodes
@@ -332,6 +378,10 @@ class _Write(Generic[S]):
         if fresh.head_revision and fresh.head_revision == record.head_revision:
             raise appender.outcomes.not_where_the_head_says(node, record.seq)  # no writer moved it
         self.record = fresh
+        if self.recent:  # another wrote the node since this process's last write: no race
+            self.recent = False  # lost; decided again at once on the record that came back
+            again = self.decided()
+            return self.unchanged() if again is None else self.sent(again, first=False)
         self.lost += 1
         pause = _jitter(min(0.002 * 2 ** (self.lost - 1), MOST_PAUSE))
         time.sleep(min(pause, appender.etcd.time_left()))
