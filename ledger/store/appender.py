@@ -127,6 +127,11 @@ class Appender(Generic[S]):
         """The node's record among those this process's writes left (``ledger.store.recent``)."""
         return tuple(self.config.machines), self.keys.head(node)
 
+    def forget_recent(self, node: str) -> None:
+        """The node's next write from this process reads its record afresh (its stream was
+        compacted: where it starts is not what the record kept says)."""
+        RECENT.forget(self.where(node))
+
     def _attempts(self, write: _Write[S]) -> Appended[S]:
         """``write``'s attempts, until one lands, its time is spent, or the tries run out."""
         bound = self.config.max_attempts
@@ -333,7 +338,7 @@ class _Write(Generic[S]):
             change = None
         if change is None and self.recent:
             self.recent = False
-            RECENT.forget(self.appender.where(self.node))
+            self.appender.forget_recent(self.node)
             self.record = self.appender._read_to_write(self.node, self.with_length)
             return self.decided()
         return change
@@ -362,7 +367,7 @@ class _Write(Generic[S]):
                 appender._write_hook(node, record.seq, self.op)
             reply = appender.etcd.txn(txn, write=True, keep=appender.etcd.settle_reserve())
         except Ambiguous:
-            RECENT.forget(appender.where(node))
+            appender.forget_recent(node)
             if self.sent_after is None:
                 self.sent_after, self.sent_base = record.seq, record
             self.pending, self.dead = record.head_revision, False

@@ -13,11 +13,13 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from resource_extend.ledger.host.config import StreamsConfig
 from resource_extend.ledger.model.errors import NodeNotFound, PluginError
 from resource_extend.ledger.model.events import Change
 from resource_extend.ledger.store import appender as appender_module
 from resource_extend.ledger.store import recent as recent_module
 from resource_extend.ledger.store.recent import RecentWrites
+from resource_extend.ledger.upkeep.bounds import append_bounded
 from resource_extend.ledger.upkeep.verification import Trust, verify_node
 from resource_extend.projections.gpu.events import UsageChanged
 from resource_extend.projections.gpu.node import NodeState
@@ -177,3 +179,19 @@ def test_a_kept_record_is_trusted_only_for_a_while(
     before = requests(etcd)
     take(etcd)
     assert requests(etcd) - before == 2
+
+
+def test_a_write_that_compacts_its_stream_forgets_the_kept_record(
+    etcd: MemoryEtcd, kept: RecentWrites, tmp_path: Path
+) -> None:
+    """Compaction moves where the stream starts, which the compare does not see: once a write
+    has compacted its stream, the node's next write reads its record afresh."""
+    streams = StreamsConfig(max_events=4, min_age=0, export_dir=str(tmp_path))
+    where = make_store(etcd).appender.where(NODE)
+    for _ in range(20):
+        append_bounded(make_store(etcd), streams, NODE, "take", usage_change({CARD: 0}))
+        if stream_of(etcd)[0].seq > 1:
+            break
+    else:
+        pytest.fail("the stream was never compacted")
+    assert kept.take(where) is None
