@@ -43,7 +43,7 @@ from resource_extend.ledger.store.migration import ON_WRITE, migrate_node, not_m
 from resource_extend.ledger.store.outcomes import Appended, Outcomes, stream_length
 from resource_extend.ledger.store.recent import RECENT, Where
 from resource_extend.ledger.store.records import NodeReads, NodeRecord
-from resource_extend.ledger.store.turns import turn
+from resource_extend.ledger.store.turns import Turn, turn
 
 S = TypeVar("S", bound=msgspec.Struct)
 """The node state of the store's resource kind."""
@@ -117,11 +117,35 @@ class Appender(Generic[S]):
         """
         left = self.etcd.time_left()  # waited for at most half, leaving the write its time
         wait = max(min(left / 2, left - 3 * self.etcd.settle_reserve()), 0.0)
-        with turn(self.kind.program, self.config.prefix, node, wait):
+        with turn(self.kind.program, self.config.prefix, node, wait) as this:
             reads_length = with_length or admit is not None
-            recent = RECENT.take(self.where(node)) if resume is None else None
+            recent = self._recent(node, this) if resume is None else None
             write = _Write(self, node, verb, decide, reads_length, admit, resume, recent)
-            return self._attempts(write)
+            if not RECENT.on:
+                return self._attempts(write)
+            try:
+                appended = self._attempts(write)
+            except BaseException:
+                this.mark(b"")  # what the write did, if anything, is not known here
+                raise
+            if appended.events:
+                kept = RECENT.take(self.where(node))
+                this.mark(b"" if kept is None else self._mark(node, kept))
+            return appended
+
+    def _recent(self, node: str, this: Turn) -> NodeRecord[S] | None:
+        """The record this process's last write to the node left, if no writer of this host has
+        written the node since: the turn's mark is still that write's (``ledger.store.turns``).
+        A writer of another host may have: the compare-and-swap finds out."""
+        record = RECENT.take(self.where(node))
+        if record is None or this.last() != self._mark(node, record):
+            return None
+        return record
+
+    def _mark(self, node: str, record: NodeRecord[S]) -> bytes:
+        """The turn's mark for the node's record as a write left it: its head's key and
+        revision, which name that write alone."""
+        return b"%s %d" % (self.keys.head(node), record.head_revision)
 
     def where(self, node: str) -> Where:
         """The node's record among those this process's writes left (``ledger.store.recent``)."""

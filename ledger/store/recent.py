@@ -2,7 +2,11 @@
 write decides on that record rather than read it first: one round trip instead of two when
 nobody else has written the node since. Kept only in a process that asks for it
 (:func:`keep_recent_writes`: the resident helper's call processes, which serve call after
-call), and for ``KEEP`` seconds.
+call), and for ``KEEP`` seconds. A record is decided on only while the node's turn on this host
+(``ledger.store.turns``) still bears the mark its write left there: once another writer of this
+host has written the node, the record is read first, as without one, rather than sent to lose
+a compare (which costs etcd a proposal of its own: a write transaction goes through consensus
+whether its compare holds or not).
 
 Nothing is trusted that a compare-and-swap does not check (``ledger.store.appender``):
 

@@ -63,10 +63,15 @@ def take(etcd: MemoryEtcd, cards: int = 1) -> NodeState | None:
     return make_store(etcd).appender.append(NODE, "take", usage_change({CARD: cards})).after
 
 
-def another_process(etcd: MemoryEtcd, monkeypatch: pytest.MonkeyPatch, change: Change) -> None:
-    """Another process (keeping records of its own) writes ``change`` to the node."""
+def another_process(
+    etcd: MemoryEtcd, monkeypatch: pytest.MonkeyPatch, change: Change, *, this_host: bool = False
+) -> None:
+    """Another process writes ``change`` to the node: on another host (it leaves no mark in
+    this host's turn), or on this one, keeping records of its own (``this_host``)."""
     with monkeypatch.context() as elsewhere:
-        elsewhere.setattr(appender_module, "RECENT", RecentWrites())
+        theirs = RecentWrites()
+        theirs.on = this_host
+        elsewhere.setattr(appender_module, "RECENT", theirs)
         make_store(etcd).appender.append(NODE, "theirs", lambda _: change)
 
 
@@ -110,6 +115,20 @@ def test_a_write_from_another_process_since_is_no_lost_race(
     assert usage(appended.after) == {CARD: 5}
     assert [event.retries for event in appended.events] == [msgspec.UNSET]  # none lost
     assert chain_holds(etcd, tmp_path)
+
+
+def test_a_write_from_another_process_of_this_host_since_is_seen_in_the_turn(
+    etcd: MemoryEtcd, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The turn's mark is no longer this process's: the write reads first, and decides once."""
+    take(etcd)
+    another_process(etcd, monkeypatch, UsageChanged(delta={CARD: 3}), this_host=True)
+    before = requests(etcd)
+    decide, seen = recording(usage_change({CARD: 1}))
+    appended = make_store(etcd).appender.append(NODE, "take", decide)
+    assert requests(etcd) - before == 2
+    assert [usage(state) for state in seen] == [{CARD: 4}]  # never the kept record
+    assert usage(appended.after) == {CARD: 5}
 
 
 def test_a_refusal_on_the_kept_record_is_decided_again_on_the_node_as_it_is(
