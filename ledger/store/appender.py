@@ -129,7 +129,7 @@ class Appender(Generic[S]):
                 this.mark(b"")  # what the write did, if anything, is not known here
                 raise
             if appended.events:
-                kept = RECENT.take(self.where(node))
+                kept = RECENT.take(self.recent_key(node))
                 this.mark(b"" if kept is None else self._mark(node, kept))
             return appended
 
@@ -137,7 +137,7 @@ class Appender(Generic[S]):
         """The record this process's last write to the node left, if no writer of this host has
         written the node since: the turn's mark is still that write's (``ledger.store.turns``).
         A writer of another host may have: the compare-and-swap finds out."""
-        record = RECENT.take(self.where(node))
+        record = RECENT.take(self.recent_key(node))
         if record is None or this.last() != self._mark(node, record):
             return None
         return record
@@ -147,14 +147,14 @@ class Appender(Generic[S]):
         revision, which name that write alone."""
         return b"%s %d" % (self.keys.head(node), record.head_revision)
 
-    def where(self, node: str) -> Where:
+    def recent_key(self, node: str) -> Where:
         """The node's record among those this process's writes left (``ledger.store.recent``)."""
         return tuple(self.config.machines), self.keys.head(node)
 
     def forget_recent(self, node: str) -> None:
-        """The node's next write from this process reads its record afresh (its stream was
-        compacted: where it starts is not what the record kept says)."""
-        RECENT.forget(self.where(node))
+        """The node's next write from this process reads its record afresh (the record kept
+        may not be the node's: a write's answer was lost, the stream was compacted, ...)."""
+        RECENT.forget(self.recent_key(node))
 
     def _attempts(self, write: _Write[S]) -> Appended[S]:
         """``write``'s attempts, until one lands, its time is spent, or the tries run out."""
@@ -282,7 +282,7 @@ class Appender(Generic[S]):
             compare=compare, success=success, failure=self.records.read_ops(node, with_first)
         )
 
-    def keep_recent(self, node: str, request: wire.TxnRequest, reply: wire.TxnResponse) -> None:
+    def keep_recent(self, node: str, reply: wire.TxnResponse) -> None:
         """The record a write that landed left, read back in its own transaction, kept for the
         node's next write from this process (``ledger.store.recent``)."""
         if not RECENT.on:
@@ -292,9 +292,9 @@ class Appender(Generic[S]):
             header=reply.header, succeeded=True, responses=reply.responses[-reads:]
         )
         try:
-            RECENT.keep(self.where(node), self.records.record_of(node, left))
+            RECENT.keep(self.recent_key(node), self.records.record_of(node, left))
         except StoreError:  # not understood: the node's next write reads its record afresh
-            RECENT.forget(self.where(node))
+            RECENT.forget(self.recent_key(node))
 
 
 class _Write(Generic[S]):
@@ -310,7 +310,7 @@ class _Write(Generic[S]):
         with_length: bool,
         admit: Admit | None,
         resume: Resume | None,
-        recent: NodeRecord[S] | None = None,
+        recent: NodeRecord[S] | None,
     ) -> None:
         self.appender = appender
         self.node = node
@@ -398,7 +398,7 @@ class _Write(Generic[S]):
             self.record = appender._read_to_write(node, self.with_length)
             return None
         if reply.succeeded:
-            appender.keep_recent(node, txn, reply)
+            appender.keep_recent(node, reply)
             length = stream_length(record.first, events[0].seq, events[-1].seq)
             return Appended(
                 before=record.state, after=after, events=events, length=length, nodes=record.nodes

@@ -184,7 +184,7 @@ def test_a_write_whose_answer_was_lost_forgets_the_kept_record(
     take(etcd)
     etcd.lose_next_answer()
     assert usage(take(etcd)) == {CARD: 2}  # found by its op id: applied once
-    assert kept.take(make_store(etcd).appender.where(NODE)) is None
+    assert kept.take(make_store(etcd).appender.recent_key(NODE)) is None
     before = requests(etcd)
     take(etcd)
     assert requests(etcd) - before == 2  # read first
@@ -206,11 +206,11 @@ def test_a_write_that_compacts_its_stream_forgets_the_kept_record(
     """Compaction moves where the stream starts, which the compare does not see: once a write
     has compacted its stream, the node's next write reads its record afresh."""
     streams = StreamsConfig(max_events=4, min_age=0, export_dir=str(tmp_path))
-    where = make_store(etcd).appender.where(NODE)
+    key = make_store(etcd).appender.recent_key(NODE)
     for _ in range(20):
         append_bounded(make_store(etcd), streams, NODE, "take", usage_change({CARD: 0}))
         if stream_of(etcd)[0].seq > 1:
             break
     else:
         pytest.fail("the stream was never compacted")
-    assert kept.take(where) is None
+    assert kept.take(key) is None
