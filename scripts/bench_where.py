@@ -12,7 +12,8 @@ Every part is measured, none estimated:
   helper, and the call through it (the helper hands the connection to a call's process, which
   runs the verb and answers);
 - the verb itself, run here as that process runs it (a session of its own, a new connection to
-  etcd), and within it the time spent in etcd's round trips (the transport's ``send``, timed);
+  etcd, and the records its writes leave kept for the next), and within it the time spent in
+  etcd's round trips (the transport's ``send``, timed);
 - "the rest" is what the whole process took beyond the parts: reading stdin, relaying the
   answer, and the exit (with the interpreter's tear-down, where the script still pays it).
 """
@@ -37,6 +38,7 @@ from resource_extend.commands.resident import client
 from resource_extend.commands.resident.client import package_dir
 from resource_extend.commands.storage.plugin import PLUGIN as STORAGE
 from resource_extend.ledger.etcd import transport
+from resource_extend.ledger.store.recent import keep_recent_writes
 
 if TYPE_CHECKING:
     from resource_extend.commands.program import Plugin
@@ -146,6 +148,7 @@ class Call:
         within it, and of how many there were."""
         verb = load_verb(self.plugin, self.verb)
         assert verb is not None
+        keep_recent_writes()  # as a call process does: a write decides on what its last left
         whole, etcd, trips = [], [], []
         for i in range(times):
             out, err = io.BytesIO(), io.BytesIO()
