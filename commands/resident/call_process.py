@@ -241,7 +241,10 @@ class Waiting:
         self._listener = listener
         self._pair = pair
         self._poll = select.epoll()
-        self._poll.register(listener, select.EPOLLIN | select.EPOLLEXCLUSIVE)
+        try:
+            self._poll.register(listener, select.EPOLLIN | select.EPOLLEXCLUSIVE)
+        except OSError:  # a kernel without it (before 4.5): every waiting process wakes
+            self._poll.register(listener, select.EPOLLIN)
         self._poll.register(pair, select.EPOLLIN)  # (unasked, the helper only hangs up)
 
     def next_call(self) -> socket.socket | None:
