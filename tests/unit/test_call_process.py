@@ -71,6 +71,8 @@ def helper(tmp_path: Path) -> Iterator[Helper]:
             GPU, listener, directory, "x.sock", 0, str(tmp_path / "gpu.yaml"), "x.sock"
         )
         yield made
+    made._wake.close()  # (what serving would close on the way out)
+    made._woken.close()
     os.close(directory)
 
 
@@ -88,7 +90,7 @@ def loop(helper: Helper) -> CallProcess:
 
 
 @pytest.fixture
-def pair(loop: CallProcess, monkeypatch: pytest.MonkeyPatch) -> Pair:
+def pair(loop: CallProcess, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pair]:
     made = Pair()
 
     def serve(call: socket.socket) -> None:
@@ -96,7 +98,9 @@ def pair(loop: CallProcess, monkeypatch: pytest.MonkeyPatch) -> Pair:
             made.served.append(call.recv(64))
 
     monkeypatch.setattr(loop, "_serve_call", serve)
-    return made
+    yield made
+    made.helper.close()
+    made.process.close()
 
 
 def test_it_takes_calls_in_turn_saying_when_it_took_each_and_when_it_is_free(
@@ -108,7 +112,8 @@ def test_it_takes_calls_in_turn_saying_when_it_took_each_and_when_it_is_free(
     assert pair.served == [b"call 0", b"call 1", b"call 2"]
     assert pair.said() == (TOOK + FREE) * 2 + TOOK  # the third was its last: it leaves
     calls.listener.setblocking(True)
-    assert calls.listener.accept()[0].recv(64) == b"call 3"  # left for another process
+    with calls.listener.accept()[0] as left:
+        assert left.recv(64) == b"call 3"  # left for another process
 
 
 def test_it_leaves_after_a_call_that_grew_it(
@@ -193,6 +198,8 @@ class Workers:
         self.helper._hear(self.helper._selector.select(1))
 
     def end(self) -> None:
+        for end in (*self.far, *(worker.pair for worker in self.workers)):
+            end.close()
         for process in self.processes:
             process.kill()
             process.wait()
