@@ -467,19 +467,19 @@ class Bench:
         return ticks / os.sysconf("SC_CLK_TCK")
 
     def _etcd_cpu(self) -> float:
-        with urllib.request.urlopen(f"{self.endpoint}/metrics", timeout=5) as page:
-            for line in page.read().decode().splitlines():
-                if line.startswith("process_cpu_seconds_total "):
-                    return float(line.split()[1])
-        return 0.0
+        return self.metric("process_cpu_seconds_total")
 
     def proposals(self) -> int:
         """Write transactions etcd has applied (a lost compare-and-swap is one too)."""
+        return int(self.metric("etcd_server_proposals_applied_total"))
+
+    def metric(self, name: str) -> float:
+        """One of etcd's own metrics (``/metrics``), as it stands now."""
         with urllib.request.urlopen(f"{self.endpoint}/metrics", timeout=5) as page:
             for line in page.read().decode().splitlines():
-                if line.startswith("etcd_server_proposals_applied_total "):
-                    return int(float(line.split()[1]))
-        raise RuntimeError("etcd /metrics has no etcd_server_proposals_applied_total")
+                if line.startswith(f"{name} "):
+                    return float(line.split()[1])
+        raise RuntimeError(f"etcd /metrics has no {name}")
 
 
 @contextmanager
