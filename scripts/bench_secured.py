@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from scripts.benching import Command
 from tests.etcd_server import Member, etcdctl_binary
 from tests.secured_etcd import start_auth_member, start_https_member
 
@@ -50,32 +51,25 @@ def _auth_row(bench: Bench, member: Member, directory: Path) -> None:
     auth: dict[str, object] = {"auth": {"username": USER, "password": PASSWORD}}
     ours = _read(bench, _config(bench, directory / "auth.yaml", member, auth))
     ctl = [etcdctl_binary(), f"--endpoints={member.client_url}", f"--user={USER}:{PASSWORD}"]
-    theirs = _median(bench, [*ctl, "get", f"{PREFIX}/x"])
-    bench.row("read with etcd auth (user and password)", ours, theirs,
-              "etcdctl --user get", bench.call_goals[0])  # fmt: skip
+    bench.compare("read with etcd auth (user and password)", ours,
+                  Command([*ctl, "get", f"{PREFIX}/x"]), "etcdctl --user get",
+                  bench.call_goals[0])  # fmt: skip
 
 
 def _tls_row(bench: Bench, member: Member, bundle: Path, directory: Path) -> None:
     config = _config(bench, directory / "tls.yaml", member, {})
     before = os.environ.get("SSL_CERT_FILE")
     os.environ["SSL_CERT_FILE"] = str(bundle)  # the calls', and so their helper's
+    ctl = [etcdctl_binary(), f"--endpoints={member.client_url}", f"--cacert={bundle}"]
     try:
-        ours = _read(bench, config)
+        bench.compare("read over TLS, verified against the system's CAs", _read(bench, config),
+                      Command([*ctl, "get", f"{PREFIX}/x"]), "etcdctl --cacert get",
+                      bench.call_goals[0])  # fmt: skip
     finally:
         if before is None:
             del os.environ["SSL_CERT_FILE"]
         else:
             os.environ["SSL_CERT_FILE"] = before
-    ctl = [etcdctl_binary(), f"--endpoints={member.client_url}", f"--cacert={bundle}"]
-    theirs = _median(bench, [*ctl, "get", f"{PREFIX}/x"])
-    bench.row("read over TLS, verified against the system's CAs", ours, theirs,
-              "etcdctl --cacert get", bench.call_goals[0])  # fmt: skip
-
-
-def _median(bench: Bench, argv: list[str]) -> float:
-    from scripts.benching import median_of
-
-    return median_of(bench.repeat, argv)[0]
 
 
 def _config(bench: Bench, path: Path, member: Member, etcd: dict[str, object]) -> Path:
@@ -85,8 +79,9 @@ def _config(bench: Bench, path: Path, member: Member, etcd: dict[str, object]) -
     return path
 
 
-def _read(bench: Bench, config: Path) -> float:
+def _read(bench: Bench, config: Path) -> Command:
+    """The read of a node added at this member, its helper started."""
     bench.answer("add-node", NODE, config)
     for _ in range(5):  # the first starts the helper
         bench.answer("get-node-resource-info", READ, config)
-    return bench.plugin("get-node-resource-info", READ, config=config)[0]
+    return bench.call("get-node-resource-info", READ, config)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from resource_extend.ledger.store.keys import KeyLayout
+from scripts.benching import peak_memory_kib, side_by_side
 
 if TYPE_CHECKING:
     from scripts.benching import Bench
@@ -54,29 +55,24 @@ def seeded(bench: Bench) -> Path:
 
 
 def storage_rows(bench: Bench, counts: list[int]) -> dict[str, int | None]:
-    rss: dict[str, int | None] = {}
     config = seeded(bench)
     keys = KeyLayout(PREFIX, "storage")
     read_goal, write_goal = bench.call_goals
-    read, rss["storage read"] = bench.plugin(
-        "get-node-resource-info", {"nodename": "short"}, config=config, program=PROGRAM
-    )
-    bench.row(f"{PROGRAM} read: get-node-resource-info", read,
-              bench.ctl("get", keys.head("short").decode()), "etcdctl get", read_goal)  # fmt: skip
+    read = bench.call("get-node-resource-info", {"nodename": "short"}, config, PROGRAM)
+    get = bench.ctl("get", keys.head("short").decode())
+    bench.compare(f"{PROGRAM} read: get-node-resource-info", read, get, "etcdctl get", read_goal)
+    rss = {"storage read": peak_memory_kib(read)}
     take = {"nodename": "short", "workloads_resource": [WORKLOAD], "delta": True, "incr": True}
-    write, rss["storage write"] = bench.plugin(
-        "set-node-resource-usage", take, config=config, program=PROGRAM
-    )
-    bench.row(f"{PROGRAM} write: set-node-resource-usage", write,
-              bench.ctl("put", f"{PREFIX}/scratch", "x"), "etcdctl put", write_goal)  # fmt: skip
+    write = bench.call("set-node-resource-usage", take, config, PROGRAM)
+    put = bench.ctl("put", f"{PREFIX}/scratch", "x")
+    bench.compare(f"{PROGRAM} write: set-node-resource-usage", write, put, "etcdctl put",
+                  write_goal)  # fmt: skip
+    rss["storage write"] = peak_memory_kib(write)
     # The node was seeded as the upstream plugin writes it, whose record names no stream end:
     # the read above took a second round trip to find it. Written by this plugin now, it takes
     # one, as the GPU read does (``ledger.store.records``).
-    again, _ = bench.plugin(
-        "get-node-resource-info", {"nodename": "short"}, config=config, program=PROGRAM
-    )
-    bench.row(f"{PROGRAM} read, once this plugin has written the node", again,
-              bench.ctl("get", keys.head("short").decode()), "etcdctl get", read_goal)  # fmt: skip
+    bench.compare(f"{PROGRAM} read, once this plugin has written the node", read, get,
+                  "etcdctl get", read_goal)  # fmt: skip
 
     for count in counts:
         prefix = f"{PREFIX}-fleet-{count}"
@@ -85,12 +81,11 @@ def storage_rows(bench: Bench, counts: list[int]) -> dict[str, int | None]:
         bench.put_all([(fleet.head(n), upstream_record(4, i % 3)) for i, n in enumerate(names)])
         fleet_config = bench.config_for(prefix)
         bench.warm_up(fleet_config, PROGRAM)
-        times = max(3, bench.repeat // 3)
         request = {"nodenames": names, "workload_resource": REQUEST}
-        ours, rss[f"storage {count:,} nodes"] = bench.plugin(
-            "get-nodes-deploy-capacity", request, times, fleet_config, PROGRAM
-        )
-        theirs = bench.ctl("get", "--prefix", fleet.root.decode(), times=times)
+        capacity = bench.call("get-nodes-deploy-capacity", request, fleet_config, PROGRAM)
+        scan = bench.ctl("get", "--prefix", fleet.root.decode())
+        ours, theirs = side_by_side(max(3, bench.repeat // 3), capacity, scan)
+        rss[f"storage {count:,} nodes"] = peak_memory_kib(capacity)
         what = f"{PROGRAM} get-nodes-deploy-capacity (AUTO + monopoly), {count:,} nodes"
         if count <= 1_000:
             bench.row(what, ours, theirs, "etcdctl get --prefix, same records", 2.0)
@@ -98,20 +93,19 @@ def storage_rows(bench: Bench, counts: list[int]) -> dict[str, int | None]:
             bench.limit_row(what, ours, theirs, "etcdctl get --prefix, same records", 1.0)
 
     bench.put_all([(keys.head("wide"), upstream_record(1000, 500))])
+    get_wide = bench.ctl("get", keys.head("wide").decode())
     deploy = {"nodename": "wide", "deploy_count": 10, "workload_resource_request": REQUEST}
-    ours, rss["storage deploy, 1,000 volumes"] = bench.plugin(
-        "calculate-deploy", deploy, config=config, program=PROGRAM
-    )
+    few = bench.call("calculate-deploy", deploy, config, PROGRAM)
+    ours, theirs = side_by_side(bench.repeat, few, get_wide)
+    rss["storage deploy, 1,000 volumes"] = peak_memory_kib(few)
     bench.limit_row(f"{PROGRAM} calculate-deploy of 10 on a node with 1,000 volumes", ours,
-                    bench.ctl("get", keys.head("wide").decode()), "etcdctl get, same record",
-                    1.0)  # fmt: skip
+                    theirs, "etcdctl get, same record", 1.0)  # fmt: skip
 
     mounts = {"volumes": [f"/mnt/m{i}:/d{i}:rw" for i in range(1024)]}
     many = {"nodename": "wide", "deploy_count": 1000, "workload_resource_request": mounts}
-    ours, rss["storage deploy, 1,000 x 1,024 bindings"] = bench.plugin(
-        "calculate-deploy", many, times=3, config=config, program=PROGRAM
-    )
+    largest = bench.call("calculate-deploy", many, config, PROGRAM)
+    ours, theirs = side_by_side(3, largest, get_wide)
+    rss["storage deploy, 1,000 x 1,024 bindings"] = peak_memory_kib(largest)
     bench.limit_row(f"{PROGRAM} calculate-deploy of 1,000 with 1,024 mount bindings (87 MB)",
-                    ours, bench.ctl("get", keys.head("wide").decode()),
-                    "etcdctl get, same record", 1.0)  # fmt: skip
+                    ours, theirs, "etcdctl get, same record", 1.0)  # fmt: skip
     return rss
