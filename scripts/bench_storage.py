@@ -84,7 +84,7 @@ def storage_rows(bench: Bench, counts: list[int]) -> dict[str, int | None]:
         request = {"nodenames": names, "workload_resource": REQUEST}
         capacity = bench.call("get-nodes-deploy-capacity", request, fleet_config, PROGRAM)
         scan = bench.ctl("get", "--prefix", fleet.root.decode())
-        ours, theirs = side_by_side(max(3, bench.repeat // 3), capacity, scan)
+        ours, theirs = side_by_side(bench.repeat, capacity, scan)
         rss[f"storage {count:,} nodes"] = peak_memory_kib(capacity)
         what = f"{PROGRAM} get-nodes-deploy-capacity (AUTO + monopoly), {count:,} nodes"
         if count <= 1_000:

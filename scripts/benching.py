@@ -349,7 +349,6 @@ class Bench:
                 "nodenames": names,
                 "workload_resource": {"prod_count_map": {PRODUCT: 1}},
             }
-            times = max(3, self.repeat // 3)
             config = self.config_for(prefix)
             self.warm_up(config)
             answer = self.answer("get-nodes-deploy-capacity", request, config)
@@ -359,12 +358,12 @@ class Bench:
             scan = self.ctl("get", "--prefix", KeyLayout(prefix, "gpu").root.decode())
             goal = 1.8 if count >= 10_000 else 1.3
             self.compare(f"get-nodes-deploy-capacity, {count:,} nodes", capacity, scan,
-                         "etcdctl get --prefix, same records", goal, times)  # fmt: skip
+                         "etcdctl get --prefix, same records", goal)  # fmt: skip
             rss[f"{count:,} nodes"] = peak_memory_kib(capacity)
             if count >= 10_000:
                 listed = Command(["resource-gpu", "--config", str(config), "nodes", "--json"])
                 self.compare(f"nodes --json, {count:,} nodes", listed, scan,
-                             "etcdctl get --prefix, same records", None, times)  # fmt: skip
+                             "etcdctl get --prefix, same records", None)  # fmt: skip
                 rss[f"nodes, {count:,} nodes"] = peak_memory_kib(listed)
         return rss
 
