@@ -28,7 +28,7 @@ S = TypeVar("S", bound=Struct)
 
 def read_state(session: Session[S], node: str) -> S:
     """The node's state, the empty record for a node with none."""
-    return session.kind.as_read(session.reads.records.read(node).state)
+    return session.kind.as_read(session.reads.records.state(node))
 
 
 def read_states(session: Session[S], names: list[str]) -> dict[str, S]:

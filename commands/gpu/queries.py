@@ -106,7 +106,7 @@ def get_node_resource_info(
     """
     node = check_node_name(request.nodename)
     held = workloads_sum(request.workloads_resource)
-    state = session.reads.records.read(node).state
+    state = session.reads.records.state(node)
     if state is None:
         return None
     return answers.NodeResourceInfo(**node_resources(state), diffs=usage_diffs(state.usage, held))

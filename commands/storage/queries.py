@@ -130,7 +130,7 @@ def get_node_resource_info(
     from resource_extend.projections.storage.views import state_json
 
     node = check_node_name(request.nodename)
-    state = session.reads.records.read(node).state
+    state = session.reads.records.state(node)
     if state is None:
         return None
     diffs = node_diffs(node, state, request.workloads_resource or [])

@@ -161,6 +161,14 @@ class NodeReads(Generic[S]):
         except msgspec.DecodeError as exc:
             raise StoreError(f"stored record is not readable: {exc}", node=node) from None
 
+    def state(self, node: str) -> S | None:
+        """The node's state (``None``: no record), by one point read of its record: what a
+        read needs, without the stream's position that only a write does (:meth:`read`). So
+        a record the upstream plugin wrote, which names no stream end, costs no second round
+        trip, and etcd serves a plain range, not a transaction."""
+        reply = self.etcd.read_range(wire.RangeRequest(key=self.keys.head(node)))
+        return self._decode_head(node, reply.kvs[0].value).state if reply.kvs else None
+
     def read(self, node: str, *, with_first: bool = False) -> NodeRecord[S]:
         """The node's state and stream position, in one round trip."""
         ops = self.read_ops(node, with_first)

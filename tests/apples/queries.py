@@ -14,7 +14,7 @@ def get_node_resource_info(
 ) -> NodeResourceInfo[int] | None:
     """A node's apples, and whether its workloads agree with what is eaten (null: no node)."""
     node = check_node_name(request.nodename)
-    state = session.store.records.read(node).state
+    state = session.store.records.state(node)
     if state is None:
         return None
     held = sum(n or 0 for n in request.workloads_resource or [])
