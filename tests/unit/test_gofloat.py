@@ -55,6 +55,9 @@ def test_a_float_is_written_as_go_writes_it(value: float, written: str) -> None:
 def test_what_json_cannot_hold_is_refused_as_go_refuses_it(value: float) -> None:
     with pytest.raises(ValueError, match="unsupported value"):
         go_float_text(value)
+    for _ in range(2):  # refused again: a refusal is not kept as an answer
+        with pytest.raises(ValueError, match="unsupported value"):
+            go_float(value)
 
 
 @given(st.floats(allow_nan=False, allow_infinity=False))
@@ -62,3 +65,10 @@ def test_the_text_reads_back_as_the_same_float(value: float) -> None:
     text = go_float_text(value)
     assert struct.pack("<d", float(text)) == struct.pack("<d", value)  # -0 and 0 apart too
     assert text == text.strip() and ".0e" not in text and not text.endswith(".0")
+
+
+def test_a_value_written_again_is_written_the_same_and_zero_keeps_its_sign() -> None:
+    """Values are kept once worked out; 0.0 and -0.0, equal as keys, are not one value."""
+    for value, written in [*GO_WROTE, *reversed(GO_WROTE)]:
+        assert bytes(go_float(value)) == written.encode()
+    assert [bytes(go_float(v)) for v in (0.0, -0.0, 0.0, -0.0)] == [b"0", b"-0", b"0", b"-0"]
