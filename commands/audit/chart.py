@@ -56,10 +56,19 @@ class Series(NamedTuple):
         return any(point.usage for point in self.points)
 
 
-def series(rows: Sequence[Row], measures: Callable[[Any], list[Measure]]) -> list[Series]:
-    """A series per measure any state of ``rows`` has, in the view's order: a measure that
-    first appears later (a volume added) goes after its neighbour in that state's list."""
-    measured = [{measure.chart: measure for measure in measures(state)} for _, state in rows]
+Measured = dict[str, Measure]
+"""A state's measures by chart, in the view's order."""
+
+
+def measured(rows: Sequence[Row], measures: Callable[[Any], list[Measure]]) -> list[Measured]:
+    """The measures of each row's state, worked out once for the charts and the table."""
+    return [{measure.chart: measure for measure in measures(state)} for _, state in rows]
+
+
+def series(rows: Sequence[Row], measured: Sequence[Measured]) -> list[Series]:
+    """A series per measure any state of ``rows`` has (``measured``: theirs, row by row), in
+    the view's order: a measure that first appears later (a volume added) goes after its
+    neighbour in that state's list."""
     order: list[str] = []
     units: dict[str, str] = {}
     for each in measured:

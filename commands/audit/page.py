@@ -97,12 +97,14 @@ def render(page: Page, view: KindView, summary: Callable[[Event], str]) -> str:
         _verdict(page.verdict),
         source_html(page.source),
     ]
+    measured = chart.measured(page.charted, view.measures)
     if page.rows:
-        drawn = chart.series(page.charted, view.measures)
+        drawn = chart.series(page.charted, measured)
         body += [_legend(page.rows, drawn), _summary(page, drawn), *_charts(page, drawn, said)]
     else:
         body.append('<p class="none">No events match.</p>')
-    body += [f'<p class="who">{escape(WHO)}</p>', _table(page.rows, view, said)]
+    after = {event.seq: each for (event, _), each in zip(page.charted, measured, strict=True)}
+    body += [f'<p class="who">{escape(WHO)}</p>', _table(page.rows, view, said, after)]
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{escape(title)}</title><style>{_style()}</style></head>"
@@ -232,19 +234,25 @@ def _charts(page: Page, drawn: Sequence[chart.Series], said: dict[int, str]) -> 
     return ['<section class="charts">', *shown, "</section>"]
 
 
-def _table(rows: Sequence[chart.Row], view: KindView, said: dict[int, str]) -> str:
+def _table(
+    rows: Sequence[chart.Row],
+    view: KindView,
+    said: dict[int, str],
+    measured: dict[int, chart.Measured],
+) -> str:
     """The events, one row each: ids short (whole on hover), cells that do not wrap but for
-    what changed, and the state after only where it changed from the row above."""
+    what changed, and the state after only where it changed from the row above (each row's
+    measures, by seq, as the charts worked them out: ``measured``)."""
     headers = ["SEQ", "AT (UTC)", "VERB", "KIND", "OP", "BY", "CHANGE", "AFTER, WHERE CHANGED"]
     head = "".join(f"<th>{escape(header)}</th>" for header in headers)
     body = []
-    before: dict[str, Measure] | None = None
+    before: chart.Measured | None = None
     for event, state in rows:
-        now = {measure.chart: measure for measure in view.measures(state)}
+        now = measured[event.seq]
         at = audit.rfc3339(audit.written_at(event))
         cells = (
             f"<td>{event.seq}</td>",
-            f'<td title="{escape(at)}">{escape(_shorter_time(at))}</td>',
+            f'<td title="{at}">{_shorter_time(at)}</td>',  # (digits and punctuation of ours)
             f"<td>{escape(event.verb)}</td>",
             f"<td>{escape(event.kind)}</td>",
             f'<td class="id" title="{escape(event.op)}">{escape(event.op[:8])}</td>',
@@ -279,8 +287,8 @@ def _after(
     else:
         changed = [m for chart_, m in now.items() if before is None or before.get(chart_) != m]
         shown = "".join(
-            f'<span class="m">{escape(m.chart)} {escape(chart.figure(m.usage, m.unit))} of '
-            f"{escape(chart.figure(m.capacity, m.unit))}</span>"
+            f'<span class="m">{escape(m.chart)} {chart.figure(m.usage, m.unit)} of '
+            f"{chart.figure(m.capacity, m.unit)}</span>"  # (figures: digits and the view's unit)
             for m in changed
         )
     return f'<td class="after" title="{hover}">{shown}</td>'

@@ -35,6 +35,7 @@ from resource_extend.projections.gpu import views as gpu_views
 from resource_extend.projections.gpu.events import Event, HeadRepaired
 from resource_extend.projections.gpu.node import GPU
 from resource_extend.projections.gpu.state import NodeState
+from resource_extend.projections.parts import Measure
 from resource_extend.projections.storage import views as storage_views
 from resource_extend.projections.storage.grammar.disks import Disk
 from resource_extend.projections.storage.node import STORAGE
@@ -83,12 +84,17 @@ def gpu_points(events: list[Any], product: str) -> list[tuple[int, int, int]]:
     ]
 
 
+def series_of(selected: list[chart.Row], measures: Any) -> list[chart.Series]:
+    """The charts' series of ``selected``, each row's measures worked out first, as a page does."""
+    return chart.series(selected, chart.measured(selected, measures))
+
+
 def drawn(series: list[chart.Series]) -> dict[str, list[tuple[int, int, int]]]:
     return {s.chart: [(p.seq, p.capacity, p.usage) for p in s.points] for s in series}
 
 
 def test_gpu_points_are_the_folds_cards_after_every_event() -> None:
-    charts = drawn(chart.series(rows(GPU, EVERY_KIND), gpu_views.measures))
+    charts = drawn(series_of(rows(GPU, EVERY_KIND), gpu_views.measures))
     assert list(charts) == [P70, P90]
     for product in (P70, P90):
         assert charts[product] == gpu_points(EVERY_KIND, product)
@@ -103,7 +109,7 @@ def test_gpu_points_are_the_folds_cards_after_every_event() -> None:
 def test_gpu_points_follow_any_usage(deltas: list[dict[str, int]]) -> None:
     changes: list[Any] = [UsageChanged(delta={p: n for p, n in d.items() if n}) for d in deltas]
     events = stream(NodeAdded(capacity={P70: 64, P90: 64}), *changes)
-    charts = drawn(chart.series(rows(GPU, events), gpu_views.measures))
+    charts = drawn(series_of(rows(GPU, events), gpu_views.measures))
     assert charts == {product: gpu_points(events, product) for product in (P70, P90)}
 
 
@@ -114,7 +120,7 @@ def test_a_compacted_stream_starts_from_its_checkpoints_state() -> None:
         change=audit.checkpoint_for(GPU, gone, "archive:n1.jsonl"),
     )  # fmt: skip
     events = [checkpoint, *EVERY_KIND[7:]]
-    charts = drawn(chart.series(rows(GPU, events), gpu_views.measures))
+    charts = drawn(series_of(rows(GPU, events), gpu_views.measures))
     assert charts[P90] == [(7, 8, 4), (8, 8, 4), (9, 0, 0), (10, 0, 0)]
     assert charts[P70] == [(7, 0, 0), (8, 0, 0), (9, 0, 0), (10, 1, 0)]
     assert chart.Span.of(rows(GPU, events)).start == gone[-1].at  # the checkpoint's time
@@ -152,7 +158,7 @@ def quota(resource: NodeResource, index: int) -> int:
 
 
 def test_storage_points_are_the_folds_volumes_storage_and_quotas_after_every_event() -> None:
-    charts = drawn(chart.series(rows(STORAGE, STORAGE_LIFE), storage_views.measures))
+    charts = drawn(series_of(rows(STORAGE, STORAGE_LIFE), storage_views.measures))
     assert list(charts) == [
         "volume /data0", "volume /data1", "storage",  # a volume added later, with the others
         "/dev/vda read IOPS", "/dev/vda write IOPS", "/dev/vda read B/s", "/dev/vda write B/s",
@@ -248,6 +254,24 @@ def test_compactions_fixes_repairs_adoptions_and_removals_are_ruled_across_each_
             assert ruled == {e.kind for e in events} & set(chart.RULED)
 
 
+def test_a_page_works_out_each_event_s_measures_once_for_its_charts_and_its_table() -> None:
+    asked: list[object] = []
+
+    class Counted:
+        """The GPU view, counting the states it is asked to measure."""
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(gpu_views, name)
+
+        @staticmethod
+        def measures(state: NodeState | None) -> list[Measure]:
+            asked.append(state)
+            return gpu_views.measures(state)
+
+    assert page_of(GPU, Counted(), EVERY_KIND) == page_of(GPU, gpu_views, EVERY_KIND)
+    assert len(asked) == len(EVERY_KIND)
+
+
 def test_a_fixs_diffs_show_in_its_row() -> None:
     page = page_of(GPU, gpu_views, EVERY_KIND)
     assert "diffs: nvidia-3090: usage 5, workloads hold 4" in page
@@ -316,7 +340,7 @@ def test_any_kind_gets_a_page_from_what_its_view_measures() -> None:
     events = stream(
         NodeAdded(capacity=10), UsageChanged(delta=3), UsageRebuilt(usage=2, diffs=["3 != 2"])
     )
-    assert drawn(chart.series(rows(APPLES, events), View.measures)) == {
+    assert drawn(series_of(rows(APPLES, events), View.measures)) == {
         "apples": [(1, 10, 0), (2, 10, 3), (3, 10, 2)]
     }
     page = page_of(APPLES, View(), events)
@@ -372,7 +396,7 @@ def test_the_summary_tallies_peak_mean_and_time_at_capacity() -> None:
         UsageChanged(delta={P90: -2}),  # minute 3: half, for a minute
         UsageChanged(delta={P90: -2}),  # minute 4: the span's end
     )
-    (found,) = [tally.tally(s) for s in chart.series(rows(GPU, events), gpu_views.measures)]
+    (found,) = [tally.tally(s) for s in series_of(rows(GPU, events), gpu_views.measures)]
     assert (found.capacity, found.peak, found.peak_at) == (4, 4, T0 + timedelta(minutes=2))
     assert found.full == timedelta(minutes=1) and found.span == timedelta(minutes=3)
     assert found.mean == (0 + 4 + 2) / 3
