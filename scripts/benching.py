@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -78,8 +78,7 @@ def side_by_side(times: int, *commands: Command) -> list[float]:
         for command, seconds in zip(commands, spent, strict=True):
             done = run(command.argv, command.stdin)
             if done.status != 0:
-                argv = " ".join(command.argv)
-                sys.exit(f"bench: {argv} failed: {done.stderr.decode().strip()}")
+                _failed(command, done)
             seconds.append(done.seconds)
     return [statistics.median(seconds) for seconds in spent]
 
@@ -139,11 +138,14 @@ def _together(command: Command, count: int) -> list[float]:
         thread.start()
     for thread in threads:
         thread.join()
-    failed = [r for r in done if r.status != 0]
-    if failed:
-        argv = " ".join(command.argv)
-        sys.exit(f"bench: {argv} failed: {failed[0].stderr.decode().strip()}")
+    for failed in (r for r in done if r.status != 0):
+        _failed(command, failed)
     return [r.seconds for r in done]
+
+
+def _failed(command: Command, done: Run) -> NoReturn:
+    """The bench stops: a row measures calls that did their work."""
+    sys.exit(f"bench: {' '.join(command.argv)} failed: {done.stderr.decode().strip()}")
 
 
 GNU_TIME = "/usr/bin/time"
