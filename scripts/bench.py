@@ -4,7 +4,8 @@ local etcd.
 Run by ``scripts/bench`` (which installs everything first). Every figure is the median wall time
 of repeated whole-process runs, as core pays it (a new process per verb); each is set against
 etcdctl doing the equivalent one-shot call, or for stream length against the same verb on a
-short stream. Prints a Markdown table (docs/speed.md quotes it).
+short stream, run in turns with it, and the ratio is the median of the turns' own ratios
+(``benching.Pair``). Prints a Markdown table (docs/speed.md quotes it).
 
     scripts/bench                    # the full run (about two minutes)
     scripts/bench --quick            # fewer repetitions; no 100,000-node fleet
@@ -105,7 +106,8 @@ def main() -> None:
     print(
         f"resource-gpu and resource-storage bench: {options.transport} transport, resident helper "
         f"{options.resident}, {os.cpu_count()} CPUs, "
-        f"Python {platform.python_version()}, median of {repeat} whole-process runs\n"
+        f"Python {platform.python_version()}, median of {repeat} whole-process runs, each in "
+        "turns with its baseline's; a ratio is the median of the turns' ratios\n"
     )
     print("| call | ours | etcdctl / baseline | ratio | goal |")
     print("|---|---|---|---|---|")

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from resource_extend.ledger.store.keys import KeyLayout
-from scripts.benching import peak_memory_kib, side_by_side
+from scripts.benching import Pair, peak_memory_kib, side_by_side
 
 if TYPE_CHECKING:
     from scripts.benching import Bench
@@ -84,28 +84,28 @@ def storage_rows(bench: Bench, counts: list[int]) -> dict[str, int | None]:
         request = {"nodenames": names, "workload_resource": REQUEST}
         capacity = bench.call("get-nodes-deploy-capacity", request, fleet_config, PROGRAM)
         scan = bench.ctl("get", "--prefix", fleet.root.decode())
-        ours, theirs = side_by_side(bench.repeat, capacity, scan)
+        pair = Pair(*side_by_side(bench.repeat, capacity, scan))
         rss[f"storage {count:,} nodes"] = peak_memory_kib(capacity)
         what = f"{PROGRAM} get-nodes-deploy-capacity (AUTO + monopoly), {count:,} nodes"
         if count <= 1_000:
-            bench.row(what, ours, theirs, "etcdctl get --prefix, same records", 2.0)
+            bench.row(what, pair, "etcdctl get --prefix, same records", 2.0)
         else:
-            bench.limit_row(what, ours, theirs, "etcdctl get --prefix, same records", 1.0)
+            bench.limit_row(what, pair, "etcdctl get --prefix, same records", 1.0)
 
     bench.put_all([(keys.head("wide"), upstream_record(1000, 500))])
     get_wide = bench.ctl("get", keys.head("wide").decode())
     deploy = {"nodename": "wide", "deploy_count": 10, "workload_resource_request": REQUEST}
     few = bench.call("calculate-deploy", deploy, config, PROGRAM)
-    ours, theirs = side_by_side(bench.repeat, few, get_wide)
+    pair = Pair(*side_by_side(bench.repeat, few, get_wide))
     rss["storage deploy, 1,000 volumes"] = peak_memory_kib(few)
-    bench.limit_row(f"{PROGRAM} calculate-deploy of 10 on a node with 1,000 volumes", ours,
-                    theirs, "etcdctl get, same record", 1.0)  # fmt: skip
+    bench.limit_row(f"{PROGRAM} calculate-deploy of 10 on a node with 1,000 volumes", pair,
+                    "etcdctl get, same record", 1.0)  # fmt: skip
 
     mounts = {"volumes": [f"/mnt/m{i}:/d{i}:rw" for i in range(1024)]}
     many = {"nodename": "wide", "deploy_count": 1000, "workload_resource_request": mounts}
     largest = bench.call("calculate-deploy", many, config, PROGRAM)
-    ours, theirs = side_by_side(3, largest, get_wide)
+    pair = Pair(*side_by_side(3, largest, get_wide))
     rss["storage deploy, 1,000 x 1,024 bindings"] = peak_memory_kib(largest)
     bench.limit_row(f"{PROGRAM} calculate-deploy of 1,000 with 1,024 mount bindings (87 MB)",
-                    ours, theirs, "etcdctl get, same record", 1.0)  # fmt: skip
+                    pair, "etcdctl get, same record", 1.0)  # fmt: skip
     return rss

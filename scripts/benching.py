@@ -68,11 +68,11 @@ def run(argv: Sequence[str], stdin: bytes = b"") -> Run:
     return Run(time.perf_counter() - start, done.returncode, done.stderr)
 
 
-def side_by_side(times: int, *commands: Command) -> list[float]:
-    """The median seconds of each command, run ``times`` times in turns (one of each, then
-    again; every run must succeed). In turns, a machine that slows down or speeds up midway
-    (another process, a CPU's clock) weighs on each command alike, so that their ratio holds
-    where medians taken one command after the other would drift apart."""
+def side_by_side(times: int, *commands: Command) -> list[list[float]]:
+    """Each command's seconds, run ``times`` times in turns (one of each, then again; every
+    run must succeed), turn by turn. In turns, a machine that slows down or speeds up midway
+    (another process, a CPU's clock) weighs on each command alike: a :class:`Pair` of two
+    commands' runs says how they compare turn by turn."""
     spent: list[list[float]] = [[] for _ in commands]
     for _ in range(times):
         for command, seconds in zip(commands, spent, strict=True):
@@ -80,7 +80,34 @@ def side_by_side(times: int, *commands: Command) -> list[float]:
             if done.status != 0:
                 _failed(command, done)
             seconds.append(done.seconds)
-    return [statistics.median(seconds) for seconds in spent]
+    return spent
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Ours and a baseline, measured in turns: their seconds (or any measure), turn by turn.
+
+    A row's ratio and margin are the medians of the turns' own: each turn's two runs met the
+    machine in the same state, so a slow minute moves both. (The ratio of the two medians
+    would set one turn's run against another's: on this VM the margin of a read over the bare
+    interpreter, so taken, swung twice as far between runs of the same tree.)"""
+
+    ours: Sequence[float]
+    theirs: Sequence[float]
+
+    @property
+    def medians(self) -> tuple[float, float]:
+        return statistics.median(self.ours), statistics.median(self.theirs)
+
+    @property
+    def ratio(self) -> float:
+        """The median of the turns' ratios, ours to theirs."""
+        return statistics.median(o / t for o, t in zip(self.ours, self.theirs, strict=True))
+
+    @property
+    def margin(self) -> float:
+        """The median of the turns' differences, ours less theirs."""
+        return statistics.median(o - t for o, t in zip(self.ours, self.theirs, strict=True))
 
 
 @dataclass
@@ -102,7 +129,7 @@ class Burst:
     @property
     def p99(self) -> float:
         """The median of the rounds' p99s: one slow round, a scheduler's hiccup, is not the
-        result."""
+        result (set against another command's, round by round: :class:`Pair`)."""
         return statistics.median(self.p99s)
 
 
@@ -277,26 +304,27 @@ class Bench:
         against: str,
         goal: float | None,
         times: int | None = None,
-    ) -> float:
-        """A row of ``ours`` against ``theirs``, run side by side; ours' median."""
+    ) -> None:
+        """A row of ``ours`` against ``theirs``, run side by side."""
         mine, their = side_by_side(times or self.repeat, ours, theirs)
-        self.row(what, mine, their, against, goal)
-        return mine
+        self.row(what, Pair(mine, their), against, goal)
 
-    def row(self, what: str, ours: float, theirs: float, against: str, goal: float | None) -> None:
-        ratio = ours / theirs
+    def row(self, what: str, pair: Pair, against: str, goal: float | None) -> None:
+        """Each side's median, and the turns' ratio against its goal."""
+        (ours, theirs), ratio = pair.medians, pair.ratio
         verdict = "" if goal is None else (" ✓" if ratio <= goal else " ✗")
         self.rows.append(
             (what, f"{ours * 1000:.1f} ms", f"{theirs * 1000:.1f} ms ({against})",
              f"{ratio:.2f}x{verdict}", f"≤ {goal}x" if goal else "")
         )  # fmt: skip
 
-    def limit_row(self, what: str, ours: float, theirs: float, against: str, limit: float) -> None:
-        """A row whose goal is a time, not a ratio."""
+    def limit_row(self, what: str, pair: Pair, against: str, limit: float) -> None:
+        """A row whose goal is a time, not a ratio: our median within ``limit`` seconds."""
+        ours, theirs = pair.medians
         within = " ✓" if ours < limit else " ✗"
         self.rows.append(
             (what, f"{ours * 1000:.0f} ms", f"{theirs * 1000:.0f} ms ({against})",
-             f"{ours / theirs:.2f}x", f"< {limit:g} s{within}")
+             f"{pair.ratio:.2f}x", f"< {limit:g} s{within}")
         )  # fmt: skip
 
     # -- the runs -----------------------------------------------------------------------------
@@ -314,7 +342,7 @@ class Bench:
         bare = Command([sys.executable, "-I", "-S", "-c", "pass"])
         ours, theirs, floor = side_by_side(self.repeat, read, get, bare)
         goals = self.call_goals
-        self.row("read: get-node-resource-info", ours, theirs, "etcdctl get", goals[0])
+        self.row("read: get-node-resource-info", Pair(ours, theirs), "etcdctl get", goals[0])
         take = {
             "nodename": "short",
             "workloads_resource": [{"prod_count_map": {PRODUCT: 1}}],
@@ -326,12 +354,13 @@ class Bench:
         self.compare("write: set-node-resource-usage", write, put, "etcdctl put", goals[1])
         verbs = Command(["resource-gpu", "verbs"])
         self.compare("verbs (no etcd, in-process)", verbs, get, "etcdctl get", None)
-        self.row("read against the floor: python -I -S -c pass", ours, floor,
+        above_floor = Pair(ours, floor)
+        self.row("read against the floor: python -I -S -c pass", above_floor,
                  "python -I -S -c pass", None)  # fmt: skip
-        above = (ours - floor) * 1000
+        above = above_floor.margin * 1000
         self.rows.append(
-            ("read, above the floor", f"{above:+.1f} ms", f"{floor * 1000:.1f} ms (python -I -S "
-             "-c pass)", "", f"≤ 3 ms{' ✓' if above <= 3 else ' ✗'}")
+            ("read, above the floor", f"{above:+.1f} ms", f"{above_floor.medians[1] * 1000:.1f} "
+             "ms (python -I -S -c pass)", "", f"≤ 3 ms{' ✓' if above <= 3 else ' ✗'}")
         )  # fmt: skip
         for what, argv in (
             ("python -I -S -c pass", bare.argv),
@@ -379,7 +408,7 @@ class Bench:
         capacity = self.call("get-nodes-deploy-capacity", request, config)
         scan = self.ctl("get", "--prefix", KeyLayout(prefix, "gpu").root.decode())
         ours, theirs = side_by_side(3, capacity, scan)
-        self.limit_row(f"get-nodes-deploy-capacity, {count:,} nodes", ours, theirs,
+        self.limit_row(f"get-nodes-deploy-capacity, {count:,} nodes", Pair(ours, theirs),
                        "etcdctl get --prefix, same records", 30)  # fmt: skip
         return {f"{count:,} nodes": peak_memory_kib(capacity)}
 
@@ -403,8 +432,10 @@ class Bench:
             for request in (take, give, short, short_give)
         ]
         taken, given, short_taken, short_given = side_by_side(self.repeat, *calls)
-        ours, base = (taken + given) / 2, (short_taken + short_given) / 2
-        self.row(f"write on a {length:,}-event stream", ours, base, "same, 10-event stream", 1.1)
+        ours = [(take + give) / 2 for take, give in zip(taken, given, strict=True)]
+        base = [(take + give) / 2 for take, give in zip(short_taken, short_given, strict=True)]
+        self.row(f"write on a {length:,}-event stream", Pair(ours, base), "same, 10-event stream",
+                 1.1)  # fmt: skip
 
     def contention(self, seconds: float, writers: int = WRITERS) -> str:
         """``writers`` processes writing to one node for ``seconds``: commits, calls that gave
@@ -464,20 +495,21 @@ class Bench:
         processes, and etcd."""
         read = self.call("get-node-resource-info", {"nodename": "short"})
         bare = Command([sys.executable, "-I", "-S", "-c", "pass"])
-        [alone] = side_by_side(self.repeat, read)
+        alone = statistics.median(*side_by_side(self.repeat, read))
         helper = self.helper_pid()
         ours, theirs = at_once(callers, rounds, [read, bare], lambda: self.cpu_spent(helper))
         calls = callers * rounds
         cpu = [spent / calls for spent in ours.cpu]
         floor = theirs.cpu[0] / calls
-        p99, verdict = ours.p99 / theirs.p99, "✓" if ours.p99 <= 1.3 * theirs.p99 else "✗"
+        p99 = Pair(ours.p99s, theirs.p99s).ratio  # the rounds' own, each beside its floor's
+        verdict = "✓" if p99 <= 1.3 else "✗"
         return (
             f"{callers} reads at once through one helper (median of {rounds} rounds): median "
             f"{ours.median * 1000:.0f} ms, p99 {ours.p99 * 1000:.0f} ms, one read alone "
             f"{alone * 1000:.1f} ms ({ours.p99 / alone:.1f}x); {callers} bare interpreters at "
             f"once (python -I -S -c pass), in turns with them: p99 {theirs.p99 * 1000:.0f} ms: "
-            f"ours {p99:.2f}x theirs {verdict} (goal ≤ 1.3x). CPU a read: its process "
-            f"{cpu[0] * 1000:.2f} ms (a bare interpreter's {floor * 1000:.2f}), the helper "
+            f"ours {p99:.2f}x theirs, round by round {verdict} (goal ≤ 1.3x). CPU a read: its "
+            f"process {cpu[0] * 1000:.2f} ms (a bare interpreter's {floor * 1000:.2f}), the helper "
             f"{cpu[1] * 1000:.2f} ms, etcd {cpu[2] * 1000:.2f} ms: {sum(cpu) / floor:.2f}x a "
             "bare interpreter's"
         )
