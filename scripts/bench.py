@@ -113,6 +113,7 @@ def main() -> None:
     print("|---|---|---|---|---|")
     for row in bench.rows:
         print("| " + " | ".join(row) + " |")
+    print(f"\n{bench.noise()}")
     print(f"\n{contended}")
     print("\npeak memory per call (max RSS): " + ", ".join(
         f"{what} {kib / 1024:.0f} MiB" if kib else f"{what} n/a (no {GNU_TIME})"

@@ -44,6 +44,9 @@ SEEDED_FITS = 6
 """Copies of a one-card request each node of a seeded fleet fits (8 cards, 2 in use)."""
 PREFIX = "/bench"
 WRITERS = 8
+GAUGES = ("python -I -S -c pass", "etcdctl get", "etcdctl put")
+"""Baselines that do the same work in every row they are run in: how far they move across a
+run says how noisy it was (:meth:`Bench.noise`)."""
 
 
 @dataclass
@@ -202,6 +205,8 @@ class Bench:
         self.etcd = HttpTransport(EtcdConfig(machines=[endpoint]))
         self.etcdctl = [etcdctl_binary(), f"--endpoints={endpoint}"]
         self.rows: list[tuple[str, str, str, str, str]] = []
+        self.gauged: dict[str, list[Sequence[float]]] = {gauge: [] for gauge in GAUGES}
+        """Each gauge's runs (``GAUGES``), row by row."""
 
     def config_for(self, prefix: str, *, unbounded: bool = False) -> Path:
         """A config for ``prefix``, with the default stream bounds (or none at all)."""
@@ -312,11 +317,27 @@ class Bench:
     def row(self, what: str, pair: Pair, against: str, goal: float | None) -> None:
         """Each side's median, and the turns' ratio against its goal."""
         (ours, theirs), ratio = pair.medians, pair.ratio
+        if against in self.gauged:
+            self.gauged[against].append(pair.theirs)
         verdict = "" if goal is None else (" ✓" if ratio <= goal else " ✗")
         self.rows.append(
             (what, f"{ours * 1000:.1f} ms", f"{theirs * 1000:.1f} ms ({against})",
              f"{ratio:.2f}x{verdict}", f"≤ {goal}x" if goal else "")
         )  # fmt: skip
+
+    def noise(self) -> str:
+        """How noisy the run was, by its gauges: each one's fastest and slowest run, and the
+        range of its rows' medians."""
+        said = []
+        for gauge, rows in self.gauged.items():
+            if rows:
+                runs = [seconds * 1000 for row in rows for seconds in row]
+                medians = [statistics.median(row) * 1000 for row in rows]
+                said.append(
+                    f"{gauge} {min(runs):.1f} to {max(runs):.1f} ms over {len(runs)} runs, its "
+                    f"{len(rows)} rows' medians {min(medians):.1f} to {max(medians):.1f} ms"
+                )
+        return "how noisy: " + "; ".join(said)
 
     def limit_row(self, what: str, pair: Pair, against: str, limit: float) -> None:
         """A row whose goal is a time, not a ratio: our median within ``limit`` seconds."""
@@ -367,7 +388,10 @@ class Bench:
             ("python -c pass", [sys.executable, "-c", "pass"]),
             ("python -c 'import msgspec'", [sys.executable, "-c", "import msgspec"]),
         ):
-            self.compare(f"floor: {what}", Command(argv), get, "etcdctl get", None)
+            floor_row = Pair(*side_by_side(self.repeat, Command(argv), get))
+            self.row(f"floor: {what}", floor_row, "etcdctl get", None)
+            if what in self.gauged:  # the bare start, in a row of its own
+                self.gauged[what].append(floor_row.ours)
         memory = (("read", read), ("write", write), ("verbs", verbs))
         return {what: peak_memory_kib(command) for what, command in memory}
 
