@@ -92,8 +92,8 @@ class Pair:
 
     A row's ratio and margin are the medians of the turns' own: each turn's two runs met the
     machine in the same state, so a slow minute moves both. (The ratio of the two medians
-    would set one turn's run against another's: on this VM the margin of a read over the bare
-    interpreter, so taken, swung twice as far between runs of the same tree.)"""
+    sets one turn's run against another's: on this VM the margin of a read over the bare
+    interpreter, so taken, swung twice as far across twenty sets of seven turns.)"""
 
     ours: Sequence[float]
     theirs: Sequence[float]
