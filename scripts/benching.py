@@ -309,10 +309,11 @@ class Bench:
         against: str,
         goal: float | None,
         times: int | None = None,
-    ) -> None:
-        """A row of ``ours`` against ``theirs``, run side by side."""
-        mine, their = side_by_side(times or self.repeat, ours, theirs)
-        self.row(what, Pair(mine, their), against, goal)
+    ) -> Pair:
+        """A row of ``ours`` against ``theirs``, run side by side; their runs."""
+        pair = Pair(*side_by_side(times or self.repeat, ours, theirs))
+        self.row(what, pair, against, goal)
+        return pair
 
     def row(self, what: str, pair: Pair, against: str, goal: float | None) -> None:
         """Each side's median, and the turns' ratio against its goal."""
@@ -383,13 +384,12 @@ class Bench:
             ("read, above the floor", f"{above:+.1f} ms", f"{above_floor.medians[1] * 1000:.1f} "
              "ms (python -I -S -c pass)", "", f"≤ 3 ms{' ✓' if above <= 3 else ' ✗'}")
         )  # fmt: skip
-        for what, argv in (
-            ("python -I -S -c pass", bare.argv),
-            ("python -c pass", [sys.executable, "-c", "pass"]),
-            ("python -c 'import msgspec'", [sys.executable, "-c", "import msgspec"]),
+        for what, command in (
+            ("python -I -S -c pass", bare),
+            ("python -c pass", Command([sys.executable, "-c", "pass"])),
+            ("python -c 'import msgspec'", Command([sys.executable, "-c", "import msgspec"])),
         ):
-            floor_row = Pair(*side_by_side(self.repeat, Command(argv), get))
-            self.row(f"floor: {what}", floor_row, "etcdctl get", None)
+            floor_row = self.compare(f"floor: {what}", command, get, "etcdctl get", None)
             if what in self.gauged:  # the bare start, in a row of its own
                 self.gauged[what].append(floor_row.ours)
         memory = (("read", read), ("write", write), ("verbs", verbs))
