@@ -127,13 +127,15 @@ class Call:
                 start = time.perf_counter()
                 path = client.config_file(self.plugin, self.config)
                 assert path is not None, self.config
-                name = client.socket_name(path)
+                code = client.installation()
+                name = client.socket_name(path, code)
                 found = time.perf_counter()
                 link = client.Link.connect(self.plugin.name, name)
                 assert link is not None, "no helper answers: warm it up first"
                 linked = time.perf_counter()
                 try:
-                    outcome = link.call(self.verb, path, self.stdin(i))
+                    request = client.call_request(self.verb, path, code, self.stdin(i))
+                    outcome = link.call(self.verb, request)
                 finally:
                     link.close()
                 done = time.perf_counter()

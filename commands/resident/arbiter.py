@@ -84,9 +84,11 @@ class Helper:
         self.pid = os.getpid()
         self.started = time.time()
         self.version = installed_version()
-        self.code = resident.code_identity()
-        """The version and code this helper loaded, as they were when it started: an upgrade
-        changes the files on disk, not what it runs (doctor compares them)."""
+        self.installation = os.fsencode(resident.installation())
+        """The installation this helper loaded, as it was when it started (an upgrade changes
+        the files on disk, not what it runs): it serves only callers of the same."""
+        self.code = resident.short_name(self.installation)
+        """Its short name, for people (``doctor`` compares it with the files')."""
         self.served = 0
         """Calls its call processes have said are over."""
         self._selector = selectors.DefaultSelector()

@@ -65,6 +65,7 @@ class Forker(Protocol):
     pid: int
     started: float
     version: str
+    installation: bytes
     code: str
     stopping: bool
     caller: str
@@ -122,7 +123,7 @@ class CallProcess:
                 fields = head.split(b"\0") if head else []
                 if len(fields) < 2 or fields[0] != resident.MAGIC:
                     return
-                if fields[1] == b"call" and len(fields) == 6:
+                if fields[1] == b"call" and len(fields) == 7:
                     self._call(connection, reader, fields[2:])
                 elif fields[1] in (b"status", b"stop"):
                     connection.sendall(_framed(self.status()))
@@ -134,13 +135,20 @@ class CallProcess:
     def _call(
         self, connection: socket.socket, reader: resident.Reader, fields: list[bytes]
     ) -> None:
-        verb, config_path = fields[0].decode(), os.fsdecode(fields[1])
-        stdin = reader.exactly(int(fields[3]))
-        if stdin is None or (verb not in CORE_VERBS and verb not in HIDDEN_VERBS):
+        verb, config_path, environment = fields[0].decode(), os.fsdecode(fields[1]), fields[2]
+        code = reader.exactly(int(fields[3]))
+        stdin = reader.exactly(int(fields[4]))
+        if code is None or stdin is None or (verb not in CORE_VERBS and verb not in HIDDEN_VERBS):
             return
-        # Another config, or a caller whose home or trust differs from the helper's starter's:
-        # answered in the caller's process, as it would be without a helper.
-        ours = config_path == self.helper.config_path and fields[2] == resident.environment()
+        # Another config or installation, or a caller whose home or trust differs from the
+        # helper's starter's (each compared in full): answered in the caller's process, as it
+        # would be without a helper.
+        helper = self.helper
+        ours = (config_path, code, environment) == (
+            helper.config_path,
+            helper.installation,
+            resident.environment(),
+        )
         settings = config_or_none(config_path) if ours else None
         if settings is None or not settings.resident:
             if settings is not None and ours:

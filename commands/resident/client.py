@@ -10,10 +10,12 @@ library (``ledger.host.lean`` does what it needs of ``os``), and nothing that ne
 
 The conversation, one call per connection (frames are lines; bodies follow their frame)::
 
-    client: RGPU4 \\0 call \\0 VERB \\0 CONFIG \\0 ENVIRONMENT \\0 LENGTH \\n  then the request
+    client: RGPU5 \\0 call \\0 VERB \\0 CONFIG \\0 ENVIRONMENT \\0 CODE \\0 LENGTH \\n
+            then the installation (CODE bytes) and the request (LENGTH bytes)
     helper: A PID            it has the call, run by its call process PID
-            F                it will not serve this call (another config, or a caller whose
-                             environment says otherwise: ENVIRONMENT): run it here
+            F                it will not serve this call (another config, another
+                             installation, or a caller whose environment says otherwise:
+                             ENVIRONMENT): run it here
             K                the call is alive (every HEARTBEAT seconds, however long it runs)
             P AFTER OP NODE  a write is about to go out (stream end, op id, node in hex) ...
     client: G                ... and only on this go-ahead is it sent
@@ -53,7 +55,7 @@ if TYPE_CHECKING:
     from resource_extend.commands.program import Program
     from resource_extend.ledger.store.appender import Resume
 
-MAGIC = b"RGPU4"
+MAGIC = b"RGPU5"
 CONNECT_TIMEOUT = 1.0
 """Seconds to reach the helper's socket: past a stuck helper's backlog, connect() would block."""
 SILENCE = 3.0
@@ -154,7 +156,8 @@ def _record(root: str) -> str | None:
 
 
 def code_identity() -> str:
-    """A short name for this installation (see :func:`installation`)."""
+    """A short name for this installation (see :func:`installation`), for people: a helper
+    compares a caller's whole installation with its own."""
     return short_name(installation().encode())
 
 
@@ -165,15 +168,37 @@ them with the process that started it; another is answered here, as without a he
 
 
 def environment() -> bytes:
-    """This process's :data:`CALLERS_ENVIRONMENT`, named short (what a call sends, and what
-    a helper compares it with)."""
-    values = b"|".join(fsencode(f"{name}={getenv(name)}") for name in CALLERS_ENVIRONMENT)
-    return short_name(values).encode()
+    """This process's :data:`CALLERS_ENVIRONMENT` as they read here, in hex (what a call sends,
+    and what a helper compares with its own, byte for byte): each value, or that it is unset,
+    and the working directory when a value is relative (OpenSSL reads it from there). Never a
+    short name of them: two CA paths differing by two digits can share one (round six)."""
+    values = [getenv(name) for name in CALLERS_ENVIRONMENT]
+    said = [b"-" if value is None else b"=" + fsencode(value) for value in values]
+    if any(value is not None and _relative(value) for value in values):
+        said.append(b"@" + fsencode(posix.getcwd()))
+    return b"\0".join(said).hex().encode()
 
 
-def socket_name(config_path: str) -> str:
-    """The socket of the helper for this installation and this config file."""
-    return f"{short_name(fsencode(config_path) + b'|' + installation().encode())}.sock"
+def _relative(value: str) -> bool:
+    """Whether a path (or a list of them, as ``SSL_CERT_DIR`` may be) names anything relative
+    to the working directory."""
+    return any(not part.startswith("/") for part in value.split(":"))
+
+
+def call_request(verb: str, config_path: str, code: str, stdin: bytes) -> bytes:
+    """A call as it is sent: its frame, the caller's installation (``code``), the request."""
+    installed = fsencode(code)
+    head = [MAGIC, b"call", verb.encode(), fsencode(config_path), environment()]
+    head += [b"%d" % len(installed), b"%d" % len(stdin)]
+    return b"\0".join(head) + b"\n" + installed + stdin
+
+
+def socket_name(config_path: str, code: str | None = None) -> str:
+    """The socket of the helper for this installation and this config file. Short, so two
+    may share one: the helper compares the config path and the installation in full, and a
+    caller it turns away runs its call itself (a collision costs speed, never a wrong answer)."""
+    installed = fsencode(installation() if code is None else code)
+    return f"{short_name(fsencode(config_path) + b'|' + installed)}.sock"
 
 
 NAME_MODULUS = (1 << 31) - 1
@@ -184,7 +209,8 @@ def short_name(data: bytes) -> str:
     """Eight hex digits for ``data``, the same in every process (``hash`` is not), as crc32's
     were. Not zlib's crc32: loading zlib costs a core call a quarter of a millisecond; this
     one arithmetic step on a number of a few hundred bytes costs a microsecond. Names need no
-    strength against forgery, only against chance: the directory they live in is private."""
+    strength against forgery, only against chance: the directory they live in is private, and
+    nothing is decided by a name alone (``socket_name``)."""
     number = int.from_bytes(b"\x01" + data, "big")  # (the 1: leading zero bytes count too)
     return f"{number % NAME_MODULUS:08x}"
 
@@ -214,12 +240,13 @@ def call(program: "Program", verb: str, config: str | None) -> Outcome:
     path = config_file(program, config)
     if path is None:
         return Outcome(None)
-    link = Link.connect(program.name, socket_name(path))
+    code = installation()
+    link = Link.connect(program.name, socket_name(path, code))
     if link is None:
         return Outcome(None)
     stdin = sys.stdin.buffer.read(MAX_REQUEST_BYTES + 1)
     try:
-        outcome = link.call(verb, path, stdin)
+        outcome = link.call(verb, call_request(verb, path, code, stdin))
     finally:
         link.close()
     if outcome.status is None:
@@ -321,15 +348,14 @@ class Link:
             posix.close(self._pidfd)
             self._pidfd = None
 
-    def call(self, verb: str, config_path: str, stdin: bytes) -> Outcome:
-        head = [MAGIC, b"call", verb.encode(), fsencode(config_path), environment()]
-        head.append(b"%d" % len(stdin))
+    def call(self, verb: str, request: bytes) -> Outcome:
+        """Send the call (``request``, as :func:`call_request` makes it); relay its answer."""
         sent: tuple[str, int] | None = None
         node = ""
         sock = self.sock
         try:
             sock.settimeout(SILENCE)
-            sock.sendall(b"\0".join(head) + b"\n" + stdin)
+            sock.sendall(request)
             taken = self.reader.line()
             if taken is None or not taken.startswith(b"A "):
                 return Outcome(None)  # gone, or "F": it will not serve this call

@@ -114,8 +114,12 @@ def test_a_helper_never_serves_a_caller_of_another_user(
                 str(uid),
                 str(gid),
                 str(path),
-                str(plugin.config),
-                resident.environment().decode(),
+                resident.call_request(
+                    "get-node-resource-info",
+                    str(plugin.config),
+                    resident.installation(),
+                    b'{"nodename": "n1"} ',
+                ).hex(),
             ],
             capture_output=True,
             cwd=ROOT,
@@ -130,15 +134,14 @@ def test_a_helper_never_serves_a_caller_of_another_user(
 
 STRANGER_CALL = """
 import os, socket, sys
-uid, gid, path, config = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
-env = sys.argv[5].encode()  # the environment a caller of the helper's own would send
+uid, gid, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+call = bytes.fromhex(sys.argv[4])  # the call a caller of the helper's own would send
 os.setgid(gid); os.setuid(uid)
 sock = socket.socket(socket.AF_UNIX)
 sock.settimeout(10)
 sock.connect(path)
 try:  # the helper may close before the request is all sent, or before it is read
-    sock.sendall(b"RGPU4\\0call\\0get-node-resource-info\\0" + config.encode() + b"\\0"
-                 + env + b"\\0" + b"19\\n" + b'{"nodename": "n1"} ')
+    sock.sendall(call)
     answer = sock.recv(65536)
 except (BrokenPipeError, ConnectionResetError):  # closed unread: refused
     answer = b""

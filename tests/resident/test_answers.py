@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trustme
 
 from resource_extend.commands.gpu.plugin import PLUGIN as GPU
 from resource_extend.commands.resident import client as resident
@@ -26,6 +27,7 @@ from tests.resident.conftest import (
     started,
     wait_for,
 )
+from tests.secured_etcd import start_https_member
 
 
 def test_a_call_starts_a_helper_without_holding_cores_pipes(plugin: Plugin, runtime: Path) -> None:
@@ -145,16 +147,21 @@ def _named(user: str) -> dict[str, str]:
     return {"USER": user, "LOGNAME": user, "LNAME": user, "USERNAME": user}
 
 
-def taken(plugin: Plugin, environment: bytes) -> bytes | None:
-    """The helper's first answer to a call sent as a caller with ``environment`` sends it."""
+def info_request(plugin: Plugin) -> bytes:
+    """A call of ``get-node-resource-info`` as this process would send it now (its
+    environment as it reads now)."""
+    request = json.dumps({"nodename": "n1"}).encode()
+    code = resident.installation()
+    return resident.call_request("get-node-resource-info", str(plugin.config), code, request)
+
+
+def taken(plugin: Plugin, request: bytes) -> bytes | None:
+    """The helper's first answer to ``request``."""
     link = resident.Link.connect(plugin.program, resident.socket_name(str(plugin.config)))
     assert link is not None
     try:
-        request = json.dumps({"nodename": "n1"}).encode()
-        head = [resident.MAGIC, b"call", b"get-node-resource-info", str(plugin.config).encode()]
-        head += [environment, b"%d" % len(request)]
         link.sock.settimeout(10)
-        link.sock.sendall(b"\0".join(head) + b"\n" + request)
+        link.sock.sendall(request)
         return link.reader.line()
     finally:
         link.close()
@@ -171,7 +178,7 @@ def test_a_caller_whose_home_or_trust_differs_is_answered_as_in_process(
     resident_plugin(plugin)
     started(plugin)
     monkeypatch.setenv("HOME", str(plugin.workdir / "home"))  # as the test's calls run
-    ours = resident.environment()
+    ours = info_request(plugin)
     answer = taken(plugin, ours)
     assert answer is not None and answer.startswith(b"A "), answer
     elsewhere = plugin.workdir / "elsewhere"
@@ -179,10 +186,64 @@ def test_a_caller_whose_home_or_trust_differs_is_answered_as_in_process(
     for name in resident.CALLERS_ENVIRONMENT:
         with monkeypatch.context() as changed:
             changed.setenv(name, str(elsewhere))
-            theirs = resident.environment()
+            theirs = info_request(plugin)
         assert theirs != ours
         assert taken(plugin, theirs) == b"F", name
         # and through the binary, such a caller is answered, in its own process
         done = plugin.run("get-node-resource-info", {"nodename": "n1"}, env={name: str(elsewhere)})
         assert done.status == 0, done.stderr
         assert counts(json.loads(done.stdout)["capacity"]) == {"nvidia-3090": 8}
+
+
+def test_a_caller_of_another_installation_is_answered_as_in_process(
+    plugin: Plugin, runtime: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A socket's name is short, so two installations may share one: the helper compares the
+    caller's installation with its own in full, and serves none but its own (another is
+    answered in its own process: a name shared costs speed, never another's code)."""
+    resident_plugin(plugin)
+    started(plugin)
+    monkeypatch.setenv("HOME", str(plugin.workdir / "home"))  # as the test's calls run
+    request = json.dumps({"nodename": "n1"}).encode()
+    config, ours = str(plugin.config), resident.installation()
+    for code, answer in ((ours, b"A "), (ours + "|another", b"F"), (ours[:-1], b"F")):
+        sent = resident.call_request("get-node-resource-info", config, code, request)
+        assert (taken(plugin, sent) or b"").startswith(answer), code[-40:]
+
+
+def test_a_caller_whose_ca_path_shares_the_starter_s_short_name_is_not_served(
+    runtime: Path, tmp_path: Path
+) -> None:
+    """Round six: a helper compared its caller's environment by a short name of it, and two CA
+    paths whose digits swap 31 bytes apart (``dc1/…/ca2.pem``, ``dc2/…/ca1.pem``) share one:
+    a caller whose ``SSL_CERT_FILE`` names another CA was served with its starter's, and its
+    call answered. Compared byte for byte, such a caller is answered in its own process, where
+    the etcd's certificate does not verify; a caller that agrees with the starter is served."""
+    member, files = start_https_member(tmp_path)
+    plugin = resident_plugin(Plugin([member.client_url], tmp_path, timeout=2))
+    try:
+        filler = "x" * 26
+        trusted = tmp_path / "dc1" / filler / "ca2.pem"
+        another = tmp_path / "dc2" / filler / "ca1.pem"
+        for path, pem in ((trusted, Path(files.ca_file).read_bytes()),
+                          (another, trustme.CA().cert_pem.bytes())):  # fmt: skip
+            path.parent.mkdir(parents=True)
+            path.write_bytes(pem)
+        assert resident.short_name(bytes(trusted)) == resident.short_name(bytes(another))
+        starter = {"SSL_CERT_FILE": str(trusted)}
+        added = plugin.run("add-node", {"nodename": "n1", "resource": R({G: 2})}, env=starter)
+        assert added.status == 0, added.stderr  # and it starts the helper, trusting that CA
+        wait_for(lambda: helper_pid(plugin), "the helper to answer")
+        theirs = plugin.run("get-node-resource-info", {"nodename": "n1"},
+                            env={"SSL_CERT_FILE": str(another)})  # fmt: skip
+        assert theirs.status == 1 and theirs.stdout == "", theirs.stdout
+        assert "certificate" in theirs.stderr.lower(), theirs.stderr
+        with pytest.MonkeyPatch.context() as caller:
+            caller.setenv("HOME", str(plugin.workdir / "home"))  # as the plugin's calls run
+            caller.setenv("SSL_CERT_FILE", str(trusted))
+            assert (taken(plugin, info_request(plugin)) or b"").startswith(b"A "), "not served"
+            caller.setenv("SSL_CERT_FILE", str(another))
+            assert taken(plugin, info_request(plugin)) == b"F"
+    finally:
+        plugin.stop_helper()
+        member.kill()

@@ -189,10 +189,11 @@ def test_the_helper_sends_no_write_its_caller_did_not_allow(
         link = resident.Link.connect(plugin.program, resident.socket_name(str(plugin.config)))
         assert link is not None
         request = json.dumps(TAKE).encode()
-        head = [resident.MAGIC, b"call", b"set-node-resource-usage", str(plugin.config).encode()]
-        head.append(resident.environment())
+        code = resident.installation()
         link.sock.settimeout(10)
-        link.sock.sendall(b"\0".join([*head, b"%d" % len(request)]) + b"\n" + request)
+        link.sock.sendall(
+            resident.call_request("set-node-resource-usage", str(plugin.config), code, request)
+        )
         assert link.reader.line() is not None  # A: taken
         announced = link.reader.line()
         assert announced is not None and announced.startswith(b"P "), announced
