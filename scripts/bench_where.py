@@ -38,7 +38,6 @@ from resource_extend.commands.resident import client
 from resource_extend.commands.resident.client import package_dir
 from resource_extend.commands.storage.plugin import PLUGIN as STORAGE
 from resource_extend.ledger.etcd import transport
-from resource_extend.ledger.store.recent import keep_recent_writes
 
 if TYPE_CHECKING:
     from resource_extend.commands.program import Plugin
@@ -150,7 +149,6 @@ class Call:
         within it, and of how many there were."""
         verb = load_verb(self.plugin, self.verb)
         assert verb is not None
-        keep_recent_writes()  # as a call process does: a write decides on what its last left
         whole, etcd, trips = [], [], []
         for i in range(times):
             out, err = io.BytesIO(), io.BytesIO()

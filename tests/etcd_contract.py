@@ -207,8 +207,7 @@ class TransportContract(ABC):
         answer = self.txn(txn)
         assert answer.succeeded
         assert answer.header.revision == made + 1
-        # Its own puts, seen by the ranges after them, at its revision: a write reads back the
-        # record it leaves in its own transaction (ledger.store.recent).
+        # Its own puts, seen by the ranges after them, at its revision.
         [seen] = answer.ranges()[2].kvs
         assert (seen.value, seen.mod_revision, seen.version) == (b"2", made + 1, 2)
         assert answer.ranges()[3].count == 2

@@ -33,7 +33,6 @@ from resource_extend.commands.resident.claim import locked
 from resource_extend.commands.resident.warm import ready_for_calls
 from resource_extend.ledger.etcd.choice import serves_many_calls
 from resource_extend.ledger.store.appender import who
-from resource_extend.ledger.store.recent import keep_recent_writes
 from resource_extend.ledger.store.turns import tidy
 
 if TYPE_CHECKING:
@@ -128,7 +127,6 @@ class Helper:
         self._listener.setblocking(False)
         self._selector.register(self._woken, selectors.EVENT_READ)
         serves_many_calls()  # etcd.transport auto: gRPC, loaded once here
-        keep_recent_writes()  # a node's next write decides on what this process's last left
         ready_for_calls(self.config_path)  # every call process inherits what this loads
         gc.freeze()  # what is loaded now lives as long as the helper: no collection walks it
         try:

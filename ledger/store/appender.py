@@ -13,9 +13,9 @@ the write's operation id among the events appended since, so no change is ever a
 (compaction leaves events younger than ``streams.min_age`` in place, so they are there to look
 in: ``ledger.upkeep.compaction``).
 
-A process that serves call after call (the resident helper's call processes) decides a node's
-next write on the record its own last write left, read back in that write's transaction, rather
-than read it first (``ledger.store.recent`` says what that trusts, and why it is safe).
+A write decides on the record its own call read, never on one kept from an earlier call: etcd
+restored from a backup repeats revisions, and a record kept from before the restore can name
+the very revision and seq of another writer's edit made after it, and pass every compare.
 """
 
 from __future__ import annotations
@@ -41,9 +41,8 @@ from resource_extend.ledger.model.events import SNAPSHOT_EVERY, AnyEvent, Change
 from resource_extend.ledger.store.keys import KeyLayout
 from resource_extend.ledger.store.migration import ON_WRITE, migrate_node, not_migrated
 from resource_extend.ledger.store.outcomes import Appended, Outcomes, stream_length
-from resource_extend.ledger.store.recent import RECENT, Where
 from resource_extend.ledger.store.records import NodeReads, NodeRecord
-from resource_extend.ledger.store.turns import Turn, turn
+from resource_extend.ledger.store.turns import turn
 
 S = TypeVar("S", bound=msgspec.Struct)
 """The node state of the store's resource kind."""
@@ -117,44 +116,11 @@ class Appender(Generic[S]):
         """
         left = self.etcd.time_left()  # waited for at most half, leaving the write its time
         wait = max(min(left / 2, left - 3 * self.etcd.settle_reserve()), 0.0)
-        with turn(self.kind.program, self.config.prefix, node, wait) as this:
-            reads_length = with_length or admit is not None
-            recent = self._recent(node, this) if resume is None else None
-            write = _Write(self, node, verb, decide, reads_length, admit, resume, recent)
-            if not RECENT.on:
-                return self._attempts(write)
-            try:
-                appended = self._attempts(write)
-            except BaseException:
-                this.mark(b"")  # what the write did, if anything, is not known here
-                raise
-            if appended.events:
-                kept = RECENT.take(self.recent_key(node))
-                this.mark(b"" if kept is None else self._mark(node, kept))
-            return appended
-
-    def _recent(self, node: str, this: Turn) -> NodeRecord[S] | None:
-        """The record this process's last write to the node left, if no writer of this host has
-        written the node since: the turn's mark is still that write's (``ledger.store.turns``).
-        A writer of another host may have: the compare-and-swap finds out."""
-        record = RECENT.take(self.recent_key(node))
-        if record is None or this.last() != self._mark(node, record):
-            return None
-        return record
-
-    def _mark(self, node: str, record: NodeRecord[S]) -> bytes:
-        """The turn's mark for the node's record as a write left it: its head's key and
-        revision, which name that write alone."""
-        return b"%s %d" % (self.keys.head(node), record.head_revision)
-
-    def recent_key(self, node: str) -> Where:
-        """The node's record among those this process's writes left (``ledger.store.recent``)."""
-        return tuple(self.config.machines), self.keys.head(node)
-
-    def forget_recent(self, node: str) -> None:
-        """The node's next write from this process reads its record afresh (the record kept
-        may not be the node's: a write's answer was lost, the stream was compacted, ...)."""
-        RECENT.forget(self.recent_key(node))
+        with turn(self.kind.program, self.config.prefix, node, wait):
+            write = _Write(
+                self, node, verb, decide, with_length or admit is not None, admit, resume
+            )
+            return self._attempts(write)
 
     def _attempts(self, write: _Write[S]) -> Appended[S]:
         """``write``'s attempts, until one lands, its time is spent, or the tries run out."""
@@ -276,25 +242,9 @@ class Appender(Generic[S]):
                 for e, value in zip(events, stored, strict=True)
             ),
         ]
-        if RECENT.on:  # and the record as the write leaves it (ranges see the puts before them)
-            success += self.records.read_ops(node, with_first=True)
         return wire.TxnRequest(
             compare=compare, success=success, failure=self.records.read_ops(node, with_first)
         )
-
-    def keep_recent(self, node: str, reply: wire.TxnResponse) -> None:
-        """The record a write that landed left, read back in its own transaction, kept for the
-        node's next write from this process (``ledger.store.recent``)."""
-        if not RECENT.on:
-            return
-        reads = len(self.records.read_ops(node, with_first=True))
-        left = wire.TxnResponse(
-            header=reply.header, succeeded=True, responses=reply.responses[-reads:]
-        )
-        try:
-            RECENT.keep(self.recent_key(node), self.records.record_of(node, left))
-        except StoreError:  # not understood: the node's next write reads its record afresh
-            RECENT.forget(self.recent_key(node))
 
 
 class _Write(Generic[S]):
@@ -310,7 +260,6 @@ class _Write(Generic[S]):
         with_length: bool,
         admit: Admit | None,
         resume: Resume | None,
-        recent: NodeRecord[S] | None,
     ) -> None:
         self.appender = appender
         self.node = node
@@ -319,10 +268,8 @@ class _Write(Generic[S]):
         self.with_length = with_length
         self.admit = admit
         self.op = resume.op if resume else new_op()
-        self.recent = recent is not None
-        """Deciding on the record this process's last write left (``ledger.store.recent``),
-        not on one read now: trusted only by a compare-and-swap that holds."""
-        self.record = recent if recent is not None else appender._read_to_write(node, with_length)
+        self.record = appender._read_to_write(node, with_length)
+        """The record the write decides on: read in this call, never kept from another."""
         self.sent_after: int | None = resume.after if resume else None
         """Where the stream ended when the first unanswered write went out."""
         self.sent_base: NodeRecord[S] | None = None
@@ -348,24 +295,11 @@ class _Write(Generic[S]):
         return landed
 
     def decided(self) -> Change | None:
-        """The change ``decide`` makes of the record as read (``admit`` asked first). Anything
-        but a change, decided on the record this process's last write left, is decided again
-        on the record read now: a refusal or "nothing to do" may be the kept record's alone."""
+        """The change ``decide`` makes of the record as read (``admit`` asked first)."""
         record = self.record
-        try:
-            if self.admit is not None:
-                self.admit(stream_length(record.first, record.seq, record.seq), record.nodes)
-            change = self.decide(record.state)
-        except Exception:
-            if not self.recent:
-                raise
-            change = None
-        if change is None and self.recent:
-            self.recent = False
-            self.appender.forget_recent(self.node)
-            self.record = self.appender._read_to_write(self.node, self.with_length)
-            return self.decided()
-        return change
+        if self.admit is not None:
+            self.admit(stream_length(record.first, record.seq, record.seq), record.nodes)
+        return self.decide(record.state)
 
     def unchanged(self) -> Appended[S]:
         record = self.record
@@ -377,9 +311,7 @@ class _Write(Generic[S]):
     def sent(self, change: Change, *, first: bool) -> Appended[S] | None:
         """Send ``change`` as one compare-and-swap: what it appended, or None when it must be
         tried again (the answer was lost, or another writer moved the node: the record is
-        read again either way, the lost race's from the transaction's else branch). A compare
-        lost on the record this process's last write left is no race: the write is decided
-        again at once, on the record that came back."""
+        read again either way, the lost race's from the transaction's else branch)."""
         appender, node, record = self.appender, self.node, self.record
         tip = appender.records.tip(node, record)
         events, after = appender._events_for(record, tip, self.verb, self.op, change, self.lost)
@@ -391,14 +323,12 @@ class _Write(Generic[S]):
                 appender._write_hook(node, record.seq, self.op)
             reply = appender.etcd.txn(txn, write=True, keep=appender.etcd.settle_reserve())
         except Ambiguous:
-            appender.forget_recent(node)
             if self.sent_after is None:
                 self.sent_after, self.sent_base = record.seq, record
             self.pending, self.dead = record.head_revision, False
             self.record = appender._read_to_write(node, self.with_length)
             return None
         if reply.succeeded:
-            appender.keep_recent(node, reply)
             length = stream_length(record.first, events[0].seq, events[-1].seq)
             return Appended(
                 before=record.state, after=after, events=events, length=length, nodes=record.nodes
@@ -407,10 +337,6 @@ class _Write(Generic[S]):
         if fresh.head_revision and fresh.head_revision == record.head_revision:
             raise appender.outcomes.not_where_the_head_says(node, record.seq)  # no writer moved it
         self.record = fresh
-        if self.recent:  # another wrote the node since this process's last write: no race
-            self.recent = False  # lost; decided again at once on the record that came back
-            again = self.decided()
-            return self.unchanged() if again is None else self.sent(again, first=False)
         self.lost += 1
         pause = _jitter(min(0.002 * 2 ** (self.lost - 1), MOST_PAUSE))
         time.sleep(min(pause, appender.etcd.time_left()))

@@ -17,11 +17,6 @@ A turn is never needed for a write to be right, only to be quick:
 * within one process a second write of the same slot (a rival a test runs from a write hook)
   goes on at once: a process's writes never wait on themselves.
 
-A turn's holder may leave a mark in its file for the next (:meth:`Turn.mark`): a process that
-keeps the records its writes leave (``ledger.store.recent``) marks the node's record as its
-write left it, and decides its next write on that record only when the mark is still its own,
-that is when no writer of this host has written the node since.
-
 A helper that stops removes the turn files nobody holds (:func:`tidy`), leaving the runtime
 directory as it found it.
 """
@@ -57,59 +52,24 @@ def slot(prefix: str, node: str) -> int:
     return zlib.crc32(f"{prefix}\0{node}".encode()) % SLOTS
 
 
-MARK_MOST = 512
-"""Bytes of a mark read back at most."""
-
-
-class Turn:
-    """A node's turn on this host as a write has it: held or not (its truth), and the mark its
-    last holder left in it."""
-
-    def __init__(self, fd: int | None = None) -> None:
-        self._fd = fd
-        """The turn file's descriptor, while the turn is held; None when it is not."""
-
-    def __bool__(self) -> bool:
-        return self._fd is not None
-
-    def last(self) -> bytes:
-        """The mark the turn's last holder left (empty: none, or the turn is not held)."""
-        if self._fd is None:
-            return b""
-        try:
-            return posix.pread(self._fd, MARK_MOST, 0)
-        except OSError:
-            return b""
-
-    def mark(self, mark: bytes) -> None:
-        """Leave ``mark`` for the turn's next holder (nothing, when the turn is not held)."""
-        if self._fd is None:
-            return
-        try:
-            posix.pwrite(self._fd, mark, 0)
-            posix.ftruncate(self._fd, len(mark))
-        except OSError:  # a mark is a hint: without it, the next holder reads afresh
-            pass
-
-
 @contextmanager
-def turn(program: str, prefix: str, node: str, wait: float) -> Iterator[Turn]:
+def turn(program: str, prefix: str, node: str, wait: float) -> Iterator[bool]:
     """Hold ``node``'s turn on this host while the block runs, waiting up to ``wait`` seconds
-    for it. Yields the turn, true when held (false: the write goes on without it)."""
+    for it. Yields whether it is held (False: the write goes on without it)."""
     key = (program, slot(prefix, node))
     if key in _held:
-        yield Turn()
+        yield False
         return
     fd = _lock_file(program, key[1])
     if fd is None:
-        yield Turn()
+        yield False
         return
     try:
         held = _take(fd, wait)
         if held:
             _held.add(key)
         try:
-            yield Turn(fd if held else None)
+            yield held
         finally:
             _held.discard(key)
     finally:

@@ -155,5 +155,3 @@ def _compact(
     except Exception:  # a quiet compaction never fails the write that has landed
         if loudly:
             raise
-    finally:  # the stream may start elsewhere now: the node's next write reads it anew
-        store.appender.forget_recent(node)
