@@ -247,6 +247,32 @@ def test_repair_never_adopts_a_checkpoint_it_cannot_check(
     assert etcd.head("n1") == before  # the head left as it was: 8 cards
 
 
+def test_repair_never_adopts_a_checkpoint_whose_export_here_does_not_check_out(
+    plugin: Plugin, etcd: Etcd, tmp_path: Path
+) -> None:
+    """As above, but the forged checkpoint names the real export, which is here, with its real
+    digest: the file reads, and what the checkpoint says of it (its state: 64 cards) does not
+    check out against it. --repair refuses it and leaves the head byte for byte."""
+    compacted_twice(plugin, etcd, ["n1"], tmp_path)
+    checkpoint, _, last = etcd.events("n1")
+    real = checkpoint.json()["change"]
+    assert Path(real["export"].split(":", 1)[1]).is_file()  # the export is on this host
+    forged = {
+        **real,
+        "state": {"capacity": {G: 64}, "usage": {}},
+        "tip": hashlib.sha256(last.value).hexdigest(),  # what event 8 digested to
+    }
+    etcd.put_many({last.key: json.dumps({**last.json(), "change": forged}).encode()})
+    for kv in (checkpoint, _):
+        delete_key(etcd, kv.key)
+    etcd.put_many({etcd.events_prefix("n1") + "first": b"8"})
+    before = etcd.head("n1")
+    lines = report(run(plugin, "verify", "n1", "--repair"), 1, 1)
+    assert "(not repaired: its checkpoint's export of checkpoint 8" in lines["n1"], lines
+    assert "does not check out" in lines["n1"], lines
+    assert etcd.head("n1") == before  # the head left as it was: 8 cards
+
+
 def test_an_export_that_is_not_the_file_written_byte_for_byte_is_a_disagreement(
     plugin: Plugin, etcd: Etcd, tmp_path: Path
 ) -> None:

@@ -195,6 +195,36 @@ def test_a_race_lost_to_a_removal_raises_what_decide_raises_and_writes_nothing()
     assert make_store(etcd).records.read(NODE).state is None
 
 
+def edited_by_hand(head: bytes, cards: int) -> bytes:
+    """The node's record with its usage set to ``cards`` of ``CARD``, as an operator's
+    ``etcdctl put`` (or the upstream plugin) writes it: the head alone, no event."""
+    edited = head.replace(
+        b'"usage":{"prod_count_map":{}}',
+        b'"usage":{"prod_count_map":{"%s":%d}}' % (CARD.encode(), cards),
+    )
+    assert edited != head
+    return edited
+
+
+def test_a_head_edited_with_no_event_before_the_commit_is_decided_on_again() -> None:
+    """Between a write's read and its commit, the head is put by hand and no event appended:
+    the compare on the head's revision alone sees it (the next event key is still free). The
+    write decides again on the edited head, and the edit is kept beneath its delta."""
+    etcd = MemoryEtcd()
+    new_node(etcd)
+    head = layout(make_store(etcd)).head(NODE)
+    etcd.before_next_write(lambda: etcd.put(head, edited_by_hand(etcd.get(head) or b"", 5)))
+    decide, seen = recording(usage_change({CARD: 2}))
+
+    result = make_store(etcd).appender.append(NODE, "take", decide)
+
+    assert [usage(state) for state in seen] == [{}, {CARD: 5}]
+    assert usage(result.before) == {CARD: 5}
+    assert usage(result.after) == {CARD: 7}
+    assert usage(make_store(etcd).records.read(NODE).state) == {CARD: 7}
+    assert seqs(stream_of(etcd)) == [1, 2]
+
+
 # -- unknown outcomes -------------------------------------------------------------------------
 
 
