@@ -171,6 +171,30 @@ def test_an_edit_that_changes_nothing_creates_nothing(installed: Plugin) -> None
     never_written(installed, GHOST)
 
 
+@pytest.mark.parametrize("read", [None, {}], ids=["null", "empty"])
+def test_core_s_rollback_of_a_removal_writes_nothing_for_a_node_never_seen(
+    installed: Plugin, read: Any
+) -> None:
+    """Core's RemoveNode reads every plugin first (a node never seen reads ``null``) and, when
+    another plugin fails, restores each with ``set-node-resource-info`` of what it read: that
+    leaves the node empty, as it was, and writes nothing (round six: resource-gpu wrote a
+    record, and ``nodes`` listed a node with no cards)."""
+    installed.ok("set-node-resource-info", {"nodename": GHOST, "capacity": read, "usage": read})
+    never_written(installed, GHOST)
+
+
+def test_core_s_rollback_of_a_removal_writes_nothing_for_a_node_removed(
+    installed: Plugin,
+) -> None:
+    """The same for a node this plugin removed: no record comes back, no event is added."""
+    add_empty(installed, EMPTY)
+    installed.ok("remove-node", {"nodename": EMPTY})
+    before = installed.history(EMPTY)
+    installed.ok("set-node-resource-info", {"nodename": EMPTY, "capacity": {}, "usage": {}})
+    assert installed.info(EMPTY) is None
+    assert installed.history(EMPTY) == before
+
+
 # -- two creators of one node ---------------------------------------------------------------
 
 

@@ -124,7 +124,10 @@ def set_usage(
 
 
 def set_info(state: NodeState | None, capacity: Cards, usage: Cards) -> Change | None:
-    if state == NodeState(capacity=capacity, usage=usage):
+    """Nothing when the node would read as it does: unchanged, or a node with no record (never
+    seen, or removed) left empty, which is what core's rollback of a removal hands back for
+    such a node (``null`` and ``null``, or ``{}`` and ``{}``)."""
+    if GPU.as_read(state) == NodeState(capacity=capacity, usage=usage):
         return None
     return NodeInfoSet(capacity=capacity, usage=usage)
 

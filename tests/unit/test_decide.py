@@ -341,7 +341,11 @@ def test_set_usage_delta_never_leaves_negative_usage(usage: Cards, given_: Cards
 
 def test_set_info_creates_a_missing_node() -> None:
     assert decide.set_info(None, {P70: 1}, {}) == NodeInfoSet(capacity={P70: 1}, usage={})
-    assert decide.set_info(None, {}, {}) == NodeInfoSet(capacity={}, usage={})
+
+
+def test_set_info_leaving_a_missing_node_empty_writes_nothing() -> None:
+    """Core's rollback of a removal, for a node this plugin never saw: it reads as empty."""
+    assert decide.set_info(None, {}, {}) is None
 
 
 def test_set_info_overwrites_both() -> None:

@@ -118,6 +118,8 @@ def set_info(
         # node this plugin never had, which has nothing to restore.
         return None
     after = updates.set_info(capacity, usage)
+    if state is None and not STORAGE.differences(after, STORAGE.empty()):
+        return None  # a node with no record (never seen, or removed) left empty: as it reads
     return None if after == state else NodeInfoSet(capacity=after.capacity, usage=after.usage)
 
 
