@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta, timezone
-from html import escape
 from typing import Any, NamedTuple
 
+from resource_extend.commands.audit.escaping import escape
 from resource_extend.ledger.model import audit
 from resource_extend.ledger.model.events import AnyEvent as Event
 from resource_extend.projections.parts import Measure, human

@@ -13,11 +13,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import datetime
-from html import escape
 from typing import NamedTuple
 from urllib.parse import quote
 
 from resource_extend.commands.audit import chart
+from resource_extend.commands.audit.escaping import escape
 from resource_extend.commands.audit.page import SOURCE_STYLE, Source, Verdict, source_html
 from resource_extend.ledger.model import audit
 from resource_extend.ledger.model.events import AnyEvent as Event

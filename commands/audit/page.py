@@ -13,10 +13,10 @@ from __future__ import annotations
 import collections
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from html import escape
 from typing import TYPE_CHECKING, NamedTuple
 
 from resource_extend.commands.audit import chart, tally
+from resource_extend.commands.audit.escaping import escape
 from resource_extend.ledger.model import audit
 from resource_extend.ledger.model.events import AnyEvent as Event
 

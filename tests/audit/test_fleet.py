@@ -212,3 +212,96 @@ def test_only_a_new_or_empty_directory_or_an_earlier_fleet_is_written(
     archive_alone = run(plugin, "nodes", "--archive", str(tmp_path))
     assert "--archive is for the pages --html writes" in usage_error(archive_alone)
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_no_two_nodes_share_a_page(plugin: Plugin, tmp_path: Path) -> None:
+    """Round six: a name too long to quote took ``node-<digest>.html``, and a 32-hex-digit name
+    is its own quoted form, so a node named the long one's digest shared its page (both rows
+    linked one file). The digest form is one ``quote`` never writes."""
+    import hashlib
+
+    long = "n" * 210
+    digest = hashlib.sha256(long.encode()).hexdigest()[:32]
+    for name in (long, digest):
+        plugin.add(name, {G: 1})
+    out = tmp_path / "fleet"
+    assert "2 nodes" in written(plugin, out)
+    pages = {page for _, page in Links((out / "index.html").read_text()).rows}
+    assert len(pages) == 2, pages
+    holding = [[p for p in pages if name in (out / p).read_text()] for name in (long, digest)]
+    assert sorted(len(found) for found in holding) == [1, 1], holding  # each on its own page
+    assert holding[0] != holding[1]
+    assert sorted(p.name for p in out.iterdir()) == sorted(["index.html", *pages])
+
+
+def test_an_earlier_fleet_s_directory_holding_anything_else_is_refused_by_name(
+    plugin: Plugin, tmp_path: Path
+) -> None:
+    """Round six: DIR was taken as an earlier fleet's when its index said so, and all else in
+    it (an auditor's notes, a directory of evidence) was moved aside with the old pages and
+    deleted. Now every entry must be a page the index links to; the rest is named, and DIR and
+    its parent are left as they were."""
+    plugin.add("n1", {G: 2})
+    out = tmp_path / "fleet"
+    written(plugin, out)
+    (out / "notes.txt").write_text("mine")
+    (out / "evidence").mkdir()
+    (out / "evidence" / "scan.txt").write_text("kept")
+    (out / "node-n9.html").write_text("a page no index links to")
+    before = {path: path.read_bytes() for path in out.rglob("*") if path.is_file()}
+    beside = sorted(tmp_path.iterdir())
+    line = error_line(run(plugin, "nodes", "--html", str(out)), "nodes")
+    assert line == (
+        f"resource-gpu nodes: {out} holds files that are not an earlier fleet's pages: "
+        "evidence/, node-n9.html, notes.txt; give a new or empty directory, or move them out; "
+        "nothing was written"
+    ), line
+    assert {path: path.read_bytes() for path in out.rglob("*") if path.is_file()} == before
+    assert sorted(tmp_path.iterdir()) == beside
+
+
+def test_a_fleet_written_over_from_inside_its_directory_leaves_nothing_beside(
+    plugin: Plugin, tmp_path: Path
+) -> None:
+    """Round six: ``nodes --html .`` inside an earlier fleet's DIR made its aside directory
+    inside DIR, failed to move ``.`` (EBUSY), left the aside directory behind (one more a run)
+    and named a node in its error. DIR is resolved first: the pages are rewritten in place."""
+    plugin.add("n1", {G: 2})
+    out = tmp_path / "fleet"
+    written(plugin, out)
+    plugin.add("n2", {G: 2})
+    again = plugin.run("nodes", None, "--html", ".", cwd=out)
+    assert again.status == 0, again.stderr
+    assert again.stdout.startswith(f"wrote {out / 'index.html'}: 2 nodes"), again.stdout
+    assert sorted(p.name for p in out.iterdir()) == ["index.html", "node-n1.html", "node-n2.html"]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+    (out / "notes.txt").write_text("mine")
+    line = error_line(plugin.run("nodes", None, "--html", ".", cwd=out), "nodes")
+    assert line.startswith(f"resource-gpu nodes: {out} holds files"), line  # no node named
+    assert sorted(p.name for p in out.iterdir()) == [
+        "index.html", "node-n1.html", "node-n2.html", "notes.txt"
+    ]  # fmt: skip
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+@pytest.mark.parametrize("control", ["\u202e", "\u2066"])
+def test_a_bidi_control_in_a_volume_s_name_is_shown_on_every_page(
+    storage: Plugin, tmp_path: Path, control: str
+) -> None:
+    """Round six: a volume (a host path) named with U+202E was written raw on the fleet's
+    page, the node's and ``history --html``'s, and the rest of its line showed right to left
+    (an auditor read another size or name). It is shown by its code point, never raw nor as a
+    character reference."""
+    volume = f"/data/{control}G01"
+    storage.ok("add-node", {"nodename": "s1", "resource": {"volumes": [f"{volume}:10G"]}})
+    out = tmp_path / "fleet"
+    ok_text(run(storage, "nodes", "--html", str(out)))
+    history = tmp_path / "s1.html"
+    ok_text(run(storage, "history", "s1", "--html", str(history)))
+    shown = f"[U+{ord(control):04X}]"
+    for page in (out / "index.html", out / "node-s1.html", history):
+        text = page.read_text()
+        assert control not in text, page
+        references = (f"&#x{ord(control):x};", f"&#{ord(control)};")
+        assert not [ref for ref in references if ref in text.lower()], page
+        assert f"/data/{shown}G01" in text, page
