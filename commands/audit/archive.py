@@ -198,13 +198,13 @@ def archive(
                 f"{done.nodes} nodes: {done.compacted} streams compacted, {done.events} "
                 f"events archived into {directory}; {done.left} events left in etcd"
             )
-            if every is None:
-                if done.failed:
-                    node, why = done.failed[0]
-                    raise PluginError(f"{len(done.failed)} not archived: node {node}: {why}")
+            if every is None and not done.failed:
                 return line
-            respond(line, text=True, io=session.io)
+            respond(line, text=True, io=session.io)  # the pass's summary; then each failure
             for node, why in done.failed:
                 report_failure(session.plugin.name, "archive", node, why, session.io)
+            if every is None:  # one pass: it failed
+                raise PluginError(f"{len(done.failed)} of {done.compacted + len(done.failed)} "
+                                  "streams due not archived: each node is named above")  # fmt: skip
         if stopping.wait(every or 0):
             return f"stopped: {directory} holds every event archived"

@@ -9,7 +9,7 @@ import click
 from msgspec import Struct
 
 from resource_extend.commands.audit.verify import named_nodes, nodes_or_all
-from resource_extend.commands.protocol import Answer, Session, respond
+from resource_extend.commands.protocol import Answer, Session, report_failure, respond
 from resource_extend.commands.under_click import answered, with_progress
 from resource_extend.ledger.host.config import Destination
 from resource_extend.ledger.model import audit
@@ -74,6 +74,9 @@ def compact(
     the others start again from its checkpoint. So every removed event is in exactly one
     export, and every export is named by a checkpoint; verify checks them back to event 1.
 
+    Of several nodes (--all), what was compacted is printed; each node that could not be is
+    named on stderr with why (its events stay), the others go on, and the exit status is 1.
+
     history, show --at and verify start from the checkpoint, or with --archive read the
     archive back to event 1. Streams are bounded as they grow (streams.budget and
     streams.max_events in {config}); "{prog} archive" keeps them at half their bound.
@@ -86,7 +89,7 @@ def compact(
     store.etcd.budget_per_request()  # many nodes outlast one call's budget; no request may
     lines = []
     targets = named_nodes(store, nodes, every)
-    failed = 0
+    failed: list[tuple[str, str]] = []
     with with_progress(targets, "compacting") as walked:
         for node in walked:
             try:
@@ -94,11 +97,15 @@ def compact(
             except PluginError as exc:  # the others are still compacted, and all reported
                 if len(targets) == 1:
                     raise PluginError(exc.reason, node=node) from None
-                lines.append(f"node {node}: not compacted: {exc.reason}")
-                failed += 1
-    if failed:
-        respond("\n".join(lines), text=True, io=session.io)
-        raise PluginError(f"{failed} of {plural(len(targets), 'node')} not compacted")
+                failed.append((node, exc.reason))
+    if failed:  # what was compacted on stdout; each node that was not on stderr, with why
+        if lines:
+            respond("\n".join(lines), text=True, io=session.io)
+        for node, why in failed:
+            report_failure(
+                session.plugin.name, "compact", node, f"not compacted: {why}", session.io
+            )
+        raise PluginError(f"{len(failed)} of {plural(len(targets), 'node')} not compacted")
     return "\n".join(lines)
 
 
