@@ -11,6 +11,7 @@ import pytest
 
 from resource_extend.commands.programs import programs
 from resource_extend.ledger.etcd import choice
+from resource_extend.ledger.etcd.health import HEALTH
 from tests.etcd_server import etcd_binary, etcd_notice, in_containers, shared_server
 from tests.etcdkv import Etcd
 from tests.plugin import Plugin, kill_helpers_for, stop_helpers
@@ -65,6 +66,7 @@ def a_process_of_one_call(monkeypatch: pytest.MonkeyPatch) -> None:
     ``etcd.transport: auto``), whatever a test before it ran in-process (the CLI says it serves
     many calls: ``ledger.etcd.choice``)."""
     monkeypatch.setattr(choice, "PROCESS", choice._Process())
+    HEALTH.forget()  # and has seen no member of any cluster answer, nor fail to
 
 
 @pytest.fixture(autouse=True)

@@ -4,6 +4,11 @@ the keys mean (:mod:`ledger.store` does); ``ledger.etcd.transport`` carries the 
 
 A write that may have reached etcd is never resent here: it raises :class:`Ambiguous`, and
 the store decides, after looking for the write's operation id.
+
+A request starts at the member the one before it was answered by, in this call or (the first
+of a call) in this process, and tries last a member that failed to answer lately
+(``ledger.etcd.health``): a member that hangs costs a process one request's share of the
+time, not every call's.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import msgspec
 
 from resource_extend.ledger.etcd import wire
 from resource_extend.ledger.etcd.choice import REINSTALL, choose
+from resource_extend.ledger.etcd.health import HEALTH
 from resource_extend.ledger.etcd.transport import (
     HttpTransport,
     NoSpace,
@@ -88,10 +94,12 @@ class Connection:
     ) -> None:
         self._config = config
         self._endpoints = [(where.host, where.port) for where in config.endpoints]
+        self._cluster = tuple(self._endpoints)
         self._transport = transport or open_transport(config, scan=scan)
         self._scans: Transport | None = self._transport if transport or scan else None
         """What a scan over many nodes goes over (:meth:`_scan_transport`); None: not opened."""
-        self._current = 0
+        self._current = HEALTH.order(self._cluster)[0]
+        """The member the next request goes to first: where the last was answered."""
         self._started = time.monotonic()
         self._deadline = deadline or self._started + config.timeout
         self._per_request = False
@@ -242,11 +250,12 @@ class Connection:
             self.renew()
         for backoff in PASS_BACKOFF:
             failures.clear()
-            for _ in self._endpoints:
+            for index in self._turn():
+                self._current = index
                 where = self._where()
                 try:
                     timeout = self._attempt_timeout(keep)
-                    return transport.send(self._current, request, reply, timeout)
+                    answer = transport.send(index, request, reply, timeout)
                 except NoSpace:
                     raise EtcdFull(where) from None
                 except NotEtcd as exc:
@@ -257,13 +266,25 @@ class Connection:
                     raise StoreError(f"etcd at {where} refused the request: {exc}") from None
                 except Unavailable as exc:
                     failures.append(f"{where}: {exc}")
-                    self._current = (self._current + 1) % len(self._endpoints)
-                    if write:
+                    HEALTH.failed(self._cluster, index)
+                    if write:  # what settles it starts elsewhere
+                        self._current = HEALTH.order(self._cluster)[0]
                         raise Ambiguous("; ".join(failures)) from None
+                    continue
+                HEALTH.answered(self._cluster, index)
+                return answer
             if backoff is None or self._deadline - time.monotonic() < backoff:
                 break
             time.sleep(backoff)  # an election, a restart: give the cluster a moment
         raise StoreError(f"etcd unreachable ({'; '.join(failures)})")
+
+    def _turn(self) -> list[int]:
+        """The members a request tries, in turn: first the one the last request was answered
+        by, then the rest as ``HEALTH`` orders them (one that failed lately, last)."""
+        order = HEALTH.order(self._cluster)
+        if HEALTH.avoided(self._cluster, self._current):
+            return order
+        return [self._current, *(index for index in order if index != self._current)]
 
     # -- reads --------------------------------------------------------------------------------
 

@@ -493,6 +493,22 @@ def test_a_read_fails_over_to_the_next_endpoint() -> None:
     assert etcd.served[1] > served
 
 
+def test_a_process_s_next_call_starts_at_the_member_that_answered() -> None:
+    """The first member fails; the next call of the process asks the second first, and its
+    write goes where its read was answered (``ledger.etcd.health``)."""
+    etcd = MemoryEtcd(endpoints=3)
+    new_node(etcd, capacity=3)
+    etcd.fail_next(0)
+    make_store(etcd).records.read(NODE)  # failed over to the second
+    before = dict(etcd.served)
+
+    make_store(etcd).appender.append(NODE, "take", usage_change({CARD: 1}))
+
+    assert etcd.served[0] == before.get(0, 0), "a later call asked the member that failed"
+    assert etcd.served[1] - before[1] == 2  # its read and its write
+    assert etcd.served[2] == before.get(2, 0)
+
+
 def test_all_endpoints_down_is_a_store_error_naming_them() -> None:
     etcd = MemoryEtcd(endpoints=3)
     new_node(etcd)
