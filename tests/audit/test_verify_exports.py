@@ -13,6 +13,7 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from tests.audit.helpers import (
     Doc,
@@ -220,57 +221,56 @@ def test_a_checkpoint_whose_export_cannot_be_read_here_is_not_taken_on_trust(
     assert "(archive:x.jsonl) is missing" in given["archived"], given
 
 
-def test_repair_never_adopts_a_checkpoint_it_cannot_check(
-    plugin: Plugin, etcd: Etcd, tmp_path: Path
-) -> None:
+def forge_the_last_as_a_checkpoint(etcd: Etcd, **change: Any) -> dict[str, Any]:
     """The real checkpoint and the event after it deleted, the last event replaced by a forged
-    checkpoint with a plausible tip (the digest of the event it replaces, which is what a head
-    and a next event name) and more cards: --repair rewrote the head to the forged capacity."""
-    compacted_twice(plugin, etcd, ["n1"], tmp_path)
-    checkpoint, _, last = etcd.events("n1")
-    doc = last.json()
+    checkpoint: the real one's fields with 64 cards, a plausible tip (the digest of the event
+    it replaces, which is what a head and a next event name), and ``change`` over them; the
+    real checkpoint's change."""
+    checkpoint, after, last = etcd.events("n1")
+    real: dict[str, Any] = checkpoint.json()["change"]
     forged = {
-        **checkpoint.json()["change"],
+        **real,
         "state": {"capacity": {G: 64}, "usage": {}},
-        "export": "build-host-7:/x.jsonl",
         "tip": hashlib.sha256(last.value).hexdigest(),  # what event 8 digested to
-        "export_digest": None,
+        **change,
     }
-    etcd.put_many({last.key: json.dumps({**doc, "change": forged}).encode()})
-    for kv in (checkpoint, _):
+    etcd.put_many({last.key: json.dumps({**last.json(), "change": forged}).encode()})
+    for kv in (checkpoint, after):
         delete_key(etcd, kv.key)
     etcd.put_many({etcd.events_prefix("n1") + "first": b"8"})
+    return real
+
+
+def refused_repair(plugin: Plugin, etcd: Etcd) -> str:
+    """``verify --repair`` of n1, which must refuse its forged checkpoint and leave the head
+    byte for byte (8 cards); its finding."""
     before = etcd.head("n1")
     lines = report(run(plugin, "verify", "n1", "--repair"), 1, 1)
     assert "(not repaired: its checkpoint's export of checkpoint 8" in lines["n1"], lines
-    assert "cannot be checked here (elsewhere)" in lines["n1"]
-    assert etcd.head("n1") == before  # the head left as it was: 8 cards
+    assert etcd.head("n1") == before
+    return lines["n1"]
+
+
+def test_repair_never_adopts_a_checkpoint_it_cannot_check(
+    plugin: Plugin, etcd: Etcd, tmp_path: Path
+) -> None:
+    """The forged checkpoint names an export on another host: --repair rewrote the head to
+    the forged capacity."""
+    compacted_twice(plugin, etcd, ["n1"], tmp_path)
+    forge_the_last_as_a_checkpoint(etcd, export="build-host-7:/x.jsonl", export_digest=None)
+    assert "cannot be checked here (elsewhere)" in refused_repair(plugin, etcd)
 
 
 def test_repair_never_adopts_a_checkpoint_whose_export_here_does_not_check_out(
     plugin: Plugin, etcd: Etcd, tmp_path: Path
 ) -> None:
-    """As above, but the forged checkpoint names the real export, which is here, with its real
-    digest: the file reads, and what the checkpoint says of it (its state: 64 cards) does not
-    check out against it. --repair refuses it and leaves the head byte for byte."""
+    """The forged checkpoint names the real export, which is here, with its real digest: the
+    file reads, and what the checkpoint says of it (its state: 64 cards) does not check out
+    against it (round six: no test held this refusal)."""
     compacted_twice(plugin, etcd, ["n1"], tmp_path)
-    checkpoint, _, last = etcd.events("n1")
-    real = checkpoint.json()["change"]
+    real = forge_the_last_as_a_checkpoint(etcd)
     assert Path(real["export"].split(":", 1)[1]).is_file()  # the export is on this host
-    forged = {
-        **real,
-        "state": {"capacity": {G: 64}, "usage": {}},
-        "tip": hashlib.sha256(last.value).hexdigest(),  # what event 8 digested to
-    }
-    etcd.put_many({last.key: json.dumps({**last.json(), "change": forged}).encode()})
-    for kv in (checkpoint, _):
-        delete_key(etcd, kv.key)
-    etcd.put_many({etcd.events_prefix("n1") + "first": b"8"})
-    before = etcd.head("n1")
-    lines = report(run(plugin, "verify", "n1", "--repair"), 1, 1)
-    assert "(not repaired: its checkpoint's export of checkpoint 8" in lines["n1"], lines
-    assert "does not check out" in lines["n1"], lines
-    assert etcd.head("n1") == before  # the head left as it was: 8 cards
+    assert "does not check out" in refused_repair(plugin, etcd)
 
 
 def test_an_export_that_is_not_the_file_written_byte_for_byte_is_a_disagreement(
