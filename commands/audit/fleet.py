@@ -208,8 +208,10 @@ def _page(
     finally:
         session.node = None  # what fails from here on is the fleet's, not this node's
     name = page_name(node.name)
-    taken = pages.setdefault(name.casefold(), node.name)  # (a file system may fold case)
-    if taken != node.name:
+    if name.casefold() in pages:  # another's page, on a file system that folds case
+        name = page_name(node.name, by_digest=True)
+    taken = pages.setdefault(name.casefold(), node.name)
+    if taken != node.name:  # (two digests alike: never met)
         raise PluginError(
             f"nodes {taken} and {node.name} would share one page, {name}: select one of them "
             "with --match; nothing was written"
@@ -228,12 +230,12 @@ def _page(
     )
 
 
-def page_name(node: str) -> str:
+def page_name(node: str, *, by_digest: bool = False) -> str:
     """The file of ``node``'s page: its name made safe for a file (``node-gpu-1.html``), or,
-    for a name too long once quoted, its digest after a ``=``, which ``quote`` never writes
-    (``node=5e1f….html``): no node's name can be another's digest."""
+    for a name too long once quoted (or ``by_digest``), its digest after a ``=``, which
+    ``quote`` never writes (``node=5e1f….html``): no node's name can be another's digest."""
     quoted = quote(node, safe="")
-    if len(quoted) > 200:
+    if by_digest or len(quoted) > 200:
         return f"node={hashlib.sha256(node.encode()).hexdigest()[:32]}.html"
     return f"node-{quoted}.html"
 

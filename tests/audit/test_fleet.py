@@ -233,6 +233,13 @@ def test_no_two_nodes_share_a_page(plugin: Plugin, tmp_path: Path) -> None:
     assert holding[0] != holding[1]
     assert sorted(p.name for p in out.iterdir()) == sorted(["index.html", *pages])
 
+    for name in ("Gpu-1", "gpu-1"):  # one file where a file system folds case: not here
+        plugin.add(name, {G: 1})
+    again = tmp_path / "again"
+    assert "4 nodes" in written(plugin, again)
+    pages = {page for _, page in Links((again / "index.html").read_text()).rows}
+    assert len({page.casefold() for page in pages}) == 4, pages
+
 
 def test_an_earlier_fleet_s_directory_holding_anything_else_is_refused_by_name(
     plugin: Plugin, tmp_path: Path
